@@ -1,0 +1,84 @@
+# chatsite: developer entry points. Everything runs from the project's .venv.
+#
+#   make run      migrate, then serve on http://$(HOST):$(PORT) (demo model if no Ollama)
+#   make test     lint + type check + the whole suite on real PostgreSQL and Redis,
+#                 then the smoke tests again on the zero-config SQLite defaults
+#   make lint / format / bench / vendor / clean / distclean
+#
+# Variables: HOST, PORT (run); PYTEST_ARGS (test), e.g. make test PYTEST_ARGS="-x -k ws";
+# PYTHON (the interpreter that makes .venv).
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-requirements
+HOST ?= 127.0.0.1
+PORT ?= 8000
+PYTEST_ARGS ?=
+
+.PHONY: help venv vendor chromium run test lint format bench clean distclean
+
+help:
+	@sed -n 's/^#   //p' Makefile
+
+# ---------------------------------------------------------------- environment
+
+venv: $(STAMP)
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# Re-installs only when a requirements file changed since the last install.
+$(STAMP): requirements.txt requirements-dev.txt | $(PY)
+	$(PY) -m pip install --disable-pip-version-check -q -r requirements-dev.txt
+	@touch $@
+
+# static/vendor/ is committed: this only runs npm when it is missing or was
+# made from another package-lock.json.
+vendor:
+	@scripts/vendor.sh --if-needed
+
+# Installs Debian's chromium when it is missing (as root), for browser tests.
+chromium:
+	@scripts/ensure-chromium.sh
+
+# ---------------------------------------------------------------- run
+
+run: venv vendor
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py runsite --host $(HOST) --port $(PORT)
+
+bench: venv
+	$(PY) -m bench
+
+# ---------------------------------------------------------------- checks
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy chatsite chat
+
+format: venv
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+test: venv chromium
+	scripts/vendor.sh --check
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy chatsite chat
+	$(PY) -m pytest -ra $(PYTEST_ARGS)
+	CHATSITE_TEST_DB=sqlite $(PY) -m pytest -ra -m "smoke and not browser" $(PYTEST_ARGS)
+
+# ---------------------------------------------------------------- cleaning
+
+clean:
+	rm -rf test-artifacts staticfiles node_modules .pytest_cache .mypy_cache \
+		.ruff_cache .hypothesis
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)

@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+from django import forms
+from django.contrib.auth.forms import UserCreationForm
+
+from chat.models import Conversation
+
+
+class FirstAdminForm(UserCreationForm):  # type: ignore[type-arg]
+    """Creates the site's first account, which administers it."""
+
+    def save(self, commit: bool = True):  # type: ignore[no-untyped-def]
+        user = super().save(commit=False)
+        user.is_staff = True
+        user.is_superuser = True
+        if commit:
+            user.save()
+        return user
+
+
+class ThinkingForm(forms.ModelForm):  # type: ignore[type-arg]
+    class Meta:
+        model = Conversation
+        fields = ["thinking"]

@@ -1,0 +1,166 @@
+"""The browser <-> server WebSocket protocol (JSON text frames), both directions.
+
+Client -> server:
+  {"type": "send", "content": "...", "client_id": "<uuid>"}
+  {"type": "stop"}
+  {"type": "resume", "message_id": N, "offset": K, "thinking_offset": T}
+Server -> client:
+  {"type": "message", "message": {...}}       a stored message (echo or final answer)
+  {"type": "start", "message_id": N, "model": "...", "thinking": bool | null}
+  {"type": "thinking" | "content", "message_id": N, "delta": "..."}
+  {"type": "done", "message_id": N, "status": "done" | "stopped" | "error", "stats": {}}
+  {"type": "error", "message_id": N | null, "code": "...", "detail": "..."}
+
+Offsets count Unicode code points of the answer (or thinking) text the client has.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+from django.conf import settings
+from django.template.loader import render_to_string
+
+if TYPE_CHECKING:
+    from chat.models import Message
+    from chat.runner import Generation
+
+
+class FrameError(Exception):
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+
+
+class SendFrame(TypedDict):
+    type: Literal["send"]
+    content: str
+    client_id: str
+
+
+class StopFrame(TypedDict):
+    type: Literal["stop"]
+
+
+class ResumeFrame(TypedDict):
+    type: Literal["resume"]
+    message_id: int
+    offset: int
+    thinking_offset: int
+
+
+ClientFrame = SendFrame | StopFrame | ResumeFrame
+
+
+def max_frame_chars() -> int:
+    # Room for the JSON around a message of the largest accepted size.
+    return settings.MESSAGE_MAX_CHARS + 4096
+
+
+def parse(text: str | None) -> ClientFrame:
+    """Decode and validate one client frame; raise FrameError with a clear reason."""
+    if text is None:
+        raise FrameError("bad_frame", "Frames must be JSON text, not binary.")
+    if len(text) > max_frame_chars():
+        raise FrameError(
+            "frame_too_large", "The frame is larger than the server accepts."
+        )
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise FrameError("bad_frame", "The frame is not valid JSON.") from None
+    if not isinstance(data, dict):
+        raise FrameError("bad_frame", "A frame must be a JSON object.")
+    kind = data.get("type")
+    if kind == "send":
+        return _parse_send(data)
+    if kind == "stop":
+        return StopFrame(type="stop")
+    if kind == "resume":
+        return ResumeFrame(
+            type="resume",
+            message_id=_non_negative_int(data, "message_id"),
+            offset=_non_negative_int(data, "offset"),
+            thinking_offset=_non_negative_int(data, "thinking_offset", default=0),
+        )
+    raise FrameError("unknown_type", f"Unknown frame type: {str(kind)[:40]!r}.")
+
+
+def _parse_send(data: dict[str, Any]) -> SendFrame:
+    content = data.get("content")
+    if not isinstance(content, str) or not content.strip():
+        raise FrameError("empty_message", "Type a message before sending.")
+    if len(content) > settings.MESSAGE_MAX_CHARS:
+        raise FrameError(
+            "message_too_long",
+            f"The message is {len(content):,} characters; the limit is "
+            f"{settings.MESSAGE_MAX_CHARS:,}.",
+        )
+    client_id = data.get("client_id", "")
+    if not isinstance(client_id, str) or len(client_id) > 64:
+        raise FrameError(
+            "bad_frame", "client_id must be a string of 64 characters at most."
+        )
+    return SendFrame(type="send", content=content, client_id=client_id)
+
+
+def _non_negative_int(
+    data: dict[str, Any], key: str, default: int | None = None
+) -> int:
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise FrameError("bad_frame", f"{key} must be a non-negative integer.")
+    return value
+
+
+# Server -> client frames.
+
+
+def delta(
+    kind: Literal["thinking", "content"], message_id: int, text: str
+) -> dict[str, Any]:
+    return {"type": kind, "message_id": message_id, "delta": text}
+
+
+def start(generation: Generation) -> dict[str, Any]:
+    return {
+        "type": "start",
+        "message_id": generation.message_id,
+        "model": generation.model,
+        "thinking": generation.think,
+    }
+
+
+def done(message: Message) -> dict[str, Any]:
+    return {
+        "type": "done",
+        "message_id": message.pk,
+        "status": message.status,
+        "stats": message.stats(),
+    }
+
+
+def error(message_id: int | None, code: str, detail: str) -> dict[str, Any]:
+    return {"type": "error", "message_id": message_id, "code": code, "detail": detail}
+
+
+def message(message: Message) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "message": {
+            "id": message.pk,
+            "role": message.role,
+            "status": message.status,
+            "content": message.content,
+            "thinking": message.thinking,
+            "client_id": message.client_id,
+            "model": message.model_tag,
+            "stats": message.stats(),
+            "error_code": message.error_code,
+            "error_detail": message.error_detail,
+            "dom_id": message.dom_id,
+            "html": render_to_string("chat/_message.html", {"message": message}),
+        },
+    }

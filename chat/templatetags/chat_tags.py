@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+from django import template
+from django.utils.safestring import SafeString
+
+from chat.rendering import render_markdown
+
+register = template.Library()
+
+
+@register.filter
+def markdown(text: str) -> SafeString:
+    return render_markdown(text or "")
+
+
+@register.filter
+def codepoints(text: str) -> int:
+    """Length in Unicode code points: the unit of resume offsets."""
+    return len(text or "")
+
+
+@register.filter
+def seconds(milliseconds: float | None) -> str:
+    if milliseconds is None:
+        return ""
+    value = milliseconds / 1000
+    return f"{value:.1f} s" if value < 10 else f"{value:.0f} s"

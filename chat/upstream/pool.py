@@ -1,0 +1,71 @@
+"""One pooled `httpx.AsyncClient` per model server, per process and event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import httpx
+from django.conf import settings
+
+from chat.upstream.ollama import OllamaClient
+
+_NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+
+# A client's connections belong to the loop that opened them, so each loop
+# (tests run several) gets its own clients.
+_clients: dict[asyncio.AbstractEventLoop, dict[str, httpx.AsyncClient]] = {}
+
+
+def http_client_for(base_url: str) -> httpx.AsyncClient:
+    """Return the running loop's shared client for `base_url`; call it in a coroutine.
+
+    Raises `RuntimeError` when no event loop is running.
+    """
+    loop = asyncio.get_running_loop()
+    clients = _clients.get(loop)
+    if clients is None:
+        _forget_closed_loops()
+        clients = _clients[loop] = {}
+    key = base_url.rstrip("/")
+    client = clients.get(key)
+    if client is None or client.is_closed:
+        client = clients[key] = _new_client()
+    return client
+
+
+def ollama_client(base_url: str) -> OllamaClient:
+    """Return an `OllamaClient` for `base_url` over the shared pool."""
+    return OllamaClient(base_url, http=http_client_for(base_url))
+
+
+async def aclose_all() -> None:
+    """Close the running loop's clients (at shutdown); forget closed loops' ones."""
+    _forget_closed_loops()
+    clients = _clients.pop(asyncio.get_running_loop(), {})
+    for client in clients.values():
+        await client.aclose()
+
+
+def _new_client() -> httpx.AsyncClient:
+    timeout = httpx.Timeout(
+        connect=settings.UPSTREAM_CONNECT_TIMEOUT,
+        # httpx applies this to every read: it bounds the wait for the first
+        # token and, once streaming, any silence between tokens.
+        read=settings.UPSTREAM_FIRST_TOKEN_TIMEOUT,
+        write=10,
+        pool=10,
+    )
+    transport = httpx.AsyncHTTPTransport(
+        socket_options=_NODELAY,
+        limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
+    )
+    # No proxies from the environment: model servers sit on the team's own
+    # network, and a proxy in between may buffer the stream.
+    return httpx.AsyncClient(transport=transport, timeout=timeout, trust_env=False)
+
+
+def _forget_closed_loops() -> None:
+    # Their sockets cannot be closed without their loop; dropping them frees them.
+    for loop in [loop for loop in _clients if loop.is_closed()]:
+        del _clients[loop]

@@ -1,0 +1,86 @@
+"""Chat fixtures (a pytest plugin, loaded with ``-p tests.fixtures``): the
+simulated model server and conversations that talk to it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from chat.simulator import ChatLogEntry, SimulatorConfig, SimulatorServer
+
+# Fast by default; tests that need a visible stream slow it down.
+TEST_CONFIG = {"tps": 0.0, "ttft_ms": 0.0, "think_tokens": 8, "answer_tokens": 30}
+
+
+class Simulator:
+    """The running simulator, reset for each test."""
+
+    def __init__(self, server: SimulatorServer) -> None:
+        self.server = server
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    @property
+    def config(self) -> SimulatorConfig:
+        return self.server.config
+
+    @property
+    def log(self) -> list[ChatLogEntry]:
+        return self.server.log
+
+    async def wait_for_end(self, timeout: float = 10) -> ChatLogEntry:
+        """The last chat request, once the simulator has finished with it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            log = self.log
+            if log and log[-1].ended is not None:
+                return log[-1]
+            assert time.monotonic() < deadline, "the simulator never saw the end"
+            await asyncio.sleep(0.02)
+
+
+@pytest.fixture(scope="session")
+def _simulator_server() -> Iterator[SimulatorServer]:
+    server = SimulatorServer(SimulatorConfig(**TEST_CONFIG)).start()  # type: ignore[arg-type]
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def simulator(_simulator_server: SimulatorServer) -> Iterator[Simulator]:
+    _simulator_server.reset()
+    yield Simulator(_simulator_server)
+    _simulator_server.reset()
+
+
+@pytest.fixture
+def demo_profile(simulator: Simulator, db: Any) -> Any:
+    from chat.models import ModelProfile
+
+    return ModelProfile.objects.create(
+        tag="qwen3-demo:8b",
+        base_url=simulator.url,
+        supports_thinking=True,
+        context_length=8192,
+        is_demo=True,
+    )
+
+
+@pytest.fixture
+def conversation(alice: Any, demo_profile: Any) -> Any:
+    from chat.models import Conversation
+
+    return Conversation.objects.create(owner=alice, model_profile=demo_profile)
+
+
+@pytest.fixture
+def db_conversation_without_model(alice: Any) -> Any:
+    from chat.models import Conversation
+
+    return Conversation.objects.create(owner=alice)

@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from chat.checks import settings_check
+
+
+def ids(settings_obj=None):
+    return sorted(problem.id for problem in settings_check(None))
+
+
+def test_debug_mode_raises_nothing(settings):
+    settings.DEBUG = True
+    settings.SECRET_KEY = settings.DEV_SECRET_KEY
+    assert ids() == []
+
+
+def test_production_with_dev_key_and_memory_layer_is_flagged(settings):
+    settings.DEBUG = False
+    settings.SECRET_KEY = settings.DEV_SECRET_KEY
+    settings.CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}
+    }
+    assert ids() == ["chat.E001", "chat.W001"]
+
+
+def test_production_with_redis_and_a_real_key_is_clean(settings):
+    settings.DEBUG = False
+    settings.SECRET_KEY = "x" * 60
+    settings.CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer"}
+    }
+    assert ids() == []

@@ -1,0 +1,409 @@
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from channels.testing import WebsocketCommunicator
+
+from chat.models import Conversation, Message, ModelProfile
+from chatsite.asgi import application
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ORIGIN = (b"origin", b"http://127.0.0.1")
+
+
+async def connect(user, conversation) -> WebsocketCommunicator:
+    communicator = WebsocketCommunicator(
+        application, f"/ws/conversations/{conversation.pk}/", headers=[ORIGIN]
+    )
+    communicator.scope["user"] = user
+    connected, _ = await communicator.connect()
+    assert connected
+    return communicator
+
+
+async def frames_until(communicator, kind: str, timeout: float = 15) -> list[dict]:
+    """Every frame up to and including the first of type `kind`."""
+    seen = []
+    while True:
+        frame = await communicator.receive_json_from(timeout=timeout)
+        seen.append(frame)
+        if frame["type"] == kind:
+            return seen
+
+
+def text_of(frames: list[dict], kind: str) -> str:
+    return "".join(f["delta"] for f in frames if f["type"] == kind)
+
+
+async def send(communicator, content: str = "Hello there") -> None:
+    await communicator.send_json_to(
+        {"type": "send", "content": content, "client_id": "c-1"}
+    )
+
+
+async def answer_of(conversation) -> Message:
+    return await conversation.messages.filter(role="assistant").alast()
+
+
+async def wait_for_status(message_id: int, timeout: float = 15) -> Message:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        message = await Message.objects.aget(pk=message_id)
+        if message.status != Message.Status.STREAMING:
+            return message
+        assert asyncio.get_running_loop().time() < deadline, "answer never finished"
+        await asyncio.sleep(0.05)
+
+
+async def test_connect_closes_anonymous_socket_with_4401(conversation):
+    from django.contrib.auth.models import AnonymousUser
+
+    communicator = WebsocketCommunicator(
+        application, f"/ws/conversations/{conversation.pk}/", headers=[ORIGIN]
+    )
+    communicator.scope["user"] = AnonymousUser()
+    await communicator.connect()
+    assert await communicator.receive_output(timeout=5) == {
+        "type": "websocket.close",
+        "code": 4401,
+    }
+    await communicator.disconnect()
+
+
+async def test_connect_closes_someone_elses_conversation_with_4403(bob, conversation):
+    communicator = WebsocketCommunicator(
+        application, f"/ws/conversations/{conversation.pk}/", headers=[ORIGIN]
+    )
+    communicator.scope["user"] = bob
+    await communicator.connect()
+    output = await communicator.receive_output(timeout=5)
+    assert output == {"type": "websocket.close", "code": 4403}
+    await communicator.disconnect()
+
+
+async def test_cross_origin_socket_is_refused(alice, conversation):
+    communicator = WebsocketCommunicator(
+        application,
+        f"/ws/conversations/{conversation.pk}/",
+        headers=[(b"origin", b"http://evil.example")],
+    )
+    communicator.scope["user"] = alice
+    connected, _ = await communicator.connect()
+    assert not connected
+    await communicator.disconnect()
+
+
+async def test_send_streams_thinking_then_answer_and_stores_both(
+    alice, conversation, simulator
+):
+    communicator = await connect(alice, conversation)
+    await send(communicator, "Explain streams")
+    frames = await frames_until(communicator, "done")
+    final = await communicator.receive_json_from(timeout=5)
+    await communicator.disconnect()
+
+    kinds = [f["type"] for f in frames]
+    assert kinds[0] == "message" and frames[0]["message"]["role"] == "user"
+    assert frames[0]["message"]["content"] == "Explain streams"
+    assert kinds[1] == "start" and frames[1]["thinking"] is True
+    assert kinds.index("thinking") < kinds.index("content")
+    assert frames[-1]["status"] == "done"
+
+    answer = await answer_of(conversation)
+    assert answer.status == Message.Status.DONE
+    assert answer.content == text_of(frames, "content") and answer.content
+    assert answer.thinking == text_of(frames, "thinking") and answer.thinking
+    assert answer.output_tokens and answer.eval_ms and answer.first_token_ms is not None
+    assert answer.model_tag == "qwen3-demo:8b" and answer.thinking_enabled is True
+    assert final["type"] == "message" and final["message"]["id"] == answer.pk
+    assert "<p>" in final["message"]["html"]
+
+    request = simulator.log[-1].body
+    assert request["think"] is True
+    assert request["messages"] == [{"role": "user", "content": "Explain streams"}]
+    assert request["options"]["num_ctx"] == 8192
+
+
+async def test_thinking_off_asks_the_model_not_to_think(alice, conversation, simulator):
+    conversation.thinking = "off"
+    await conversation.asave()
+    communicator = await connect(alice, conversation)
+    await send(communicator)
+    frames = await frames_until(communicator, "done")
+    await communicator.disconnect()
+
+    assert simulator.log[-1].body["think"] is False
+    assert not text_of(frames, "thinking")
+    assert text_of(frames, "content")
+
+
+async def test_model_without_thinking_is_not_sent_think(alice, conversation, simulator):
+    plain = await ModelProfile.objects.acreate(
+        tag="llama-demo:3b", base_url=simulator.url, supports_thinking=False
+    )
+    conversation.model_profile = plain
+    conversation.thinking = "on"
+    await conversation.asave()
+    communicator = await connect(alice, conversation)
+    await send(communicator)
+    frames = await frames_until(communicator, "done")
+    await communicator.disconnect()
+
+    assert "think" not in simulator.log[-1].body
+    assert frames[-1]["status"] == "done"
+
+
+async def test_history_never_sends_earlier_thinking(alice, conversation, simulator):
+    communicator = await connect(alice, conversation)
+    await send(communicator, "first")
+    await frames_until(communicator, "done")
+    await send(communicator, "second")
+    await frames_until(communicator, "done")
+    await communicator.disconnect()
+
+    first_answer = await conversation.messages.filter(role="assistant").afirst()
+    sent = simulator.log[-1].body["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert sent[1] == {"role": "assistant", "content": first_answer.content}
+    assert all("thinking" not in m for m in sent)
+
+
+async def test_stop_closes_upstream_and_keeps_the_partial_answer(
+    alice, conversation, simulator
+):
+    simulator.config.tps = 40
+    simulator.config.answer_tokens = 400
+    communicator = await connect(alice, conversation)
+    await send(communicator)
+    frames = await frames_until(communicator, "content")
+    await communicator.send_json_to({"type": "stop"})
+    frames += await frames_until(communicator, "done")
+    await communicator.disconnect()
+
+    assert frames[-1]["status"] == "stopped"
+    answer = await answer_of(conversation)
+    assert answer.status == Message.Status.STOPPED
+    assert answer.content == text_of(frames, "content")
+    entry = await simulator.wait_for_end()
+    assert entry.disconnected and not entry.finished
+
+
+async def test_closing_the_socket_does_not_stop_the_answer(
+    alice, conversation, simulator
+):
+    simulator.config.tps = 200
+    simulator.config.answer_tokens = 60
+    communicator = await connect(alice, conversation)
+    await send(communicator)
+    await frames_until(communicator, "content")
+    await communicator.disconnect()
+
+    answer = await wait_for_status((await answer_of(conversation)).pk)
+    assert answer.status == Message.Status.DONE
+    entry = await simulator.wait_for_end()
+    assert entry.finished and not entry.disconnected
+    assert answer.output_tokens == entry.tokens_sent
+
+
+async def test_resume_sends_exactly_the_missing_text(alice, conversation, simulator):
+    simulator.config.tps = 100
+    simulator.config.answer_tokens = 120
+    owner = await connect(alice, conversation)
+    await send(owner)
+    owner_frames = await frames_until(owner, "content")
+    message_id = owner_frames[-1]["message_id"]
+
+    # A reloaded tab that rendered the first 3 characters of the answer.
+    have = text_of(owner_frames, "content")[:3]
+    reader = await connect(alice, conversation)
+    await reader.send_json_to(
+        {
+            "type": "resume",
+            "message_id": message_id,
+            "offset": len(have),
+            "thinking_offset": 0,
+        }
+    )
+    reader_frames = await frames_until(reader, "done")
+    await frames_until(owner, "done")
+    await owner.disconnect()
+    await reader.disconnect()
+
+    answer = await Message.objects.aget(pk=message_id)
+    assert reader_frames[0]["type"] == "start"
+    assert have + text_of(reader_frames, "content") == answer.content
+    assert text_of(reader_frames, "thinking") == answer.thinking
+
+
+async def test_resume_of_a_finished_answer_sends_the_stored_message(
+    alice, conversation
+):
+    answer = await conversation.messages.acreate(
+        role="assistant", content="All done.", status="done"
+    )
+    communicator = await connect(alice, conversation)
+    await communicator.send_json_to(
+        {"type": "resume", "message_id": answer.pk, "offset": 2}
+    )
+    frame = await communicator.receive_json_from(timeout=5)
+    await communicator.disconnect()
+    assert frame["type"] == "message"
+    assert frame["message"]["content"] == "All done."
+
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        ("not json", "bad_frame"),
+        ("[1, 2]", "bad_frame"),
+        ('{"type": "dance"}', "unknown_type"),
+        ('{"type": "send", "content": "   "}', "empty_message"),
+        ('{"type": "send", "content": 5}', "empty_message"),
+        ('{"type": "resume", "message_id": -1, "offset": 0}', "bad_frame"),
+    ],
+)
+async def test_bad_frames_get_an_error_and_keep_the_socket(
+    alice, conversation, raw, code
+):
+    communicator = await connect(alice, conversation)
+    await communicator.send_to(text_data=raw)
+    frame = await communicator.receive_json_from(timeout=5)
+    assert frame == {
+        "type": "error",
+        "message_id": None,
+        "code": code,
+        "detail": frame["detail"],
+    }
+    assert frame["detail"]
+    # Still open and usable.
+    await communicator.send_to(text_data='{"type": "stop"}')
+    assert await communicator.receive_nothing(timeout=0.2)
+    await communicator.disconnect()
+    assert await conversation.messages.acount() == 0
+
+
+async def test_too_long_message_is_refused_and_nothing_stored(
+    alice, conversation, settings
+):
+    settings.MESSAGE_MAX_CHARS = 50
+    communicator = await connect(alice, conversation)
+    await send(communicator, "x" * 51)
+    frame = await communicator.receive_json_from(timeout=5)
+    await communicator.send_to(text_data=json.dumps({"type": "x", "pad": "y" * 9000}))
+    oversized = await communicator.receive_json_from(timeout=5)
+    await communicator.disconnect()
+    assert frame["code"] == "message_too_long"
+    assert oversized["code"] == "frame_too_large"
+    assert await conversation.messages.acount() == 0
+
+
+async def test_second_send_while_answering_is_refused(alice, conversation, simulator):
+    simulator.config.tps = 50
+    communicator = await connect(alice, conversation)
+    await send(communicator, "one")
+    await frames_until(communicator, "start")
+    await send(communicator, "two")
+    frames = await frames_until(communicator, "error")
+    await communicator.send_json_to({"type": "stop"})
+    await frames_until(communicator, "done")
+    await communicator.disconnect()
+    assert frames[-1]["code"] == "busy"
+    assert await conversation.messages.filter(role="user").acount() == 1
+
+
+async def test_no_model_set_up_is_a_clear_error(alice, db_conversation_without_model):
+    conversation = db_conversation_without_model
+    communicator = await connect(alice, conversation)
+    await send(communicator)
+    frame = await communicator.receive_json_from(timeout=5)
+    await communicator.disconnect()
+    assert frame["code"] == "no_model"
+    assert "admin" in frame["detail"]
+
+
+@pytest.mark.parametrize(
+    ("setup", "code"),
+    [
+        ({"tag": "missing:1b"}, "model_not_found"),
+        ({"base_url": "http://127.0.0.1:9"}, "upstream_unreachable"),
+        ({"status": 503}, "upstream_busy"),
+        ({"status": 500}, "upstream_error"),
+    ],
+)
+async def test_model_server_failures_are_reported_and_the_question_kept(
+    alice, conversation, simulator, setup, code
+):
+    profile = conversation.model_profile
+    if "tag" in setup:
+        profile.tag = setup["tag"]
+    if "base_url" in setup:
+        profile.base_url = setup["base_url"]
+    await profile.asave()
+    if "status" in setup:
+        simulator.config.status = setup["status"]
+    communicator = await connect(alice, conversation)
+    await send(communicator, "still here?")
+    frames = await frames_until(communicator, "done")
+    final = await communicator.receive_json_from(timeout=5)
+    await communicator.disconnect()
+
+    error = next(f for f in frames if f["type"] == "error")
+    assert error["code"] == code and error["detail"]
+    assert frames[-1]["status"] == "error"
+    assert final["message"]["error_code"] == code
+    assert await conversation.messages.filter(
+        role="user", content="still here?"
+    ).aexists()
+    answer = await answer_of(conversation)
+    assert answer.status == Message.Status.ERROR and answer.error_detail
+
+
+@pytest.mark.parametrize(
+    ("fault", "code"), [("cut_after", "stream_cut"), ("error_after", "upstream_error")]
+)
+async def test_failure_mid_answer_keeps_the_partial_text(
+    alice, conversation, simulator, fault, code
+):
+    simulator.config.think_tokens = 0
+    setattr(simulator.config, fault, 8)
+    communicator = await connect(alice, conversation)
+    await send(communicator)
+    frames = await frames_until(communicator, "done")
+    await communicator.disconnect()
+
+    assert next(f for f in frames if f["type"] == "error")["code"] == code
+    answer = await answer_of(conversation)
+    assert answer.status == Message.Status.ERROR
+    assert answer.content == text_of(frames, "content") and answer.content
+
+
+async def test_another_tab_sees_the_same_stream(alice, conversation, simulator):
+    first = await connect(alice, conversation)
+    second = await connect(alice, conversation)
+    await send(first)
+    one = await frames_until(first, "done")
+    two = await frames_until(second, "done")
+    await first.disconnect()
+    await second.disconnect()
+    assert text_of(one, "content") == text_of(two, "content")
+    assert two[0]["type"] == "message" and two[0]["message"]["role"] == "user"
+
+
+async def test_new_conversation_takes_its_title_from_the_first_message(
+    alice, conversation, simulator
+):
+    communicator = await connect(alice, conversation)
+    await send(communicator, "How do   websockets\nwork?")
+    await frames_until(communicator, "done")
+    await communicator.disconnect()
+    await conversation.arefresh_from_db()
+    assert conversation.title == "How do websockets work?"
+
+
+def test_conversation_fixture_uses_the_simulator(conversation, simulator):
+    assert Conversation.objects.get(pk=conversation.pk).model_profile.base_url == (
+        simulator.url
+    )

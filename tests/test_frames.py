@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+import pytest
+
+from chat import frames
+
+
+def test_parse_send():
+    assert frames.parse('{"type":"send","content":"hi","client_id":"x"}') == {
+        "type": "send",
+        "content": "hi",
+        "client_id": "x",
+    }
+
+
+def test_parse_resume_defaults_thinking_offset():
+    parsed = frames.parse('{"type":"resume","message_id":3,"offset":7}')
+    assert parsed == {
+        "type": "resume",
+        "message_id": 3,
+        "offset": 7,
+        "thinking_offset": 0,
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        (None, "bad_frame"),
+        ("{", "bad_frame"),
+        ('"send"', "bad_frame"),
+        ('{"content":"x"}', "unknown_type"),
+        ('{"type":"send"}', "empty_message"),
+        ('{"type":"send","content":"x","client_id":7}', "bad_frame"),
+        ('{"type":"resume","message_id":true,"offset":0}', "bad_frame"),
+        ('{"type":"resume","message_id":1,"offset":"3"}', "bad_frame"),
+    ],
+)
+def test_parse_rejects_with_a_code(text, code):
+    with pytest.raises(frames.FrameError) as caught:
+        frames.parse(text)
+    assert caught.value.code == code
+    assert caught.value.detail
+
+
+def test_parse_rejects_oversized_frames(settings):
+    settings.MESSAGE_MAX_CHARS = 10
+    with pytest.raises(frames.FrameError) as caught:
+        frames.parse('{"type":"stop","x":"' + "a" * 5000 + '"}')
+    assert caught.value.code == "frame_too_large"

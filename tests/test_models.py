@@ -1,0 +1,119 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from chat.models import Conversation, Message, ModelProfile
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def thinker():
+    return ModelProfile.objects.create(
+        tag="qwen3:8b",
+        base_url="http://127.0.0.1:11434",
+        supports_thinking=True,
+        context_length=16384,
+        options={"temperature": 0.6},
+    )
+
+
+def test_think_flag_follows_conversation_then_profile_default(thinker):
+    assert thinker.think_flag("on") is True
+    assert thinker.think_flag("off") is False
+    assert thinker.think_flag("default") is True
+    thinker.default_thinking = "off"
+    assert thinker.think_flag("default") is False
+
+
+def test_think_flag_is_omitted_for_a_model_without_thinking(thinker):
+    thinker.supports_thinking = False
+    assert thinker.think_flag("on") is None
+
+
+def test_request_options_always_carry_num_ctx(thinker):
+    assert thinker.request_options() == {"temperature": 0.6, "num_ctx": 16384}
+
+
+def test_default_profile_prefers_a_real_model_over_the_demo(thinker):
+    ModelProfile.objects.create(tag="demo", base_url="http://x", is_demo=True)
+    assert ModelProfile.objects.default() == thinker
+    thinker.enabled = False
+    thinker.save()
+    assert ModelProfile.objects.default().tag == "demo"
+
+
+def test_label_marks_the_demo_model():
+    assert ModelProfile(tag="t", is_demo=True).label == "t (demo model)"
+
+
+def test_history_skips_thinking_streaming_and_empty_answers(alice, thinker):
+    conversation = Conversation.objects.create(
+        owner=alice, model_profile=thinker, system_prompt="Be brief."
+    )
+    conversation.messages.create(role="user", content="a")
+    conversation.messages.create(role="assistant", content="b", thinking="secret")
+    conversation.messages.create(role="user", content="c")
+    conversation.messages.create(role="assistant", content="", status="error")
+    conversation.messages.create(
+        role="assistant", content="partial", status="streaming"
+    )
+    assert conversation.history_for_prompt() == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": "b"},
+        {"role": "user", "content": "c"},
+    ]
+
+
+def test_begin_turn_stores_question_and_streaming_placeholder(alice, thinker):
+    conversation = Conversation.objects.create(owner=alice, thinking="off")
+    question, answer, profile, history = conversation.begin_turn("Hi  there", "id-1")
+    assert profile == thinker
+    assert question.content == "Hi  there" and question.client_id == "id-1"
+    assert answer.status == Message.Status.STREAMING
+    assert answer.thinking_enabled is False and answer.model_tag == "qwen3:8b"
+    assert history == [{"role": "user", "content": "Hi  there"}]
+    conversation.refresh_from_db()
+    assert conversation.title == "Hi there"
+    assert conversation.model_profile == thinker
+
+
+def test_begin_turn_without_any_model_stores_nothing(alice):
+    conversation = Conversation.objects.create(owner=alice)
+    with pytest.raises(Conversation.NoModel):
+        conversation.begin_turn("hello")
+    assert not Message.objects.exists()
+
+
+def test_title_is_shortened():
+    title = Conversation().title_from("word " * 40)
+    assert len(title) == 61 and title.endswith("…")
+
+
+def test_orphaned_streaming_answers_are_marked_interrupted_with_text_kept(alice):
+    conversation = Conversation.objects.create(owner=alice)
+    old = conversation.messages.create(
+        role="assistant", content="half", status="streaming"
+    )
+    fresh = conversation.messages.create(
+        role="assistant", content="new", status="streaming"
+    )
+    Message.objects.filter(pk=old.pk).update(
+        updated_at=timezone.now() - timedelta(seconds=30)
+    )
+    assert (
+        Message.objects.mark_orphans_interrupted(older_than=timedelta(seconds=10)) == 1
+    )
+    old.refresh_from_db()
+    fresh.refresh_from_db()
+    assert old.status == "interrupted" and old.content == "half"
+    assert fresh.status == "streaming"
+
+
+def test_decode_rate_comes_from_the_servers_figures():
+    assert Message(output_tokens=100, eval_ms=2000).decode_tps == 50
+    assert Message(output_tokens=100).decode_tps is None
