@@ -1,0 +1,105 @@
+"""`make bench`: run the relay scenarios, print a table, write bench/results/*.json."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+
+from bench.relay import Scenario, Site, run_scenario
+
+SCENARIOS = [
+    Scenario("1 stream @ 80 tok/s", streams=1, tps=80, tokens=400),
+    Scenario("1 stream @ 1000 tok/s", streams=1, tps=1000, tokens=3000),
+    Scenario("100 streams @ 40 tok/s", streams=100, tps=40, tokens=200),
+]
+# DESIGN.md budgets for the added latency per token, in ms.
+BUDGETS = {
+    "1 stream @ 80 tok/s": {"added_p50_ms": 1.0, "added_p99_ms": 5.0},
+    "1 stream @ 1000 tok/s": {"added_p50_ms": 1.0, "added_p99_ms": 5.0},
+    "100 streams @ 40 tok/s": {"added_p99_ms": 25.0},
+}
+COLUMNS = [
+    ("scenario", "{:<24}"),
+    ("tokens", "{:>6}"),
+    ("direct_p50_ms", "{:>8.2f}"),
+    ("relay_p50_ms", "{:>8.2f}"),
+    ("added_p50_ms", "{:>8.2f}"),
+    ("added_p95_ms", "{:>8.2f}"),
+    ("added_p99_ms", "{:>8.2f}"),
+    ("added_max_ms", "{:>8.2f}"),
+    ("ttft_added_ms", "{:>8.2f}"),
+    ("frames_per_token", "{:>7.2f}"),
+    ("cpu_s_per_1k_tokens", "{:>7.3f}"),
+    ("daphne_rss_mib", "{:>7.1f}"),
+]
+HEADERS = [
+    "scenario",
+    "tokens",
+    "dir p50",
+    "rel p50",
+    "add p50",
+    "add p95",
+    "add p99",
+    "add max",
+    "ttft+",
+    "fr/tok",
+    "cpu/1k",
+    "rss MiB",
+]
+
+
+def verdicts(row: dict[str, object]) -> str:
+    budgets = BUDGETS.get(str(row["scenario"]), {})
+    failed = [f"{k}>{v}" for k, v in budgets.items() if float(row[k]) > v]  # type: ignore[arg-type]
+    if not row["complete"]:
+        failed.append("tokens lost")
+    return "FAIL " + ", ".join(failed) if failed else "ok"
+
+
+def print_table(rows: list[dict[str, object]]) -> None:
+    widths = [len(fmt.format(rows[0][key])) if rows else 8 for key, fmt in COLUMNS]
+    print(
+        "  ".join(
+            h.rjust(w) if i else h.ljust(w)
+            for i, (h, w) in enumerate(zip(HEADERS, widths, strict=True))
+        )
+        + "  budget"
+    )
+    for row in rows:
+        cells = [fmt.format(row[key]) for key, fmt in COLUMNS]
+        print("  ".join(cells) + "  " + verdicts(row))
+
+
+async def main(selected: list[Scenario]) -> list[dict[str, object]]:
+    site = Site()
+    site.start()
+    try:
+        # One untimed answer first: the first generation of a process pays for
+        # imports, template loading and the upstream connection pool.
+        await run_scenario(site, Scenario("warm-up", streams=1, tps=0, tokens=20))
+        rows = []
+        for scenario in selected:
+            rows.append(await run_scenario(site, scenario))
+        return rows
+    finally:
+        site.stop()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument(
+        "--quick", action="store_true", help="single-stream scenarios only"
+    )
+    args = parser.parse_args()
+    chosen = [s for s in SCENARIOS if not (args.quick and s.streams > 1)]
+    results = asyncio.run(main(chosen))
+    print(
+        "Added latency per token (ms): chatsite's WebSocket minus reading the "
+        "simulator directly, same run."
+    )
+    print_table(results)
+    out = Path(__file__).resolve().parent / "results"
+    out.mkdir(exist_ok=True)
+    (out / "relay.json").write_text(json.dumps(results, indent=2))

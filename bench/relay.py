@@ -1,0 +1,336 @@
+"""Relay latency: what chatsite adds between the model server and the socket.
+
+The simulator stamps each token's send time (wall clock, right after the write).
+Clients record when each token's text arrives, once through chatsite's WebSocket
+and once reading the simulator directly (the baseline). Both run in the same
+process, in the same run, so "added" is a difference measured under equal load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import websockets
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Scenario:
+    name: str
+    streams: int
+    tps: float
+    tokens: int
+
+
+@dataclass
+class StreamResult:
+    arrivals: list[float] = field(default_factory=list)  # per token, wall clock
+    frames: int = 0
+    started: float = 0.0
+    first_token: float | None = None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q
+    low = int(k)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
+
+
+def answer_text(tokens: int) -> str:
+    # Short distinct words: one simulator token each.
+    return " ".join(f"t{i}" for i in range(tokens))
+
+
+def token_ends(tokens: int) -> list[int]:
+    """Cumulative code points of the answer after each token."""
+    ends, total = [], 0
+    for i in range(tokens):
+        total += len(f"t{i}") + (1 if i else 0)
+        ends.append(total)
+    return ends
+
+
+def assign_arrivals(ends: list[int], chunks: list[tuple[float, int]]) -> list[float]:
+    """Per token: the arrival time of the first chunk that completed it."""
+    arrivals, j = [], 0
+    for arrived, cumulative in chunks:
+        while j < len(ends) and ends[j] <= cumulative:
+            arrivals.append(arrived)
+            j += 1
+    return arrivals
+
+
+class Site:
+    """A simulator and one Daphne process on a throwaway SQLite database."""
+
+    def __init__(self) -> None:
+        self.tmp = tempfile.TemporaryDirectory(prefix="chatsite-bench-")
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": f"sqlite:///{self.tmp.name}/bench.sqlite3",
+            "DEBUG": "true",
+            "DJANGO_SETTINGS_MODULE": "chatsite.settings",
+        }
+        self.env.pop("REDIS_URL", None)
+        self.sim_port, self.web_port = free_port(), free_port()
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    @property
+    def sim_url(self) -> str:
+        return f"http://127.0.0.1:{self.sim_port}"
+
+    def start(self) -> None:
+        self._manage("migrate", "--noinput", "-v", "0")
+        self.processes.append(
+            self._spawn(
+                "manage.py",
+                "simulate_ollama",
+                "--port",
+                str(self.sim_port),
+                "--record-times",
+                "--think-tokens",
+                "0",
+                "--ttft-ms",
+                "0",
+            )
+        )
+        self.processes.append(
+            self._spawn(
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(self.web_port),
+                "chatsite.asgi:application",
+            )
+        )
+        self._wait(f"{self.sim_url}/api/version")
+        self._wait(f"http://127.0.0.1:{self.web_port}/login/")
+        self.cookie = self._setup_data()
+
+    @property
+    def daphne_pid(self) -> int:
+        return self.processes[1].pid
+
+    def stop(self) -> None:
+        for process in self.processes:
+            process.terminate()
+        for process in self.processes:
+            process.wait(10)
+        self.tmp.cleanup()
+
+    def _manage(self, *args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        return done.stdout
+
+    def _spawn(self, *args: str) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [sys.executable, *args],
+            cwd=ROOT,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def _wait(self, url: str) -> None:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(url, timeout=1)
+                return
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{url} never answered") from None
+                time.sleep(0.1)
+
+    def _setup_data(self) -> str:
+        script = (
+            "from django.contrib.auth.models import User;"
+            "from django.contrib.sessions.backends.db import SessionStore;"
+            "from chat.models import ModelProfile;"
+            "u = User.objects.create_user('bench', password='x');"
+            f"ModelProfile.objects.create(tag='llama-demo:3b', base_url='{self.sim_url}');"
+            "s = SessionStore(); s['_auth_user_id'] = str(u.pk);"
+            "s['_auth_user_backend'] = 'django.contrib.auth.backends.ModelBackend';"
+            "s['_auth_user_hash'] = u.get_session_auth_hash(); s.create();"
+            "print(s.session_key)"
+        )
+        return "sessionid=" + self._manage("shell", "-v", "0", "-c", script).strip()
+
+    def new_conversations(self, count: int) -> list[int]:
+        script = (
+            "from django.contrib.auth.models import User;"
+            "from chat.models import Conversation, ModelProfile;"
+            "u = User.objects.get(username='bench'); p = ModelProfile.objects.get();"
+            f"print(' '.join(str(Conversation.objects.create(owner=u, model_profile=p).pk)"
+            f" for _ in range({count})))"
+        )
+        return [
+            int(pk) for pk in self._manage("shell", "-v", "0", "-c", script).split()
+        ]
+
+    def configure(self, **changes: Any) -> None:
+        httpx.post(f"{self.sim_url}/_sim/config", json=changes).raise_for_status()
+        httpx.post(f"{self.sim_url}/_sim/reset").raise_for_status()
+        httpx.post(f"{self.sim_url}/_sim/config", json=changes).raise_for_status()
+
+    def sim_log(self) -> list[dict[str, Any]]:
+        return list(httpx.get(f"{self.sim_url}/_sim/log").json()["requests"])
+
+
+async def through_chatsite(
+    site: Site, conversation_id: int, ends: list[int]
+) -> StreamResult:
+    result = StreamResult()
+    chunks: list[tuple[float, int]] = []
+    url = f"ws://127.0.0.1:{site.web_port}/ws/conversations/{conversation_id}/"
+    headers = {"Cookie": site.cookie, "Origin": f"http://127.0.0.1:{site.web_port}"}
+    async with websockets.connect(url, additional_headers=headers, max_size=None) as ws:
+        result.started = time.time()
+        await ws.send(json.dumps({"type": "send", "content": "go", "client_id": "b"}))
+        received = 0
+        async for raw in ws:
+            now = time.time()
+            frame = json.loads(raw)
+            if frame["type"] == "content":
+                received += len(frame["delta"])
+                chunks.append((now, received))
+                result.frames += 1
+                if result.first_token is None:
+                    result.first_token = now
+            elif frame["type"] in ("done", "error"):
+                break
+    result.arrivals = assign_arrivals(ends, chunks)
+    return result
+
+
+async def direct(site: Site, ends: list[int]) -> StreamResult:
+    result = StreamResult()
+    chunks: list[tuple[float, int]] = []
+    body = {"model": "llama-demo:3b", "messages": [{"role": "user", "content": "go"}]}
+    received = 0
+    async with httpx.AsyncClient(timeout=60) as client:
+        result.started = time.time()
+        async with client.stream(
+            "POST", f"{site.sim_url}/api/chat", json=body
+        ) as response:
+            buffer = b""
+            async for data in response.aiter_raw():
+                now = time.time()
+                buffer += data
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if not line.strip():
+                        continue
+                    text = json.loads(line)["message"]["content"]
+                    if text:
+                        received += len(text)
+                        chunks.append((now, received))
+                        result.frames += 1
+                        if result.first_token is None:
+                            result.first_token = now
+    result.arrivals = assign_arrivals(ends, chunks)
+    return result
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def latencies(results: list[StreamResult], log: list[dict[str, Any]]) -> list[float]:
+    """Per token: arrival minus the simulator's send stamp, in ms. Streams and log
+    entries are matched in order of start."""
+    entries = sorted(log, key=lambda e: e["started"])
+    out: list[float] = []
+    for result, entry in zip(
+        sorted(results, key=lambda r: r.started), entries, strict=False
+    ):
+        for arrived, sent in zip(result.arrivals, entry["times"], strict=False):
+            out.append((arrived - sent) * 1000)
+    return out
+
+
+async def run_scenario(site: Site, scenario: Scenario) -> dict[str, Any]:
+    ends = token_ends(scenario.tokens)
+    site.configure(
+        tps=scenario.tps,
+        answer_tokens=scenario.tokens,
+        answer_text=answer_text(scenario.tokens),
+        ttft_ms=0,
+    )
+    baseline = await asyncio.gather(
+        *(direct(site, ends) for _ in range(scenario.streams))
+    )
+    base_lat = latencies(list(baseline), site.sim_log())
+
+    conversations = site.new_conversations(scenario.streams)
+    site.configure(
+        tps=scenario.tps,
+        answer_tokens=scenario.tokens,
+        answer_text=answer_text(scenario.tokens),
+        ttft_ms=0,
+    )
+    cpu_before = cpu_seconds(site.daphne_pid)
+    relayed = await asyncio.gather(
+        *(through_chatsite(site, pk, ends) for pk in conversations)
+    )
+    cpu_used = cpu_seconds(site.daphne_pid) - cpu_before
+    log = site.sim_log()
+    relay_lat = latencies(list(relayed), log)
+    tokens = sum(len(r.arrivals) for r in relayed)
+
+    def ttft(results: list[StreamResult]) -> float:
+        return statistics.median(
+            (r.first_token - r.started) * 1000 for r in results if r.first_token
+        )
+
+    row: dict[str, Any] = {"scenario": scenario.name, "tokens": tokens}
+    for q, label in ((0.5, "p50"), (0.95, "p95"), (0.99, "p99"), (1.0, "max")):
+        row[f"direct_{label}_ms"] = percentile(base_lat, q)
+        row[f"relay_{label}_ms"] = percentile(relay_lat, q)
+        row[f"added_{label}_ms"] = row[f"relay_{label}_ms"] - row[f"direct_{label}_ms"]
+    row["ttft_added_ms"] = ttft(list(relayed)) - ttft(list(baseline))
+    row["frames_per_token"] = sum(r.frames for r in relayed) / max(tokens, 1)
+    row["cpu_s_per_1k_tokens"] = cpu_used / max(tokens, 1) * 1000
+    row["daphne_rss_mib"] = rss_mib(site.daphne_pid)
+    row["complete"] = tokens == scenario.streams * scenario.tokens
+    return row
