@@ -14,7 +14,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from chat import frames
-from chat.models import Conversation, Message
+from chat.models import Conversation, Message, Turn
 from chat.runner import runner
 
 logger = logging.getLogger(__name__)
@@ -79,9 +79,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except BaseException:
             runner.release(self.conversation_id)
             raise
-        question, answer, profile, history = turn
-        await runner.broadcast(self.conversation_id, frames.message(question))
-        await runner.start(profile, answer, history)
+        await runner.broadcast(self.conversation_id, frames.message(turn.question))
+        if turn.titled:
+            await runner.broadcast(
+                self.conversation_id, frames.conversation(turn.question.conversation)
+            )
+        await runner.start(turn.profile, turn.answer, turn.history)
 
     async def resume(self, frame: frames.ResumeFrame) -> None:
         resumed = await runner.resume(
@@ -103,7 +106,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.send_frame(frames.message(message))
 
 
-def _begin_turn(conversation_id: int, content: str, client_id: str) -> Any:
+def _begin_turn(conversation_id: int, content: str, client_id: str) -> Turn:
     conversation = Conversation.objects.select_related("model_profile").get(
         pk=conversation_id
     )

@@ -10,6 +10,7 @@ Server -> client:
   {"type": "thinking" | "content", "message_id": N, "delta": "..."}
   {"type": "done", "message_id": N, "status": "done" | "stopped" | "error", "stats": {}}
   {"type": "error", "message_id": N | null, "code": "...", "detail": "..."}
+  {"type": "conversation", "id": N, "title": "..."}   the conversation was renamed
 
 Offsets count Unicode code points of the answer (or thinking) text the client has.
 """
@@ -23,7 +24,7 @@ from django.conf import settings
 from django.template.loader import render_to_string
 
 if TYPE_CHECKING:
-    from chat.models import Message
+    from chat.models import Conversation, Message
     from chat.runner import Generation
 
 
@@ -144,6 +145,10 @@ def done(message: Message) -> dict[str, Any]:
 
 def error(message_id: int | None, code: str, detail: str) -> dict[str, Any]:
     return {"type": "error", "message_id": message_id, "code": code, "detail": detail}
+
+
+def conversation(conversation: Conversation) -> dict[str, Any]:
+    return {"type": "conversation", "id": conversation.pk, "title": conversation.title}
 
 
 def message(message: Message) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import models, transaction
@@ -128,9 +128,7 @@ class Conversation(models.Model):
         return profile
 
     @transaction.atomic
-    def begin_turn(
-        self, content: str, client_id: str = ""
-    ) -> tuple[Message, Message, ModelProfile, list[dict[str, str]]]:
+    def begin_turn(self, content: str, client_id: str = "") -> Turn:
         """Store the user's message and a streaming placeholder for the answer;
         return both, the model to ask and the history to send it."""
         profile = self.model_for_next_answer()
@@ -144,11 +142,12 @@ class Conversation(models.Model):
             model_tag=profile.tag,
             thinking_enabled=profile.think_flag(self.thinking),
         )
-        if not self.title:
+        titled = not self.title
+        if titled:
             self.title = self.title_from(content)
         self.model_profile = profile
         self.save(update_fields=["title", "model_profile", "updated_at"])
-        return question, answer, profile, history
+        return Turn(question, answer, profile, history, titled)
 
     def history_for_prompt(self) -> list[dict[str, str]]:
         """The messages to send: the system prompt, then every finished user and
@@ -163,6 +162,14 @@ class Conversation(models.Model):
                 continue  # a failed or empty answer teaches the model nothing
             prompt.append({"role": message.role, "content": message.content})
         return prompt
+
+
+class Turn(NamedTuple):
+    question: Message
+    answer: Message
+    profile: ModelProfile
+    history: list[dict[str, str]]
+    titled: bool  # the conversation took its title from this question
 
 
 class MessageQuerySet(models.QuerySet["Message"]):

@@ -108,7 +108,7 @@ async def test_send_streams_thinking_then_answer_and_stores_both(
     kinds = [f["type"] for f in frames]
     assert kinds[0] == "message" and frames[0]["message"]["role"] == "user"
     assert frames[0]["message"]["content"] == "Explain streams"
-    assert kinds[1] == "start" and frames[1]["thinking"] is True
+    assert kinds[1:3] == ["conversation", "start"] and frames[2]["thinking"] is True
     assert kinds.index("thinking") < kinds.index("content")
     assert frames[-1]["status"] == "done"
 
@@ -397,10 +397,17 @@ async def test_new_conversation_takes_its_title_from_the_first_message(
 ):
     communicator = await connect(alice, conversation)
     await send(communicator, "How do   websockets\nwork?")
-    await frames_until(communicator, "done")
+    frames = await frames_until(communicator, "done")
+    await send(communicator, "And then?")
+    later = await frames_until(communicator, "done")
     await communicator.disconnect()
     await conversation.arefresh_from_db()
     assert conversation.title == "How do websockets work?"
+    renamed = [f for f in frames if f["type"] == "conversation"]
+    assert renamed == [
+        {"type": "conversation", "id": conversation.pk, "title": conversation.title}
+    ]
+    assert not [f for f in later if f["type"] == "conversation"]
 
 
 def test_conversation_fixture_uses_the_simulator(conversation, simulator):

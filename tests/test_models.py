@@ -71,8 +71,10 @@ def test_history_skips_thinking_streaming_and_empty_answers(alice, thinker):
 
 def test_begin_turn_stores_question_and_streaming_placeholder(alice, thinker):
     conversation = Conversation.objects.create(owner=alice, thinking="off")
-    question, answer, profile, history = conversation.begin_turn("Hi  there", "id-1")
-    assert profile == thinker
+    question, answer, profile, history, titled = conversation.begin_turn(
+        "Hi  there", "id-1"
+    )
+    assert profile == thinker and titled
     assert question.content == "Hi  there" and question.client_id == "id-1"
     assert answer.status == Message.Status.STREAMING
     assert answer.thinking_enabled is False and answer.model_tag == "qwen3:8b"
@@ -80,6 +82,7 @@ def test_begin_turn_stores_question_and_streaming_placeholder(alice, thinker):
     conversation.refresh_from_db()
     assert conversation.title == "Hi there"
     assert conversation.model_profile == thinker
+    assert not conversation.begin_turn("again").titled
 
 
 def test_begin_turn_without_any_model_stores_nothing(alice):

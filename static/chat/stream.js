@@ -15,6 +15,7 @@ const template = document.getElementById("answer-template");
 const CLOSE_CODES_FINAL = new Set([4401, 4403]);
 
 let socket = null;
+let lastSent = null; // kept until the server stores it, to restore on refusal
 let retry = 0;
 let streamingId = null;
 
@@ -26,6 +27,12 @@ function codePoints(text) {
   let n = 0;
   for (const _ of text) n++;
   return n;
+}
+
+// crypto.randomUUID needs a secure context; teams often serve plain http on a LAN.
+function newClientId() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 function showAlert(text) {
@@ -117,7 +124,14 @@ function replaceMessage(message) {
 }
 
 const handlers = {
+  conversation(frame) {
+    document.querySelector(".chat-header h1").textContent = frame.title;
+    const link = document.querySelector('.conversation-list a[aria-current="page"]');
+    if (link) link.textContent = frame.title;
+    document.title = `${frame.title} · chatsite`;
+  },
   message(frame) {
+    if (lastSent && frame.message.client_id === lastSent.clientId) lastSent = null;
     replaceMessage(frame.message);
   },
   start(frame) {
@@ -145,7 +159,12 @@ const handlers = {
   },
   error(frame) {
     showAlert(frame.detail);
-    if (frame.message_id === null && frame.code !== "busy") setBusy(streamingId !== null);
+    if (frame.message_id === null) {
+      // Refused before anything was stored: give the text back.
+      if (lastSent && !input.value) input.value = lastSent.content;
+      lastSent = null;
+      setBusy(streamingId !== null);
+    }
   },
 };
 
@@ -191,7 +210,9 @@ function send() {
   const content = input.value;
   if (!content.trim() || !socket || socket.readyState !== WebSocket.OPEN) return;
   showAlert("");
-  socket.send(JSON.stringify({ type: "send", content, client_id: crypto.randomUUID() }));
+  const clientId = newClientId();
+  lastSent = { clientId, content };
+  socket.send(JSON.stringify({ type: "send", content, client_id: clientId }));
   input.value = "";
   setBusy(true);
 }
