@@ -60,7 +60,8 @@ def test_runsite_starts_the_site_and_the_demo_model_without_ollama(tmp_path):
         assert httpx.get(f"http://127.0.0.1:{demo}/api/version").status_code == 200
         with sqlite3.connect(tmp_path / "site.sqlite3") as db:
             rows = db.execute(
-                "select tag, is_demo, supports_thinking from chat_modelprofile order by tag"
+                "select tag, is_demo, supports_thinking"
+                " from chat_modelprofile order by tag"
             ).fetchall()
         assert rows == [("llama-demo:3b", 1, 0), ("qwen3-demo:8b", 1, 1)]
     finally:
