@@ -1,12 +1,12 @@
 # chatsite: developer entry points. Everything runs from the project's .venv.
 #
-#   make run      migrate, then serve on http://$(HOST):$(PORT) (demo model if no Ollama)
+#   make run      migrate, then serve on http://127.0.0.1:8000 (demo model if no Ollama)
 #   make test     lint + type check + the whole suite on real PostgreSQL and Redis,
 #                 then the smoke tests again on the zero-config SQLite defaults
 #   make lint / format / bench / vendor / clean / distclean
 #
-# Variables: HOST, PORT (run); PYTEST_ARGS (test), e.g. make test PYTEST_ARGS="-x -k ws";
-# PYTHON (the interpreter that makes .venv).
+# Variables: HOST, PORT, RUNSITE_ARGS (run), e.g. RUNSITE_ARGS=--no-simulator;
+# PYTEST_ARGS (test), e.g. make test PYTEST_ARGS="-x -k ws"; PYTHON (makes .venv).
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -18,6 +18,7 @@ STAMP := $(VENV)/.installed-requirements
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
+RUNSITE_ARGS ?=
 
 .PHONY: help venv vendor chromium run test lint format bench clean distclean
 
@@ -32,8 +33,11 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 # Re-installs only when a requirements file changed since the last install.
+# The .pth puts the repo on the venv's path, so `.venv/bin/pytest` can load the
+# `-p tests.servers` plugin too (`python -m pytest` adds the cwd by itself).
 $(STAMP): requirements.txt requirements-dev.txt | $(PY)
 	$(PY) -m pip install --disable-pip-version-check -q -r requirements-dev.txt
+	$(PY) -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "chatsite-repo.pth").write_text(str(pathlib.Path.cwd()) + "\n")'
 	@touch $@
 
 # static/vendor/ is committed: this only runs npm when it is missing or was
@@ -49,7 +53,7 @@ chromium:
 
 run: venv vendor
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py runsite --host $(HOST) --port $(PORT)
+	$(PY) manage.py runsite --host $(HOST) --port $(PORT) $(RUNSITE_ARGS)
 
 bench: venv
 	$(PY) -m bench

@@ -288,7 +288,7 @@ def live_server_url(
     LIVE_SERVER_LOG.write_text("")
     proc = DaphneProcess(
         "127.0.0.1",
-        partial(make_application, static_wrapper=ASGIStaticFilesHandler),
+        partial(make_application, static_wrapper=ASGIStaticFilesHandler),  # type: ignore[arg-type]
         setup=partial(_live_server_setup, str(LIVE_SERVER_LOG)),
     )
     # If the child hangs before serving, SIGUSR1 makes it dump its stacks here.

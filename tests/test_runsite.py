@@ -65,8 +65,10 @@ def test_runsite_starts_the_site_and_the_demo_model_without_ollama(tmp_path):
             ).fetchall()
         assert rows == [("llama-demo:3b", 1, 0), ("qwen3-demo:8b", 1, 1)]
     finally:
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signal.SIGTERM)
         output = process.communicate(timeout=20)[0].decode()
     assert "demo model runs at" in output
-    with pytest.raises(httpx.HTTPError):
-        httpx.get(f"http://127.0.0.1:{demo}/api/version", timeout=1)
+    # SIGTERM took the children down too: nothing is left listening.
+    for port in (web, demo):
+        with pytest.raises(httpx.HTTPError):
+            httpx.get(f"http://127.0.0.1:{port}/", timeout=1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from typing import Any
 
 import pytest
 from channels.layers import get_channel_layer
@@ -19,7 +20,7 @@ def test_database_backend(test_mode, postgres_server):
         assert postgres_server is None
         assert connection.vendor == "sqlite"
         assert "DATABASE_URL" not in os.environ
-        assert connection.is_in_memory_db()
+        assert connection.is_in_memory_db()  # type: ignore[attr-defined]
         return
     assert connection.vendor == "postgresql"
     with connection.cursor() as cursor:
@@ -52,14 +53,14 @@ async def test_channel_layer_backend(test_mode, redis_server):
         assert backend == "channels.layers.InMemoryChannelLayer"
     else:
         assert backend == "channels_redis.core.RedisChannelLayer"
-        assert settings.CHANNEL_LAYERS["default"]["CONFIG"]["hosts"] == [
-            os.environ["REDIS_URL"]
-        ]
+        layers: dict[str, Any] = settings.CHANNEL_LAYERS
+        assert layers["default"]["CONFIG"]["hosts"] == [os.environ["REDIS_URL"]]
 
 
 @pytest.mark.smoke
 async def test_channel_layer_group_round_trip():
     layer = get_channel_layer()
+    assert layer is not None
     group = f"test-{uuid.uuid4().hex}"
     a, b = await layer.new_channel(), await layer.new_channel()
     await layer.group_add(group, a)

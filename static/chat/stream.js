@@ -86,22 +86,24 @@ function articleFor(messageId) {
 function flush() {
   frameScheduled = false;
   const stick = nearBottom();
-  for (const state of live.values()) {
-    if (state.pendingThinking) {
-      state.details.hidden = false;
-      state.thinkingNode.appendData(state.pendingThinking);
-      state.pendingThinking = "";
-    }
-    if (state.pendingContent) {
-      if (state.details && state.details.open && !state.article.dataset.answering) {
-        state.details.open = false; // the answer started: fold the thoughts away
-      }
-      state.article.dataset.answering = "1";
-      state.answerNode.appendData(state.pendingContent);
-      state.pendingContent = "";
-    }
-  }
+  for (const state of live.values()) applyPending(state);
   if (stick) list.scrollTop = list.scrollHeight;
+}
+
+function applyPending(state) {
+  if (state.pendingThinking) {
+    state.details.hidden = false;
+    state.thinkingNode.appendData(state.pendingThinking);
+    state.pendingThinking = "";
+  }
+  if (state.pendingContent) {
+    if (state.details.open && !state.article.dataset.answering) {
+      state.details.open = false; // the answer started: fold the thoughts away
+    }
+    state.article.dataset.answering = "1";
+    state.answerNode.appendData(state.pendingContent);
+    state.pendingContent = "";
+  }
 }
 
 function schedule() {
@@ -116,6 +118,8 @@ function replaceMessage(message) {
   const holder = document.createElement("div");
   holder.innerHTML = message.html; // rendered and sanitized by the server
   const fresh = holder.firstElementChild;
+  const state = live.get(message.id);
+  if (state) applyPending(state); // the last deltas may still wait for their frame
   live.delete(message.id);
   const stick = nearBottom();
   if (current) current.replaceWith(fresh);

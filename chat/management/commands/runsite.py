@@ -4,7 +4,9 @@ Ollama answers."""
 from __future__ import annotations
 
 import asyncio
-import os
+import contextlib
+import ctypes
+import signal
 import subprocess
 import sys
 import time
@@ -19,6 +21,8 @@ from chat.discovery import fetch_ollama_models, sync_profiles
 from chat.models import Message
 from chat.upstream import UpstreamError
 
+DEMO_FLAGS = ["--tps", "60", "--ttft-ms", "350", "--think-tokens", "60"]
+
 
 class Command(BaseCommand):
     help = "Run chatsite on Daphne, with the bundled demo model if no Ollama answers."
@@ -32,7 +36,13 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # One process owns every generation here, so nothing can still be
+        # streaming from before this start.
         Message.objects.mark_orphans_interrupted(older_than=timedelta(0))
+        # SIGTERM, and SIGINT (which a background shell job starts with
+        # ignored), end the site and its children cleanly.
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, _interrupt)
         children: list[subprocess.Popen[bytes]] = []
         try:
             if not self._sync(settings.OLLAMA_BASE_URL, is_demo=False):
@@ -40,22 +50,12 @@ class Command(BaseCommand):
                     self.stderr.write(f"No Ollama at {settings.OLLAMA_BASE_URL}.")
                 else:
                     children.append(self._start_simulator(options["simulator_port"]))
-            daphne = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "daphne",
-                    "-b",
-                    options["host"],
-                    "-p",
-                    str(options["port"]),
-                    "chatsite.asgi:application",
-                ]
+            host, port = options["host"], str(options["port"])
+            daphne = _spawn(
+                ["-m", "daphne", "-b", host, "-p", port, "chatsite.asgi:application"]
             )
             children.append(daphne)
-            self.stdout.write(
-                f"chatsite is running at http://{options['host']}:{options['port']}/"
-            )
+            self.stdout.write(f"chatsite is running at http://{host}:{port}/")
             daphne.wait()
         except KeyboardInterrupt:
             pass
@@ -79,24 +79,8 @@ class Command(BaseCommand):
 
     def _start_simulator(self, port: int) -> subprocess.Popen[bytes]:
         url = f"http://127.0.0.1:{port}"
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "manage.py",
-                "simulate_ollama",
-                "--port",
-                str(port),
-                "--tps",
-                "60",
-                "--ttft-ms",
-                "350",
-                "--think-tokens",
-                "60",
-                "--answer-tokens",
-                "260",
-            ],
-            cwd=settings.BASE_DIR,
-            env={**os.environ},
+        process = _spawn(
+            ["manage.py", "simulate_ollama", "--port", str(port), *DEMO_FLAGS]
         )
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
@@ -110,3 +94,19 @@ class Command(BaseCommand):
         self.stdout.write(f"No Ollama answered; the demo model runs at {url}.")
         self._sync(url, is_demo=True)
         return process
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _die_with_parent() -> None:
+    # Linux: the child is sent SIGTERM if runsite dies, even by SIGKILL.
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+
+
+def _spawn(args: list[str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, *args], cwd=settings.BASE_DIR, preexec_fn=_die_with_parent
+    )
