@@ -180,7 +180,8 @@ class Site:
             "from django.contrib.sessions.backends.db import SessionStore;"
             "from chat.models import ModelProfile;"
             "u = User.objects.create_user('bench', password='x');"
-            f"ModelProfile.objects.create(tag='llama-demo:3b', base_url='{self.sim_url}');"
+            "ModelProfile.objects.create("
+            f"tag='llama-demo:3b', base_url='{self.sim_url}');"
             "s = SessionStore(); s['_auth_user_id'] = str(u.pk);"
             "s['_auth_user_backend'] = 'django.contrib.auth.backends.ModelBackend';"
             "s['_auth_user_hash'] = u.get_session_auth_hash(); s.create();"
@@ -193,8 +194,8 @@ class Site:
             "from django.contrib.auth.models import User;"
             "from chat.models import Conversation, ModelProfile;"
             "u = User.objects.get(username='bench'); p = ModelProfile.objects.get();"
-            f"print(' '.join(str(Conversation.objects.create(owner=u, model_profile=p).pk)"
-            f" for _ in range({count})))"
+            "new = lambda: Conversation.objects.create(owner=u, model_profile=p);"
+            f"print(' '.join(str(new().pk) for _ in range({count})))"
         )
         return [
             int(pk) for pk in self._manage("shell", "-v", "0", "-c", script).split()
