@@ -108,6 +108,8 @@ UPSTREAM_CONNECT_TIMEOUT = env_int("UPSTREAM_CONNECT_TIMEOUT", 5, minimum=1)
 UPSTREAM_FIRST_TOKEN_TIMEOUT = env_int("UPSTREAM_FIRST_TOKEN_TIMEOUT", 300, minimum=1)
 # Largest accepted user message and WebSocket frame, in characters.
 MESSAGE_MAX_CHARS = env_int("MESSAGE_MAX_CHARS", 100_000, minimum=1)
+# Callers of /healthz sending "Authorization: Bearer <HEALTH_TOKEN>" get details.
+HEALTH_TOKEN = os.environ.get("HEALTH_TOKEN", "").strip()
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": f"django.contrib.auth.password_validation.{name}"}
@@ -147,6 +149,18 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
+# Behind a TLS-terminating proxy (deploy/nginx.conf). Trust its X-Forwarded-Proto
+# only when Daphne is reachable through the proxy alone and the proxy overwrites it.
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_X_FORWARDED_PROTO", "https")
+    if env_bool("TRUST_X_FORWARDED_PROTO", False)
+    else None
+)
+HTTPS_ONLY = env_bool("HTTPS_ONLY", False)
+SECURE_SSL_REDIRECT = SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS_ONLY
+# Load balancers probe each process directly, over plain HTTP.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
 
 LOGGING = {
     "version": 1,
@@ -157,5 +171,7 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "loggers": {
         "chat": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        # One INFO line per model-server request (health checks, every answer).
+        "httpx": {"level": "WARNING"},
     },
 }

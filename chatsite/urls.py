@@ -5,5 +5,6 @@ from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("healthz", include("chat.health")),
     path("", include("chat.urls")),
 ]
