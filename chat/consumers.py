@@ -14,6 +14,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from chat import frames
+from chat.fanout import RemoteView, conversation_group
 from chat.models import Conversation, Message, Turn
 from chat.runner import runner
 
@@ -25,6 +26,8 @@ CLOSE_FORBIDDEN = 4403
 
 class ChatConsumer(AsyncWebsocketConsumer):
     conversation_id: int
+    # Answers streamed by other processes, by message id (see `chat.fanout`).
+    remote: dict[int, RemoteView]
 
     async def connect(self) -> None:
         user = self.scope["user"]
@@ -39,10 +42,18 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if not await owned.aexists():
             await self.close(code=CLOSE_FORBIDDEN)
             return
+        self.remote = {}
+        await runner.ensure_started()
+        await self.channel_layer.group_add(self.group, self.channel_name)
         runner.subscribe(self.conversation_id, self)
 
     async def disconnect(self, code: int) -> None:
         runner.unsubscribe(self.conversation_id, self)
+        await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    @property
+    def group(self) -> str:
+        return conversation_group(self.conversation_id)
 
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None
@@ -55,7 +66,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if frame["type"] == "send":
             await self.start_answer(frame["content"], frame["client_id"])
         elif frame["type"] == "stop":
-            runner.stop(self.conversation_id)
+            await runner.request_stop(self.conversation_id)
         elif frame["type"] == "resume":
             await self.resume(frame)
 
@@ -72,9 +83,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
             turn = await database_sync_to_async(_begin_turn)(
                 self.conversation_id, content, client_id
             )
-        except Conversation.NoModel as exc:
+        except (Conversation.NoModel, Conversation.Busy) as exc:
             runner.release(self.conversation_id)
-            await self.send_frame(frames.error(None, "no_model", str(exc)))
+            code = "no_model" if isinstance(exc, Conversation.NoModel) else "busy"
+            await self.send_frame(frames.error(None, code, str(exc)))
             return
         except BaseException:
             runner.release(self.conversation_id)
@@ -102,8 +114,59 @@ class ChatConsumer(AsyncWebsocketConsumer):
                     None, "not_found", "That message is not in this conversation."
                 )
             )
+        elif message.status == Message.Status.STREAMING:
+            # Running on another process: it answers with a catch-up event. If
+            # that process died, the orphan sweep sends the stored message.
+            view = RemoteView(frame["thinking_offset"], frame["offset"])
+            self.remote[message.pk] = view
+            await self.ask_catchup(message.pk, view)
         else:
             await self.send_frame(frames.message(message))
+
+    # Channel-layer events from other processes (this process's own are skipped:
+    # its sockets were sent the same frames directly).
+
+    async def chat_frame(self, event: dict[str, Any]) -> None:
+        if event["origin"] == runner.id:
+            return
+        frame = event["frame"]
+        if frame["type"] == "start":
+            self.remote[frame["message_id"]] = RemoteView()
+        elif frame["type"] == "message":
+            self.remote.pop(frame["message"]["id"], None)
+        await self.send_frame(frame)
+
+    async def chat_delta(self, event: dict[str, Any]) -> None:
+        if event["origin"] == runner.id:
+            return
+        message_id = event["message_id"]
+        view = self.remote.setdefault(message_id, RemoteView())
+        if view.resuming:
+            return  # the catch-up will carry this text
+        new = view.take(event["kind"], event["start"], event["text"])
+        if new is None:
+            # Text before this is missing here (joined mid-answer): ask for it.
+            await self.ask_catchup(message_id, view)
+        elif new:
+            await self.send_frame(frames.delta(event["kind"], message_id, new))
+
+    async def ask_catchup(self, message_id: int, view: RemoteView) -> None:
+        view.resuming = True
+        offsets = (view.have["thinking"], view.have["content"])
+        await runner.request_resume(
+            self.conversation_id, message_id, offsets, self.channel_name
+        )
+
+    async def chat_catchup(self, event: dict[str, Any]) -> None:
+        message_id = event["message_id"]
+        view = self.remote.setdefault(message_id, RemoteView())
+        view.resuming = False
+        await self.send_frame(event["start"])
+        for kind in ("thinking", "content"):
+            start, text = event[kind]
+            new = view.take(kind, start, text)
+            if new:
+                await self.send_frame(frames.delta(kind, message_id, new))
 
 
 def _begin_turn(conversation_id: int, content: str, client_id: str) -> Turn:

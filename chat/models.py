@@ -82,6 +82,9 @@ class Conversation(models.Model):
     class NoModel(Exception):
         pass
 
+    class Busy(Exception):
+        pass
+
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
     )
@@ -132,6 +135,10 @@ class Conversation(models.Model):
         """Store the user's message and a streaming placeholder for the answer;
         return both, the model to ask and the history to send it."""
         profile = self.model_for_next_answer()
+        # The row lock (PostgreSQL) makes two sends from two processes take turns.
+        Conversation.objects.select_for_update().filter(pk=self.pk).first()
+        if self.messages.filter(status=Message.Status.STREAMING).exists():
+            raise Conversation.Busy("Wait for the current answer, or stop it.")
         question = self.messages.create(
             role=Message.Role.USER, content=content, client_id=client_id
         )
@@ -173,17 +180,24 @@ class Turn(NamedTuple):
 
 
 class MessageQuerySet(models.QuerySet["Message"]):
-    def mark_orphans_interrupted(self, *, older_than: timedelta) -> int:
-        """Streaming messages whose owner stopped checkpointing died with their
-        process: keep their text, mark them interrupted."""
+    def orphans(self, *, older_than: timedelta) -> MessageQuerySet:
+        """Streaming answers whose owner stopped checkpointing (the heartbeat):
+        their process died."""
         cutoff = timezone.now() - older_than
-        return self.filter(
-            status=Message.Status.STREAMING, updated_at__lt=cutoff
-        ).update(
-            status=Message.Status.INTERRUPTED,
-            error_code="interrupted",
-            error_detail="The server restarted while this answer was being written.",
-        )
+        return self.filter(status=Message.Status.STREAMING, updated_at__lt=cutoff)
+
+    def mark_orphans_interrupted(self, *, older_than: timedelta) -> int:
+        """Mark orphans interrupted, keeping their text."""
+        return self.orphans(older_than=older_than).update(**_interrupted())
+
+    def interrupt_orphans(self, *, older_than: timedelta) -> list[Message]:
+        """Mark orphans interrupted, keeping their text; return those marked."""
+        ids = list(self.orphans(older_than=older_than).values_list("pk", flat=True))
+        if not ids:
+            return []
+        # The status condition again: an owner may have finished meanwhile.
+        self.orphans(older_than=older_than).filter(pk__in=ids).update(**_interrupted())
+        return list(self.filter(pk__in=ids, status=Message.Status.INTERRUPTED))
 
 
 class Message(models.Model):
@@ -266,3 +280,11 @@ class Message(models.Model):
             "decode_tps": self.decode_tps,
             "done_reason": self.done_reason,
         }
+
+
+def _interrupted() -> dict[str, Any]:
+    return {
+        "status": Message.Status.INTERRUPTED,
+        "error_code": "interrupted",
+        "error_detail": "The server restarted while this answer was being written.",
+    }

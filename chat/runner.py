@@ -8,25 +8,29 @@ generation early.
 The hot path is `Runner._relay`: each network read from the model server becomes at
 most one frame per kind (thinking, content) and is written to every attached socket
 before the next read. Nothing waits on a timer; deltas are merged only when several
-arrive in one read, which happens exactly when we are behind. Persistence runs in a
-separate checkpoint task that the relay never awaits.
+arrive in one read, which happens exactly when we are behind. Persistence runs in
+one checkpoint task per process that the relay never awaits.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import time
-from collections.abc import Iterable
+import uuid
+from collections.abc import Iterable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
+from channels.layers import BaseChannelLayer, get_channel_layer
+from django.db import connections, router, transaction
 from django.utils import timezone
 
-from chat import frames
+from chat import fanout, frames
 from chat.models import Message, ModelProfile
 from chat.upstream import Delta, Event, Finished, UpstreamError, ollama_client
 
@@ -35,6 +39,9 @@ logger = logging.getLogger(__name__)
 CHECKPOINT_SECONDS = 1.0
 # A streaming answer whose checkpoint is older than this has no live owner.
 ORPHAN_AFTER = timedelta(seconds=10)
+SWEEP_SECONDS = 5.0
+# How long a shutdown waits for the stopped answers' final saves.
+SHUTDOWN_SECONDS = 10.0
 
 
 class Sink(Protocol):
@@ -57,9 +64,13 @@ class Generation:
     requested_at: float = field(default_factory=time.perf_counter)
     upstream_at: float | None = None
     first_token_at: float | None = None
+    publisher: fanout.Publisher | None = None
+    shutting_down: bool = False
     first_answer_at: float | None = None
     finished: Finished | None = None
     task: asyncio.Task[None] | None = None
+    # (thinking_len, content_len) at the last checkpoint.
+    checkpointed: tuple[int, int] = (0, 0)
 
     @property
     def message_id(self) -> int:
@@ -132,10 +143,66 @@ class Generation:
 
 class Runner:
     def __init__(self) -> None:
+        self.id = uuid.uuid4().hex  # tells this process's events from others'
         self._subscribers: dict[int, set[Sink]] = {}
         self._generations: dict[int, Generation] = {}
         self._claimed: set[int] = set()
-        self._swept = False
+        self._checkpoints: asyncio.Task[None] | None = None
+        self._background: list[asyncio.Task[None]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._layer: BaseChannelLayer | None = None
+        self._channel: str | None = None
+
+    # The process's own tasks: requests from other processes (stop, resume) and
+    # the sweep for answers whose process died.
+
+    async def ensure_started(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._loop is loop:
+            return
+        # A new loop (tests run several): the old loop's tasks never run again.
+        self._loop = loop
+        self._layer = get_channel_layer()
+        self._channel = None
+        self._background = [loop.create_task(self._sweep_loop(), name="sweep")]
+        if fanout.spans_processes(self._layer):
+            assert self._layer is not None
+            self._channel = await self._layer.new_channel()
+            self._background.append(loop.create_task(self._listen(), name="listen"))
+        _stop_with_daphne(self)
+
+    async def _listen(self) -> None:
+        assert self._layer is not None and self._channel is not None
+        while True:
+            try:
+                event = await self._layer.receive(self._channel)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.warning("channel layer receive failed", exc_info=True)
+                await asyncio.sleep(1)
+                continue
+            if event.get("type") == "generation.stop":
+                self.stop(event["conversation_id"])
+            elif event.get("type") == "generation.resume":
+                await self._answer_resume(event)
+
+    async def _sweep_loop(self) -> None:
+        while True:
+            try:
+                await self.sweep_orphans()
+            except Exception:
+                logger.warning("orphan sweep failed", exc_info=True)
+            await asyncio.sleep(SWEEP_SECONDS)
+
+    async def _group_send(self, group: str, event: dict[str, Any]) -> None:
+        if not fanout.spans_processes(self._layer):
+            return
+        assert self._layer is not None
+        try:
+            await self._layer.group_send(group, event)
+        except Exception:
+            logger.warning("sending to %s failed", group, exc_info=True)
 
     # Subscriptions: every open socket of a conversation hears its messages; a
     # socket hears a running generation's deltas once attached to it.
@@ -154,7 +221,61 @@ class Runner:
             generation.attached.discard(sink)
 
     async def broadcast(self, conversation_id: int, frame: dict[str, Any]) -> None:
+        """To every socket of the conversation, here and on other processes."""
         await _send_all(self._subscribers.get(conversation_id, ()), frame)
+        await self._group_send(
+            fanout.conversation_group(conversation_id),
+            dict(fanout.frame_event(self.id, frame)),
+        )
+
+    async def request_stop(self, conversation_id: int) -> None:
+        """Stop the answer wherever it runs."""
+        if not self.stop(conversation_id):
+            await self._group_send(
+                fanout.generation_group(conversation_id),
+                {"type": "generation.stop", "conversation_id": conversation_id},
+            )
+
+    async def request_resume(
+        self,
+        conversation_id: int,
+        message_id: int,
+        offsets: tuple[int, int],
+        reply_to: str,
+    ) -> None:
+        """Ask the process running the answer to send `reply_to` what it misses."""
+        await self._group_send(
+            fanout.generation_group(conversation_id),
+            {
+                "type": "generation.resume",
+                "conversation_id": conversation_id,
+                "message_id": message_id,
+                "thinking_offset": offsets[0],
+                "offset": offsets[1],
+                "reply_to": reply_to,
+            },
+        )
+
+    async def _answer_resume(self, event: dict[str, Any]) -> None:
+        generation = self._generations.get(event["conversation_id"])
+        if generation is None or generation.message_id != event["message_id"]:
+            return
+        assert self._layer is not None
+        catchup = {
+            "type": "chat.catchup",
+            "origin": self.id,
+            "start": frames.start(generation),
+            "message_id": generation.message_id,
+            "thinking": [
+                event["thinking_offset"],
+                _tail(generation.thinking, event["thinking_offset"]),
+            ],
+            "content": [event["offset"], _tail(generation.content, event["offset"])],
+        }
+        try:
+            await self._layer.send(event["reply_to"], catchup)
+        except Exception:
+            logger.warning("resume reply failed", exc_info=True)
 
     # Generations.
 
@@ -192,7 +313,20 @@ class Runner:
             attached=set(self._subscribers.get(conversation_id, ())),
         )
         self._generations[conversation_id] = generation
+        self._ensure_checkpoints()
+        await self.ensure_started()
+        if self._channel is not None and self._layer is not None:
+            generation.publisher = fanout.Publisher(
+                self._layer, self.id, conversation_id, message.pk
+            )
+            await self._layer.group_add(
+                fanout.generation_group(conversation_id), self._channel
+            )
         await _send_all(generation.attached, frames.start(generation))
+        await self._group_send(
+            fanout.conversation_group(conversation_id),
+            dict(fanout.frame_event(self.id, frames.start(generation))),
+        )
         generation.task = asyncio.create_task(
             self._run(generation, profile, history), name=f"generation-{message.pk}"
         )
@@ -234,22 +368,75 @@ class Runner:
         return True
 
     async def shutdown(self) -> None:
-        """Stop every generation and wait for their final saves."""
-        tasks = [g.task for g in self._generations.values() if g.task is not None]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        """Stop every generation, marked interrupted, and wait for their saves."""
+        loop = asyncio.get_running_loop()
+        tasks = []
+        for generation in self._generations.values():
+            task = generation.task
+            if task is not None and task.get_loop() is loop:
+                generation.shutting_down = True
+                task.cancel()
+                tasks.append(task)
+        if tasks:
+            await asyncio.wait(tasks, timeout=SHUTDOWN_SECONDS)
+        # The process's own loops hold nothing worth waiting for. (Tasks of an
+        # event loop that ended, as tests run several, are just dropped.)
+        for task in (*self._background, self._checkpoints):
+            if task is not None and task.get_loop() is loop:
+                task.cancel()
+        self._background, self._checkpoints, self._loop = [], None, None
 
     async def sweep_orphans(self) -> None:
-        """Once per process: answers left streaming by a dead process."""
-        if self._swept:
-            return
-        self._swept = True
-        count = await database_sync_to_async(Message.objects.mark_orphans_interrupted)(
+        """Answers left streaming by a dead process: marked interrupted (their
+        text kept), and their viewers told."""
+        orphans = await database_sync_to_async(Message.objects.interrupt_orphans)(
             older_than=ORPHAN_AFTER
         )
-        if count:
-            logger.warning("marked %d orphaned answers as interrupted", count)
+        for message in orphans:
+            logger.warning("answer %s was orphaned: marked interrupted", message.pk)
+            await self.broadcast(message.conversation_id, frames.message(message))
+
+    # Persistence (DESIGN, latency rule 5): one task per process saves every
+    # running answer about once a second, all in one trip to the database thread
+    # (a task and a connection per answer cost 100 connections a second with 100
+    # answers streaming, and their thread's hold on the GIL delayed the relay).
+
+    def _ensure_checkpoints(self) -> None:
+        task = self._checkpoints
+        loop = asyncio.get_running_loop()
+        # A task of a loop that closed (tests run several) will never run again.
+        if task is None or task.done() or task.get_loop() is not loop:
+            self._checkpoints = loop.create_task(
+                self._checkpoint_loop(), name="checkpoints"
+            )
+
+    async def _checkpoint_loop(self) -> None:
+        """Save the partial answers about once a second, until none is running.
+
+        Each save is also a heartbeat that tells other processes the answer is
+        alive (see `sweep_orphans`), so unchanged answers still get one.
+        """
+        while self._generations:
+            await asyncio.sleep(CHECKPOINT_SECONDS)
+            batch = [
+                (g, (g.thinking_len, g.content_len)) for g in self._generations.values()
+            ]
+            rows = [
+                (g.message_id, None, None)
+                if seen == g.checkpointed
+                else (g.message_id, g.content_text(), g.thinking_text())
+                for g, seen in batch
+            ]
+            try:
+                await _checkpoint(rows)
+            except Exception:
+                # The database may be briefly away: the next round retries.
+                logger.warning(
+                    "checkpoint of %d answers failed", len(rows), exc_info=True
+                )
+                continue
+            for g, seen in batch:
+                g.checkpointed = seen
 
     # The generation's task.
 
@@ -259,12 +446,17 @@ class Runner:
         profile: ModelProfile,
         history: list[dict[str, str]],
     ) -> None:
-        checkpoint = asyncio.create_task(_checkpoint_loop(generation))
         status, error = Message.Status.DONE, None
         try:
             await self._relay(generation, profile, history)
         except asyncio.CancelledError:
             status = Message.Status.STOPPED
+            if generation.shutting_down:
+                status = Message.Status.INTERRUPTED
+                error = UpstreamError(
+                    "interrupted",
+                    "The server shut down while this answer was being written.",
+                )
         except UpstreamError as exc:
             status, error = Message.Status.ERROR, exc
             logger.warning(
@@ -274,14 +466,16 @@ class Runner:
             logger.exception("generation %s crashed", generation.message_id)
             status = Message.Status.ERROR
             error = UpstreamError("internal_error", f"Internal error: {exc}")
-        finally:
-            checkpoint.cancel()
-        await asyncio.gather(checkpoint, return_exceptions=True)
+        closing: list[dict[str, Any]] = []
         try:
-            await self._finish(generation, status, error)
+            closing = await self._finish(generation, status, error)
         finally:
+            # Stored and told: the conversation is free for its next answer.
             self._generations.pop(generation.conversation_id, None)
             self.release(generation.conversation_id)
+        group = fanout.conversation_group(generation.conversation_id)
+        for frame in closing:
+            await self._group_send(group, dict(fanout.frame_event(self.id, frame)))
 
     async def _relay(
         self,
@@ -299,12 +493,21 @@ class Runner:
         )
         # aclosing: leaving the loop (done, stop, error) closes the upstream request,
         # which is how a model server learns to stop generating.
-        async with aclosing(stream):
-            async for events in stream:
-                for frame in generation.apply(events):
-                    await _send_all(generation.attached, frame)
-                if generation.finished is not None:
-                    break
+        publisher = generation.publisher
+        if publisher is not None:
+            pump = asyncio.create_task(publisher.run(), name="publish")
+        try:
+            async with aclosing(stream):
+                async for events in stream:
+                    for frame in generation.apply(events):
+                        await _send_all(generation.attached, frame)
+                        if publisher is not None:
+                            publisher.add(frame["type"], frame["delta"])
+                    if generation.finished is not None:
+                        break
+        finally:
+            if publisher is not None:
+                pump.cancel()
         if generation.finished is None:
             raise UpstreamError(
                 "stream_cut", "The model server ended the answer early."
@@ -312,7 +515,9 @@ class Runner:
 
     async def _finish(
         self, generation: Generation, status: str, error: UpstreamError | None
-    ) -> None:
+    ) -> list[dict[str, Any]]:
+        """Save the answer and tell this process's sockets; return the frames
+        that other processes' sockets are still to get."""
         message = generation.message
         message.content = generation.content_text()
         message.thinking = generation.thinking_text()
@@ -322,12 +527,22 @@ class Runner:
         for name, value in generation.figures().items():
             setattr(message, name, value)
         await _save_message(message)
+        # Rendered here, on the loop: in a worker thread it would hold the GIL in
+        # 5 ms slices and stall the relay of every other answer even longer.
+        final = frames.message(message)
         subscribers = self._subscribers.get(generation.conversation_id, set())
         sinks = generation.attached | subscribers
+        if generation.publisher is not None:
+            await generation.publisher.flush()
+        closing = [frames.done(message), final]
         if error is not None:
-            await _send_all(sinks, frames.error(message.pk, error.code, error.detail))
-        await _send_all(sinks, frames.done(message))
-        await _send_all(sinks, frames.message(message))
+            closing.insert(0, frames.error(message.pk, error.code, error.detail))
+        for frame in closing:
+            await _send_all(sinks, frame)
+        # The runner's channel stays in the generation group (a stop or resume
+        # for an answer it no longer runs is ignored): leaving it here could race
+        # with the next answer's join.
+        return closing
 
 
 def _tail(parts: list[str], offset: int) -> str:
@@ -350,20 +565,62 @@ def _save_message(message: Message) -> None:
 
 
 @database_sync_to_async
-def _checkpoint(message_id: int, content: str, thinking: str) -> None:
-    Message.objects.filter(pk=message_id, status=Message.Status.STREAMING).update(
-        content=content, thinking=thinking, updated_at=timezone.now()
-    )
+def _checkpoint(rows: Sequence[tuple[int, str | None, str | None]]) -> None:
+    """One UPDATE per answer (message id, content, thinking; no text when it is
+    unchanged), in one transaction. Answers no longer streaming (their final save
+    came first) are left alone.
+
+    Plain `executemany`, not a queryset per row: the ORM spends ~200 µs of Python
+    per UPDATE, and while this thread holds the GIL for it (20-60 ms a second with
+    100 answers streaming) the event loop waits for it after every socket call.
+    """
+    using = router.db_for_write(Message)
+    connection = connections[using]
+    qn = connection.ops.quote_name
+    columns = {f.name: f.column for f in Message._meta.concrete_fields if f.column}
+
+    def column(name: str) -> str:
+        return qn(columns[name])
+
+    table = qn(Message._meta.db_table)
+    where = f"WHERE {column('id')} = %s AND {column('status')} = %s"
+    stamp = connection.ops.adapt_datetimefield_value(timezone.now())
+    streaming = Message.Status.STREAMING.value
+    texts = [
+        (content, thinking, stamp, message_id, streaming)
+        for message_id, content, thinking in rows
+        if content is not None
+    ]
+    beats = [
+        (stamp, message_id, streaming)
+        for message_id, content, _ in rows
+        if content is None
+    ]
+    with transaction.atomic(using=using), connection.cursor() as cursor:
+        if texts:
+            cursor.executemany(
+                f"UPDATE {table} SET {column('content')} = %s, "
+                f"{column('thinking')} = %s, {column('updated_at')} = %s {where}",
+                texts,
+            )
+        if beats:
+            cursor.executemany(
+                f"UPDATE {table} SET {column('updated_at')} = %s {where}", beats
+            )
 
 
-async def _checkpoint_loop(generation: Generation) -> None:
-    """Save the partial answer about once a second (also a heartbeat that tells
-    other processes this answer is alive)."""
-    while True:
-        await asyncio.sleep(CHECKPOINT_SECONDS)
-        await _checkpoint(
-            generation.message_id, generation.content_text(), generation.thinking_text()
-        )
+def _stop_with_daphne(runner: Runner) -> None:
+    """Under Daphne, let Twisted wait for the generations' final saves before it
+    stops the loop (Daphne has no ASGI lifespan events)."""
+    reactor = sys.modules.get("twisted.internet.reactor")
+    if reactor is None or not getattr(reactor, "running", False):
+        return
+    from twisted.internet.defer import Deferred
+
+    def before_shutdown() -> Deferred[None]:
+        return Deferred.fromFuture(asyncio.ensure_future(runner.shutdown()))
+
+    reactor.addSystemEventTrigger("before", "shutdown", before_shutdown)
 
 
 runner = Runner()

@@ -88,7 +88,10 @@ if REDIS_URL:
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {
-                "hosts": [REDIS_URL],
+                # redis-py 8 reads with a 5 s socket timeout by default, the same
+                # as channels-redis' blocking BZPOPMIN: every idle socket would
+                # crash after 5 s (channels_redis#422). Wait longer than the pop.
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
                 "capacity": 2000,
                 "expiry": 15,
                 # At least Daphne's websocket timeout (24 h by default).

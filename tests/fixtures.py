@@ -45,6 +45,28 @@ class Simulator:
             await asyncio.sleep(0.02)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        function = getattr(item, "function", None)
+        if asyncio.iscoroutinefunction(function):
+            item.fixturenames.append("_stop_runner")  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+async def _stop_runner() -> Any:
+    """Each async test runs its own event loop. The channel layer keeps
+    loop-bound state (channels-redis' receive lock), so each test gets a fresh
+    layer, and the runner's tasks are stopped while their loop still runs."""
+    from channels.layers import channel_layers
+
+    from chat.runner import runner
+
+    channel_layers.backends.clear()
+    yield
+    await runner.shutdown()
+
+
 @pytest.fixture(scope="session")
 def _simulator_server() -> Iterator[SimulatorServer]:
     server = SimulatorServer(SimulatorConfig(**TEST_CONFIG)).start()  # type: ignore[arg-type]

@@ -414,3 +414,15 @@ def test_conversation_fixture_uses_the_simulator(conversation, simulator):
     assert Conversation.objects.get(pk=conversation.pk).model_profile.base_url == (
         simulator.url
     )
+
+
+async def test_an_idle_socket_outlives_the_channel_layers_blocking_read(
+    alice, conversation, simulator
+):
+    """channels-redis blocks 5 s per read; the socket must survive several."""
+    communicator = await connect(alice, conversation)
+    assert await communicator.receive_nothing(timeout=6.5)
+    await send(communicator)
+    frames = await frames_until(communicator, "done")
+    await communicator.disconnect()
+    assert frames[-1]["status"] == "done"

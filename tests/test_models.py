@@ -82,7 +82,12 @@ def test_begin_turn_stores_question_and_streaming_placeholder(alice, thinker):
     conversation.refresh_from_db()
     assert conversation.title == "Hi there"
     assert conversation.model_profile == thinker
+    with pytest.raises(Conversation.Busy):
+        conversation.begin_turn("while it streams")
+    answer.status = Message.Status.DONE
+    answer.save()
     assert not conversation.begin_turn("again").titled
+    assert conversation.messages.filter(role="user").count() == 2
 
 
 def test_begin_turn_without_any_model_stores_nothing(alice):

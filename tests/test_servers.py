@@ -54,7 +54,8 @@ async def test_channel_layer_backend(test_mode, redis_server):
     else:
         assert backend == "channels_redis.core.RedisChannelLayer"
         layers: dict[str, Any] = settings.CHANNEL_LAYERS
-        assert layers["default"]["CONFIG"]["hosts"] == [os.environ["REDIS_URL"]]
+        (host,) = layers["default"]["CONFIG"]["hosts"]
+        assert host["address"] == os.environ["REDIS_URL"]
 
 
 @pytest.mark.smoke

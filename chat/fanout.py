@@ -1,0 +1,133 @@
+"""Answers seen from other processes, through the channel layer (Redis).
+
+The owner's sockets are fed in-process (`chat.runner`). Every other viewer of a
+conversation, on another Daphne process or host, gets the same answer through the
+conversation's group, coalesced to one event per kind about every 50 ms (DESIGN,
+latency rule 3). Delta events carry the code-point offset of their text, so a
+viewer can drop overlap and notice gaps (`RemoteView`).
+
+Groups:
+  chat.<conversation id>        every socket of the conversation, on any process
+  generation.<conversation id>  the runner channel of the process that owns the
+                                running answer (stop and resume requests go here)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Literal, TypedDict
+
+from channels.layers import BaseChannelLayer, InMemoryChannelLayer
+
+logger = logging.getLogger(__name__)
+
+COALESCE_SECONDS = 0.05
+
+Kind = Literal["thinking", "content"]
+
+
+def conversation_group(conversation_id: int) -> str:
+    return f"chat.{conversation_id}"
+
+
+def generation_group(conversation_id: int) -> str:
+    return f"generation.{conversation_id}"
+
+
+def spans_processes(layer: BaseChannelLayer | None) -> bool:
+    """False for the in-memory layer: one process, nobody else to tell."""
+    return layer is not None and not isinstance(layer, InMemoryChannelLayer)
+
+
+class DeltaEvent(TypedDict):
+    type: Literal["chat.delta"]
+    origin: str
+    message_id: int
+    kind: Kind
+    start: int
+    text: str
+
+
+class FrameEvent(TypedDict):
+    type: Literal["chat.frame"]
+    origin: str
+    frame: dict[str, Any]
+
+
+def frame_event(origin: str, frame: dict[str, Any]) -> FrameEvent:
+    return FrameEvent(type="chat.frame", origin=origin, frame=frame)
+
+
+class Publisher:
+    """Sends one generation's new text to its conversation group, merged per kind,
+    at most one event per kind every COALESCE_SECONDS. The relay only calls
+    `add`, which never waits."""
+
+    def __init__(
+        self,
+        layer: BaseChannelLayer,
+        origin: str,
+        conversation_id: int,
+        message_id: int,
+    ) -> None:
+        self.layer, self.origin = layer, origin
+        self.group = conversation_group(conversation_id)
+        self.message_id = message_id
+        self.pending: dict[Kind, list[str]] = {"thinking": [], "content": []}
+        self.published: dict[Kind, int] = {"thinking": 0, "content": 0}
+        self.wake = asyncio.Event()
+
+    def add(self, kind: Kind, text: str) -> None:
+        self.pending[kind].append(text)
+        self.wake.set()
+
+    async def run(self) -> None:
+        while True:
+            await self.wake.wait()
+            self.wake.clear()
+            await self.flush()
+            await asyncio.sleep(COALESCE_SECONDS)
+
+    async def flush(self) -> None:
+        for kind in ("thinking", "content"):
+            parts = self.pending[kind]
+            if not parts:
+                continue
+            text = "".join(parts)
+            parts.clear()
+            start = self.published[kind]
+            self.published[kind] = start + len(text)
+            event = DeltaEvent(
+                type="chat.delta",
+                origin=self.origin,
+                message_id=self.message_id,
+                kind=kind,
+                start=start,
+                text=text,
+            )
+            try:
+                await self.layer.group_send(self.group, event)  # type: ignore[arg-type]
+            except Exception:
+                # Remote viewers notice the gap and resume; the owner goes on.
+                logger.warning("publishing to %s failed", self.group, exc_info=True)
+
+
+class RemoteView:
+    """What one socket has of an answer streamed by another process."""
+
+    def __init__(self, thinking: int = 0, content: int = 0) -> None:
+        self.have: dict[Kind, int] = {"thinking": thinking, "content": content}
+        self.resuming = False  # a catch-up was asked for; deltas wait for it
+
+    def take(self, kind: Kind, start: int, text: str) -> str | None:
+        """The part of `text` (at code point `start`) that is new to this socket;
+        "" when all of it was seen; None when text before it is missing."""
+        have = self.have[kind]
+        if start > have:
+            return None
+        end = start + len(text)
+        if end <= have:
+            return ""
+        self.have[kind] = end
+        return text[have - start :]

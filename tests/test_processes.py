@@ -1,0 +1,241 @@
+"""Several real Daphne processes sharing one PostgreSQL and one Redis: a viewer,
+a stop and a resume that land on another process than the one running the answer,
+and a process killed mid-answer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import websockets
+from django.conf import settings
+from django.db import connection
+
+from chat.models import Message
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Daphne:
+    """One Daphne process on the test database and the session's Redis."""
+
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.env, self.log, self.port = env, log, free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def ws(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    def start(self) -> Daphne:
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "daphne",
+                    "-b",
+                    "127.0.0.1",
+                    "-p",
+                    str(self.port),
+                    "chatsite.asgi:application",
+                ],
+                cwd=ROOT,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{self.port}/login/", timeout=1)
+                return self
+            except httpx.HTTPError:
+                assert self.process.poll() is None, self.log.read_text()[-3000:]
+                assert time.monotonic() < deadline, "daphne did not start"
+                time.sleep(0.1)
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(sig)
+            self.process.wait(15)
+
+
+@pytest.fixture
+def daphnes(test_mode, tmp_path, simulator):
+    if test_mode == "sqlite":
+        pytest.skip("several processes need PostgreSQL and Redis")
+    db = settings.DATABASES["default"]
+    env = {
+        **os.environ,
+        "DATABASE_URL": (
+            f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{connection.settings_dict['NAME']}"
+        ),
+        "REDIS_URL": settings.REDIS_URL,
+        "DJANGO_SETTINGS_MODULE": "chatsite.settings",
+    }
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    servers = [Daphne(env, tmp_path / f"daphne-{i}.log").start() for i in range(2)]
+    yield servers
+    for server in servers:
+        server.stop()
+
+
+async def open_socket(server: Daphne, conversation, cookie: str):
+    return await websockets.connect(
+        f"{server.ws}/ws/conversations/{conversation.pk}/",
+        additional_headers={
+            "Cookie": cookie,
+            "Origin": f"http://127.0.0.1:{server.port}",
+        },
+    )
+
+
+async def frames_until(ws, kind: str, timeout: float = 20) -> list[dict]:
+    seen = []
+    async with asyncio.timeout(timeout):
+        async for raw in ws:
+            frame = json.loads(raw)
+            seen.append(frame)
+            if frame["type"] == kind:
+                return seen
+    raise AssertionError(f"socket closed before {kind!r}")
+
+
+def text_of(frames: list[dict], kind: str) -> str:
+    return "".join(f["delta"] for f in frames if f["type"] == kind)
+
+
+async def send(ws, content: str = "hello") -> None:
+    await ws.send(json.dumps({"type": "send", "content": content, "client_id": "x"}))
+
+
+async def test_a_viewer_on_another_process_sees_the_same_answer(
+    daphnes, conversation, alice, session_cookie, simulator
+):
+    simulator.config.tps = 200
+    cookie = await asyncio.to_thread(session_cookie, alice)
+    owner = await open_socket(daphnes[0], conversation, cookie)
+    viewer = await open_socket(daphnes[1], conversation, cookie)
+    await send(owner)
+    mine = await frames_until(owner, "done")
+    theirs = await frames_until(viewer, "done")
+    final = await frames_until(viewer, "message")
+    await owner.close()
+    await viewer.close()
+
+    answer = await Message.objects.aget(pk=mine[-1]["message_id"])
+    assert answer.status == "done"
+    assert text_of(theirs, "content") == answer.content == text_of(mine, "content")
+    assert text_of(theirs, "thinking") == answer.thinking
+    assert final[-1]["message"]["id"] == answer.pk
+    # Coalesced for remote viewers: never more frames than the owner got.
+    assert len([f for f in theirs if f["type"] == "content"]) <= len(
+        [f for f in mine if f["type"] == "content"]
+    )
+
+
+async def test_stop_from_another_process_stops_the_model(
+    daphnes, conversation, alice, session_cookie, simulator
+):
+    simulator.config.tps = 30
+    simulator.config.answer_tokens = 600
+    cookie = await asyncio.to_thread(session_cookie, alice)
+    owner = await open_socket(daphnes[0], conversation, cookie)
+    other = await open_socket(daphnes[1], conversation, cookie)
+    await send(owner)
+    await frames_until(owner, "content")
+    await other.send(json.dumps({"type": "stop"}))
+    frames = await frames_until(owner, "done")
+    await owner.close()
+    await other.close()
+
+    assert frames[-1]["status"] == "stopped"
+    entry = await simulator.wait_for_end()
+    assert entry.disconnected and not entry.finished
+
+
+async def test_resume_on_another_process_after_the_tab_closed(
+    daphnes, conversation, alice, session_cookie, simulator
+):
+    simulator.config.tps = 60
+    simulator.config.answer_tokens = 150
+    cookie = await asyncio.to_thread(session_cookie, alice)
+    owner = await open_socket(daphnes[0], conversation, cookie)
+    await send(owner)
+    first = await frames_until(owner, "content")
+    have = text_of(first, "content")
+    message_id = first[-1]["message_id"]
+    await owner.close()
+
+    reader = await open_socket(daphnes[1], conversation, cookie)
+    await reader.send(
+        json.dumps(
+            {
+                "type": "resume",
+                "message_id": message_id,
+                "offset": len(have),
+                "thinking_offset": 0,
+            }
+        )
+    )
+    rest = await frames_until(reader, "done")
+    await reader.close()
+    answer = await Message.objects.aget(pk=message_id)
+    assert have + text_of(rest, "content") == answer.content
+
+
+async def test_a_process_killed_mid_answer_loses_at_most_about_a_second(
+    daphnes, conversation, alice, session_cookie, simulator
+):
+    simulator.config.tps = 50
+    simulator.config.think_tokens = 0
+    simulator.config.answer_tokens = 2000
+    cookie = await asyncio.to_thread(session_cookie, alice)
+    owner = await open_socket(daphnes[0], conversation, cookie)
+    await send(owner)
+    frames = await frames_until(owner, "content")
+    message_id = frames[-1]["message_id"]
+    streamed = text_of(frames, "content")
+    async with asyncio.timeout(10):
+        while len(streamed) < 200:  # a few seconds of text
+            frame = json.loads(await owner.recv())
+            if frame["type"] == "content":
+                streamed += frame["delta"]
+    daphnes[0].stop(signal.SIGKILL)
+    killed_at = len(streamed)
+
+    # The reloaded tab lands on the surviving process, which notices the silent
+    # owner (no heartbeat), marks the answer and sends it.
+    reader = await open_socket(daphnes[1], conversation, cookie)
+    await reader.send(
+        json.dumps({"type": "resume", "message_id": message_id, "offset": killed_at})
+    )
+    final = await frames_until(reader, "message", timeout=40)
+    await reader.close()
+    answer = await Message.objects.aget(pk=message_id)
+    assert answer.status == "interrupted"
+    assert final[-1]["message"]["status"] == "interrupted"
+    assert streamed.startswith(answer.content)
+    lost_chars = killed_at - len(answer.content)
+    # 50 tok/s, a few characters per token: one second is under ~400 characters.
+    assert lost_chars <= 400, lost_chars
+    entry = await simulator.wait_for_end()
+    assert entry.disconnected
