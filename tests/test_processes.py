@@ -239,3 +239,29 @@ async def test_a_process_killed_mid_answer_loses_at_most_about_a_second(
     assert lost_chars <= 400, lost_chars
     entry = await simulator.wait_for_end()
     assert entry.disconnected
+
+
+async def test_a_stopped_process_saves_its_answers_as_interrupted(
+    daphnes, conversation, alice, session_cookie, simulator
+):
+    simulator.config.tps = 50
+    simulator.config.think_tokens = 0
+    simulator.config.answer_tokens = 2000
+    cookie = await asyncio.to_thread(session_cookie, alice)
+    owner = await open_socket(daphnes[0], conversation, cookie)
+    await send(owner)
+    frames = await frames_until(owner, "content")
+    message_id = frames[-1]["message_id"]
+    streamed = text_of(frames, "content")
+    async with asyncio.timeout(10):
+        while len(streamed) < 100:
+            frame = json.loads(await owner.recv())
+            if frame["type"] == "content":
+                streamed += frame["delta"]
+    await asyncio.to_thread(daphnes[0].stop, signal.SIGTERM)
+
+    answer = await Message.objects.aget(pk=message_id)
+    assert answer.status == "interrupted"  # saved at once, not found by a sweep
+    assert answer.content.startswith(streamed)
+    entry = await simulator.wait_for_end()
+    assert entry.disconnected
