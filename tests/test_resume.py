@@ -7,8 +7,8 @@ import asyncio
 import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import channel_layers
-from django.db import connections
 from channels.testing import WebsocketCommunicator
+from django.db import connections
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
