@@ -202,23 +202,31 @@ async def test_resume_on_another_process_after_the_tab_closed(
     assert have + text_of(rest, "content") == answer.content
 
 
-async def test_a_process_killed_mid_answer_loses_at_most_about_a_second(
-    daphnes, conversation, alice, session_cookie, simulator
-):
+async def long_answer(daphne, conversation, cookie, simulator, chars: int):
+    """A long answer streaming from `daphne`, once `chars` of it arrived:
+    (socket, message id, text so far)."""
     simulator.config.tps = 50
     simulator.config.think_tokens = 0
     simulator.config.answer_tokens = 2000
-    cookie = await asyncio.to_thread(session_cookie, alice)
-    owner = await open_socket(daphnes[0], conversation, cookie)
+    owner = await open_socket(daphne, conversation, cookie)
     await send(owner)
     frames = await frames_until(owner, "content")
-    message_id = frames[-1]["message_id"]
     streamed = text_of(frames, "content")
     async with asyncio.timeout(10):
-        while len(streamed) < 200:  # a few seconds of text
+        while len(streamed) < chars:
             frame = json.loads(await owner.recv())
             if frame["type"] == "content":
                 streamed += frame["delta"]
+    return owner, frames[-1]["message_id"], streamed
+
+
+async def test_a_process_killed_mid_answer_loses_at_most_about_a_second(
+    daphnes, conversation, alice, session_cookie, simulator
+):
+    cookie = await asyncio.to_thread(session_cookie, alice)
+    _, message_id, streamed = await long_answer(
+        daphnes[0], conversation, cookie, simulator, chars=200
+    )
     daphnes[0].stop(signal.SIGKILL)
     killed_at = len(streamed)
 
@@ -244,20 +252,10 @@ async def test_a_process_killed_mid_answer_loses_at_most_about_a_second(
 async def test_a_stopped_process_saves_its_answers_as_interrupted(
     daphnes, conversation, alice, session_cookie, simulator
 ):
-    simulator.config.tps = 50
-    simulator.config.think_tokens = 0
-    simulator.config.answer_tokens = 2000
     cookie = await asyncio.to_thread(session_cookie, alice)
-    owner = await open_socket(daphnes[0], conversation, cookie)
-    await send(owner)
-    frames = await frames_until(owner, "content")
-    message_id = frames[-1]["message_id"]
-    streamed = text_of(frames, "content")
-    async with asyncio.timeout(10):
-        while len(streamed) < 100:
-            frame = json.loads(await owner.recv())
-            if frame["type"] == "content":
-                streamed += frame["delta"]
+    _, message_id, streamed = await long_answer(
+        daphnes[0], conversation, cookie, simulator, chars=100
+    )
     await asyncio.to_thread(daphnes[0].stop, signal.SIGTERM)
 
     answer = await Message.objects.aget(pk=message_id)
