@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
 
@@ -22,3 +24,14 @@ class ThinkingForm(forms.ModelForm):  # type: ignore[type-arg]
     class Meta:
         model = Conversation
         fields = ["thinking"]
+
+
+class RenameForm(forms.ModelForm):  # type: ignore[type-arg]
+    class Meta:
+        model = Conversation
+        fields = ["title"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["title"].required = True
+        self.fields["title"].error_messages["required"] = "Give it a title."

@@ -1,15 +1,23 @@
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.contrib.auth import get_user_model, login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import Resolver404, resolve, reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
-from chat.forms import FirstAdminForm, ThinkingForm
-from chat.models import Conversation, ModelProfile
+from chat.forms import FirstAdminForm, RenameForm, ThinkingForm
+from chat.models import Conversation, Message, ModelProfile
+
+# A streaming answer checkpoints about once a second; one silent for longer than
+# this belongs to a dead process (see chat.runner's ORPHAN_AFTER).
+LIVE_ANSWER_SILENCE = timedelta(seconds=10)
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -105,3 +113,85 @@ def set_thinking(request: SignedInRequest, pk: int) -> HttpResponse:
         "thinking_form": form,
     }
     return render(request, "chat/_thinking_toggle.html", context, status=status)
+
+
+# Sidebar: rename and delete (htmx partials; plain POSTs redirect).
+
+
+def _is_current_page(request: SignedInRequest, conversation: Conversation) -> bool:
+    """Whether the htmx request comes from this conversation's own page."""
+    path = request.htmx.current_url_abs_path if request.htmx else None
+    if not path:
+        return False
+    try:
+        match = resolve(path.split("?", 1)[0])
+    except Resolver404:
+        return False
+    return match.url_name == "conversation" and match.kwargs.get("pk") == (
+        conversation.pk
+    )
+
+
+def _item(
+    request: SignedInRequest, conversation: Conversation, status: int = 200
+) -> HttpResponse:
+    context = {
+        "item": conversation,
+        "is_current": _is_current_page(request, conversation),
+    }
+    return render(request, "chat/_conversation_item.html", context, status=status)
+
+
+@login_required
+@require_GET
+def conversation_item(request: SignedInRequest, pk: int) -> HttpResponse:
+    """The sidebar entry (what "cancel" on the rename form swaps back in)."""
+    return _item(request, _owned(request, pk))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def rename_conversation(request: SignedInRequest, pk: int) -> HttpResponse:
+    current = _owned(request, pk)
+    form = RenameForm(request.POST or None, instance=current)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        return _item(request, current) if request.htmx else redirect(current)
+    status = 422 if request.method == "POST" else 200
+    template = "chat/_rename_form.html" if request.htmx else "chat/rename.html"
+    context = {"item": current, "form": form}
+    return render(request, template, context, status=status)
+
+
+@login_required
+@require_POST
+def delete_conversation(request: SignedInRequest, pk: int) -> HttpResponse:
+    current = _owned(request, pk)
+    live = current.messages.filter(
+        status=Message.Status.STREAMING,
+        updated_at__gte=timezone.now() - LIVE_ANSWER_SILENCE,
+    )
+    if live.exists():
+        return HttpResponse(
+            "An answer is still being written in this conversation: stop it first.",
+            status=409,
+            content_type="text/plain; charset=utf-8",
+        )
+    was_current = _is_current_page(request, current)
+    current.delete()
+    if not request.htmx:
+        return redirect("home")
+    response = HttpResponse("")  # the sidebar entry is swapped for nothing
+    if was_current:
+        response["HX-Redirect"] = reverse("home")
+    return response
+
+
+@login_required
+@require_GET
+def message_source(request: SignedInRequest, pk: int, message_id: int) -> HttpResponse:
+    """A message's markdown as plain text (the answer's copy button)."""
+    message = get_object_or_404(
+        Message, pk=message_id, conversation_id=pk, conversation__owner=request.user
+    )
+    return HttpResponse(message.content, content_type="text/plain; charset=utf-8")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -72,7 +74,7 @@ def test_reload_mid_answer_resumes_without_losing_or_doubling_text(
 ):
     simulator.config.tps = 30
     simulator.config.think_tokens = 5
-    simulator.config.answer_tokens = 90
+    simulator.config.answer_text = numbered_paragraphs(90)
     conversation = Conversation.objects.create(owner=alice, model_profile=demo_profile)
     login(page, alice)
     page.goto(live_server_url + conversation.get_absolute_url())
@@ -81,35 +83,605 @@ def test_reload_mid_answer_resumes_without_losing_or_doubling_text(
     page.press("#composer-input", "Enter")
     expect(page.locator(".answer.streaming")).not_to_have_text("", timeout=15_000)
     page.wait_for_timeout(1300)  # let a checkpoint land, so the reload shows text
-    page.add_init_script(CAPTURE_STREAMED_TEXT)
+    page.add_init_script(CAPTURE_CHECKPOINT)
     page.reload()
     expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
-    done = page.locator('article.assistant[data-status="done"] .answer')
+    done = page.locator('article.assistant[data-status="done"]')
     expect(done).to_have_count(1, timeout=20_000)
     answer = Message.objects.get(role="assistant")
     assert answer.status == "done"
-    streamed = page.evaluate("window.__streamed")
-    assert streamed["checkpointed"], "the reloaded page showed no text"
-    assert streamed["answer"] == answer.content
-    assert streamed["thinking"] == answer.thinking
+    assert page.evaluate("window.__checkpointed"), "the reloaded page showed no text"
+    # Every word once, in order: nothing lost, nothing doubled.
+    assert words(done.locator(".answer").inner_text()) == words(answer.content)
+    assert done.locator(".thinking-text").text_content() == answer.thinking
+    # ... and the page never had to fall back to the stored text to get there.
+    assert done.get_attribute("data-resynced") is None
 
 
-# Records the streaming article's text at the moment the final message replaces it.
-CAPTURE_STREAMED_TEXT = """
+def numbered_paragraphs(count: int, per_paragraph: int = 12) -> str:
+    """Plain words w0 w1 ... in paragraphs: what is shown is what was sent."""
+    return "".join(
+        ("\n\n" if i and i % per_paragraph == 0 else " " if i else "") + f"w{i}"
+        for i in range(count)
+    )
+
+
+def words(text: str) -> list[str]:
+    return text.split()
+
+
+# The streaming answer's text as the reloaded page first shows it.
+CAPTURE_CHECKPOINT = """
 document.addEventListener("DOMContentLoaded", () => {
-  const list = document.getElementById("messages");
-  const article = list.querySelector('article[data-status="streaming"]');
-  const checkpointed = article ? article.querySelector(".answer").textContent : "";
-  new MutationObserver((records) => {
-    for (const record of records) for (const node of record.removedNodes) {
-      if (node.dataset && node.dataset.status === "streaming") {
-        window.__streamed = {
-          checkpointed,
-          answer: node.querySelector(".answer").textContent,
-          thinking: node.querySelector(".thinking-text").textContent,
-        };
-      }
-    }
-  }).observe(list, { childList: true });
+  const article = document.querySelector('article[data-status="streaming"]');
+  window.__checkpointed = article ? article.querySelector(".answer").textContent : "";
 });
 """
+
+
+def open_conversation(page, login, live_server_url, conversation, user):
+    login(page, user)
+    page.goto(live_server_url + conversation.get_absolute_url())
+    expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
+
+
+def ask(page, text="Go"):
+    page.fill("#composer-input", text)
+    page.press("#composer-input", "Enter")
+
+
+def wait_until_done(page, count=1):
+    expect(page.locator('article.assistant[data-status="done"]')).to_have_count(
+        count, timeout=20_000
+    )
+
+
+def test_the_thinking_toggle_changes_what_the_model_is_asked(
+    live_server_url, page, login, conversation, alice, simulator
+):
+    open_conversation(page, login, live_server_url, conversation, alice)
+    for mode, think in (("off", False), ("on", True)):
+        with page.expect_response(lambda r: r.url.endswith("/thinking/")) as saved:
+            page.select_option("#thinking-mode", mode)
+        assert saved.value.ok
+        ask(page, f"Thinking {mode}")
+        wait_until_done(page, 1 if mode == "off" else 2)
+        assert simulator.log[-1].body["think"] is think
+    thoughts = page.locator("article.assistant details.thinking")
+    expect(thoughts.nth(0)).to_be_hidden()  # no thinking was asked for
+    expect(thoughts.nth(1)).to_be_attached()
+
+
+def test_thinking_is_live_then_folds_away_unless_kept_open(
+    live_server_url, page, login, conversation, alice, simulator
+):
+    simulator.config.tps = 40
+    simulator.config.think_tokens = 60
+    simulator.config.answer_tokens = 30
+    open_conversation(page, login, live_server_url, conversation, alice)
+    ask(page)
+    thinking = page.locator('article[data-status="streaming"] details.thinking')
+    # Live: open, its text growing, a running counter while no answer is out.
+    expect(thinking).to_have_attribute("open", "", timeout=10_000)
+    expect(thinking.locator(".thinking-text")).not_to_have_text("")
+    expect(thinking.locator("summary")).to_contain_text("Thinking…")
+    assert page.locator('article[data-status="streaming"] .answer').inner_text() == ""
+    # The answer starts: the thoughts fold away by themselves.
+    expect(thinking).not_to_have_attribute("open", "", timeout=10_000)
+    wait_until_done(page)
+    summary = page.locator("article.assistant details.thinking summary")
+    expect(summary).to_have_text(re.compile(r"^Thought for \d+(\.\d)? s$"))
+    answer = Message.objects.get(role="assistant")
+    assert (
+        answer.thinking_ms
+        and f"{answer.thinking_ms / 1000:.1f}" in summary.inner_text()
+    )
+
+    # Opening them while the next answer streams keeps them open, now and later.
+    ask(page, "Again")
+    thinking = page.locator('article[data-status="streaming"] details.thinking')
+    expect(thinking).to_have_attribute("open", "", timeout=10_000)
+    thinking.locator("summary").click()  # closed by the reader ...
+    thinking.locator("summary").click()  # ... and opened again: keep it open
+    assert page.evaluate("localStorage.getItem('chatsite.thinking')") == "open"
+    wait_until_done(page, 2)
+    expect(page.locator("article.assistant details.thinking").nth(1)).to_have_attribute(
+        "open", ""
+    )
+
+
+def test_text_shows_up_token_by_token_with_live_figures(
+    live_server_url, page, login, conversation, alice, simulator
+):
+    simulator.config.tps = 20
+    simulator.config.think_tokens = 0
+    simulator.config.answer_text = numbered_paragraphs(60)
+    open_conversation(page, login, live_server_url, conversation, alice)
+    ask(page)
+    streaming = page.locator('article[data-status="streaming"]')
+    expect(streaming.locator(".answer")).to_contain_text("w3", timeout=10_000)
+    shown = words(streaming.locator(".answer").inner_text())
+    assert 0 < len(shown) < 60  # on screen long before the end
+    figures = streaming.locator(".live-figures")
+    expect(figures).to_contain_text("tok/s")
+    expect(figures).to_contain_text("first token")
+    wait_until_done(page)
+    done = page.locator('article.assistant[data-status="done"]')
+    expect(done.locator(".live-figures")).to_have_count(0)
+    expect(done.locator(".figures")).to_contain_text("tok/s")
+    expect(done).not_to_have_attribute("aria-busy", "true")
+
+
+def test_markdown_code_tables_and_math_render_with_copy_buttons(
+    live_server_url, context, page, login, conversation, alice, simulator
+):
+    context.grant_permissions(
+        ["clipboard-read", "clipboard-write"], origin=live_server_url
+    )
+    simulator.config.tps = 60
+    simulator.config.think_tokens = 0
+    simulator.config.answer_text = RICH_ANSWER
+    open_conversation(page, login, live_server_url, conversation, alice)
+    ask(page)
+    streaming = page.locator('article[data-status="streaming"] .answer')
+    # Finished blocks are rendered while the answer is still being written.
+    expect(streaming.locator("h2")).to_have_text("Streams", timeout=10_000)
+    expect(streaming.locator("strong").first).to_have_text("bold")
+    wait_until_done(page)
+    answer = page.locator('article.assistant[data-status="done"] .answer')
+    assert_rich_answer(answer)
+    copy = answer.locator(".code-block .copy-code")
+    expect(copy).to_have_count(1)
+    copy.click()
+    expect(copy).to_have_text("Copied")
+    clipboard = page.evaluate("navigator.clipboard.readText()")
+    assert clipboard == RICH_ANSWER.split("```python\n")[1].split("```")[0]
+    page.locator("article.assistant .copy-answer").click()
+    expect(page.locator("article.assistant .copy-answer")).to_contain_text("Copied")
+    stored = Message.objects.get(role="assistant").content
+    assert page.evaluate("navigator.clipboard.readText()") == stored
+
+    # The same after a reload, from the server's HTML.
+    page.reload()
+    answer = page.locator('article.assistant[data-status="done"] .answer')
+    assert_rich_answer(answer)
+    page.locator("article.assistant .copy-answer").click()
+    expect(page.locator("article.assistant .copy-answer")).to_contain_text("Copied")
+    assert page.evaluate("navigator.clipboard.readText()") == stored
+
+
+def assert_rich_answer(answer):
+    expect(answer.locator("h2")).to_have_text("Streams")
+    expect(answer.locator("ol > li")).to_have_count(3)
+    expect(answer.locator("table th")).to_have_text(["backend", "format"])
+    expect(answer.locator(".code-block .code-lang")).to_have_text("python")
+    expect(answer.locator("pre code.hljs .hljs-keyword").first).to_have_text("async")
+    expect(answer.locator(".katex").first).to_be_visible()
+    expect(answer).to_contain_text("$5 and $10")  # prices are not math
+    expect(answer.locator("a[href='https://example.org/']")).to_have_attribute(
+        "rel", re.compile("noopener")
+    )
+
+
+RICH_ANSWER = """## Streams
+
+Some **bold** text, `inline code` and a [link](https://example.org/).
+
+1. first
+2. second
+3. third
+
+```python
+async def relay(stream):
+    async for chunk in stream:
+        yield chunk
+```
+
+| backend | format |
+|---|---|
+| Ollama | NDJSON |
+
+Energy: $E = mc^2$, and it costs $5 and $10.
+
+$$
+\\int_0^1 x^2\\,dx = \\frac{1}{3}
+$$
+
+Done.
+"""
+
+HOSTILE_ANSWER = "\n\n".join(
+    [
+        """Hello <script>alert("script")</script> and <img src=x """
+        """onerror="alert('img')"> there.""",
+        """<svg onload="alert('svg')"><circle r=1 /></svg> and """
+        """<iframe src="javascript:alert('frame')"></iframe>""",
+        """A [link](javascript:alert('link')) and <a href="javascript:alert('a')">"""
+        """anchor</a> and ![pic](javascript:alert('pic'))""",
+        """<details open ontoggle="alert('toggle')">x</details> """
+        """[data](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)""",
+        r"""Math $\href{javascript:alert('tex')}{click}$ and $\htmlId{x}{y}$ end.""",
+    ]
+)
+
+FIND_ACTIVE_CONTENT = r"""() => {
+  const root = document.getElementById("messages");
+  const bad = [];
+  for (const el of root.querySelectorAll("*")) {
+    const tag = el.tagName;
+    if (["SCRIPT", "IFRAME", "OBJECT", "EMBED"].includes(tag)) bad.push(tag);
+    for (const attr of el.attributes) {
+      const value = attr.value.replace(/\s/g, "").toLowerCase();
+      if (attr.name.startsWith("on")) bad.push(`${tag}[${attr.name}]`);
+      const url = ["href", "src", "action", "formaction", "xlink:href"];
+      if (url.includes(attr.name) && /^(javascript|vbscript|data):/.test(value)) {
+        bad.push(`${tag}[${attr.name}=${value}]`);
+      }
+    }
+  }
+  return bad;
+}"""
+
+
+def test_model_output_is_inert_while_streaming_and_after(
+    live_server_url, page, login, conversation, alice, simulator
+):
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    simulator.config.tps = 40
+    simulator.config.think_tokens = 0
+    simulator.config.answer_text = HOSTILE_ANSWER
+    simulator.config.thinking_text = "<img src=x onerror=alert('thinking')>"
+    open_conversation(page, login, live_server_url, conversation, alice)
+    ask(page)
+    streaming = page.locator('article[data-status="streaming"]')
+    expect(streaming.locator(".answer")).to_contain_text("Hello", timeout=10_000)
+    while streaming.count():  # check at many points of the stream
+        assert page.evaluate(FIND_ACTIVE_CONTENT) == []
+        page.wait_for_timeout(40)
+    wait_until_done(page)
+    answer = page.locator("article.assistant .answer")
+    expect(answer).to_contain_text('<script>alert("script")</script>')
+    expect(answer).to_contain_text("onerror")
+    for link in answer.locator(
+        "a"
+    ).all():  # markdown links to javascript: are not links
+        assert (link.get_attribute("href") or "").startswith("http")
+    assert page.evaluate(FIND_ACTIVE_CONTENT) == []
+    page.reload()
+    wait_until_done(page)
+    page.wait_for_timeout(300)  # the enhancement of server-rendered answers
+    assert page.evaluate(FIND_ACTIVE_CONTENT) == []
+    assert dialogs == []
+
+
+def test_stop_button_stops_and_enter_sends_shift_enter_breaks(
+    live_server_url, page, login, conversation, alice, simulator
+):
+    simulator.config.tps = 20
+    simulator.config.think_tokens = 0
+    simulator.config.answer_tokens = 400
+    open_conversation(page, login, live_server_url, conversation, alice)
+    page.fill("#composer-input", "line one")
+    page.press("#composer-input", "Shift+Enter")
+    page.keyboard.type("line two")
+    assert page.input_value("#composer-input") == "line one\nline two"
+    page.press("#composer-input", "Enter")
+    expect(page.locator("article.user")).to_have_count(1)
+    assert Message.objects.get(role="user").content == "line one\nline two"
+    expect(page.locator("#send-button")).to_be_hidden()
+    expect(page.locator(".answer.streaming")).not_to_have_text("", timeout=15_000)
+    page.click("#stop-button")
+    expect(page.locator('article.assistant[data-status="stopped"]')).to_be_visible()
+    expect(page.locator("#send-button")).to_be_visible()
+    assert simulator.log[-1].disconnected
+
+
+def test_scrolling_up_pauses_following_and_offers_a_jump_back(
+    live_server_url, browser, login, conversation, alice, simulator
+):
+    simulator.config.tps = 60
+    simulator.config.think_tokens = 0
+    simulator.config.answer_text = numbered_paragraphs(240, per_paragraph=6)
+    page = browser.new_context(viewport={"width": 900, "height": 500}).new_page()
+    open_conversation(page, login, live_server_url, conversation, alice)
+    messages = page.locator("#messages")
+    gap = "el => el.scrollHeight - el.scrollTop - el.clientHeight"
+    ask(page)
+    page.wait_for_function(
+        "() => { const m = document.getElementById('messages');"
+        " return m.scrollHeight > m.clientHeight + 300; }"
+    )
+    assert messages.evaluate(gap) < 5  # following the newest text
+    jump = page.locator("#jump-latest")
+    expect(jump).to_be_hidden()
+    messages.hover()
+    page.mouse.wheel(0, -400)
+    expect(jump).to_be_visible()
+    top = messages.evaluate("el => el.scrollTop")
+    page.wait_for_timeout(500)  # more text arrives meanwhile: the view stays put
+    assert streaming_now(page)
+    assert messages.evaluate("el => el.scrollTop") == top
+    jump.click()
+    expect(jump).to_be_hidden()
+    page.wait_for_timeout(200)
+    assert messages.evaluate(gap) < 5
+    page.context.close()
+
+
+def streaming_now(page):
+    return page.locator('article[data-status="streaming"]').count() == 1
+
+
+# Keeps the page's sockets reachable, and what the connection badge said.
+WATCH_SOCKETS = """
+window.__sockets = [];
+window.__connection = [];
+const NativeWebSocket = window.WebSocket;
+window.WebSocket = class extends NativeWebSocket {
+  constructor(...args) { super(...args); window.__sockets.push(this); }
+};
+document.addEventListener("DOMContentLoaded", () => {
+  const badge = document.getElementById("connection");
+  new MutationObserver(() => window.__connection.push(badge.dataset.state))
+    .observe(badge, { attributes: true, attributeFilter: ["data-state"] });
+});
+"""
+
+
+def test_a_dropped_socket_shows_reconnecting_and_resumes_exactly(
+    live_server_url, page, login, conversation, alice, simulator
+):
+    simulator.config.tps = 30
+    simulator.config.think_tokens = 0
+    simulator.config.answer_text = numbered_paragraphs(100)
+    page.add_init_script(WATCH_SOCKETS)
+    open_conversation(page, login, live_server_url, conversation, alice)
+    ask(page)
+    expect(page.locator(".answer.streaming")).to_contain_text("w5", timeout=10_000)
+    page.evaluate("window.__sockets.at(-1).close()")
+    expect(page.locator("#chat")).not_to_have_attribute("data-connected", "1")
+    expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
+    assert "reconnecting" in page.evaluate("window.__connection")
+    wait_until_done(page)
+    answer = Message.objects.get(role="assistant")
+    done = page.locator('article.assistant[data-status="done"]')
+    assert words(done.locator(".answer").inner_text()) == words(answer.content)
+    assert done.get_attribute("data-resynced") is None
+
+
+# Every text the screen reader region was given.
+WATCH_ANNOUNCEMENTS = """
+window.__announced = [];
+document.addEventListener("DOMContentLoaded", () => {
+  const region = document.getElementById("announcer");
+  const record = () => region.textContent && __announced.push(region.textContent);
+  new MutationObserver(record)
+    .observe(region, { childList: true, characterData: true, subtree: true });
+});
+"""
+
+
+def test_a_finished_answer_is_announced_once(
+    live_server_url, page, login, conversation, alice, simulator
+):
+    simulator.config.tps = 60
+    simulator.config.think_tokens = 5
+    simulator.config.answer_text = numbered_paragraphs(40)
+    page.add_init_script(WATCH_ANNOUNCEMENTS)
+    open_conversation(page, login, live_server_url, conversation, alice)
+    assert page.locator("#messages").get_attribute("aria-live") is None
+    ask(page)
+    wait_until_done(page)
+    page.wait_for_timeout(200)
+    announced = page.evaluate("window.__announced")
+    assert len(announced) == 1 and announced[0].startswith("Answer: w0 w1")
+    expect(page.locator("#announcer")).to_have_attribute("aria-live", "polite")
+
+
+def test_sidebar_filters_renames_and_deletes(
+    live_server_url, page, login, alice, demo_profile
+):
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.accept()))
+    make = lambda title: Conversation.objects.create(  # noqa: E731
+        owner=alice, model_profile=demo_profile, title=title
+    )
+    current, gamma, delta = (
+        make("Alpha notes"),
+        make("Gamma plans"),
+        make("Delta ideas"),
+    )
+    open_conversation(page, login, live_server_url, current, alice)
+    items = page.locator("#conversation-list > li:visible")
+    expect(items).to_have_count(3)
+    page.fill("#conversation-search", "PLAN")
+    expect(items).to_have_text(["Gamma plans"])
+    page.fill("#conversation-search", "nothing like it")
+    expect(items).to_have_count(0)
+    expect(page.locator("#conversation-none")).to_be_visible()
+    page.fill("#conversation-search", "")
+    expect(items).to_have_count(3)
+
+    entry = page.locator(f"#conversation-item-{gamma.pk}")
+    entry.get_by_role("button", name="Rename “Gamma plans”").click()
+    field = page.locator(f"#rename-{gamma.pk}")
+    expect(field).to_be_focused()
+    field.fill("")
+    field.press("Enter")  # the browser refuses an empty title itself
+    field.fill("Gamma, renamed")
+    field.press("Enter")
+    expect(entry.locator("a")).to_have_text("Gamma, renamed")
+    gamma.refresh_from_db()
+    assert gamma.title == "Gamma, renamed"
+
+    # Renaming the open conversation renames the page too.
+    entry = page.locator(f"#conversation-item-{current.pk}")
+    entry.get_by_role("button", name="Rename “Alpha notes”").click()
+    page.locator(f"#rename-{current.pk}").fill("Alpha, final")
+    page.locator(f"#rename-{current.pk}").press("Enter")
+    expect(page.locator("#conversation-title")).to_have_text("Alpha, final")
+    expect(entry.locator("a")).to_have_attribute("aria-current", "page")
+
+    page.locator(f"#conversation-item-{delta.pk}").get_by_role(
+        "button", name="Delete “Delta ideas”"
+    ).click()
+    expect(page.locator(f"#conversation-item-{delta.pk}")).to_have_count(0)
+    assert dialogs and "Delta ideas" in dialogs[-1]
+    assert not Conversation.objects.filter(pk=delta.pk).exists()
+
+    # Deleting the open conversation leaves its page.
+    page.locator(f"#conversation-item-{current.pk}").get_by_role(
+        "button", name=re.compile("^Delete")
+    ).click()
+    page.wait_for_url(live_server_url + "/")
+    assert list(Conversation.objects.values_list("title", flat=True)) == [
+        "Gamma, renamed"
+    ]
+
+
+def test_phone_width_puts_the_sidebar_behind_a_menu_button(
+    live_server_url, browser, login, conversation, alice
+):
+    page = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+    open_conversation(page, login, live_server_url, conversation, alice)
+    sidebar = page.locator("#sidebar")
+    menu = page.locator("#menu-button")
+    expect(sidebar).to_be_hidden()
+    expect(menu).to_have_attribute("aria-expanded", "false")
+    menu.click()
+    expect(sidebar).to_be_visible()
+    expect(menu).to_have_attribute("aria-expanded", "true")
+    expect(page.locator("#conversation-search")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(sidebar).to_be_hidden()
+    expect(menu).to_be_focused()
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390  # nothing wider than the phone
+    page.context.close()
+
+
+# Feeds documents to the incremental renderer in pieces of every size and
+# compares the result with rendering the whole document at once.
+COMPARE_RENDERINGS = r"""async ([docs, sizes]) => {
+  const { IncrementalMarkdown, renderWhole } = await import("/static/chat/markdown.js");
+  // Block wrappers and highlighting aside; and a list split into items is tight
+  // where the whole list may be loose (<li><p>…</p></li>): the same on screen.
+  const flat = (container) => {
+    for (const wrapper of container.querySelectorAll(".md-block, .md-tail, li > p")) {
+      wrapper.replaceWith(...wrapper.childNodes);
+    }
+    for (const code of container.querySelectorAll("code")) {
+      code.textContent = code.textContent;
+      code.classList.remove("hljs");
+    }
+    return container.innerHTML.replace(/\s*(<[^>]*>)\s*/g, "$1").replace(/\s+/g, " ");
+  };
+  const failures = [];
+  for (const doc of docs) {
+    const whole = document.createElement("div");
+    whole.append(renderWhole(doc));
+    const want = flat(whole);
+    for (const size of sizes) {
+      const container = document.createElement("div");
+      const renderer = new IncrementalMarkdown(container);
+      for (let i = 0; i < doc.length; i += size) {
+        renderer.append(doc.slice(i, i + size));
+        if (size > 4) continue;
+        // While streaming too: the same as rendering this much in one go.
+        const fresh = document.createElement("div");
+        new IncrementalMarkdown(fresh).append(doc.slice(0, i + size));
+        const [now, then] = [flat(container.cloneNode(true)), flat(fresh)];
+        if (now !== then) failures.push({ size, at: i + size, got: now, want: then });
+      }
+      renderer.finish();
+      const got = flat(container);
+      if (got !== want) failures.push({ size, doc: doc.slice(0, 60), got, want });
+    }
+  }
+  return failures;
+}"""
+
+DOCUMENTS = [
+    RICH_ANSWER,
+    "Intro line\n- a\n- b\n  continued\n- c\n\nAfter the list.\n",
+    "1. one\n1. two\n1. three\n\n   indented paragraph of three\n\n1. four\n\nEnd\n",
+    "Text before\n```js\nconst a = 1;\n\nconst b = 2;\n```\nText after\n\n"
+    "~~~\ntilde\n~~~\n",
+    "# Title\nParagraph right under.\n## Sub\n> quote\n> more\n\n---\n\nLast *one*.\n",
+    "- item\n\n    ```\n    code in item\n\n    more code\n    ```\n\n- next item\n",
+    "Inline $a_1 + b_1$ math and \\\\(x\\\\) too.\n\n$$x^2$$\n\n$$\ny = 2\n\n$$\n\nend",
+    "| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |\n\nText *after* the table with `code`.",
+    "Para\nSetext\n---\n\n* x\n* y\n\n  * nested\n* z\n",
+    "> - quoted list\n> - two\n\n2) paren\n3) list\n- other kind\n",
+    "A\n\n    indented code\n\n    more\n\nB\n# Heading\nC  \nhard break\n\n***\n",
+    "Last fence is never closed\n```\ncode\n\nstill code",
+    "Last math is never closed\n\n$$\nx = 1",
+    "**Note:** some words here and more\nsecond line words *open emphasis\n\n"
+    '_emph_ words and __strong__x words ok\n\n"Quoted" text (aside) words.\n\n'
+    "2024 was a year\n2024. was\n\nSetext words\n--- more\n\nA | B\n--|--\nc | d\n\n"
+    "Words then\n=== and\n\n(Paren) words  \nhard break words\n",
+]
+
+
+def test_incremental_rendering_matches_rendering_the_whole_answer(
+    live_server_url, page, login, conversation, alice
+):
+    open_conversation(page, login, live_server_url, conversation, alice)
+    failures = page.evaluate(COMPARE_RENDERINGS, [DOCUMENTS, [1, 2, 3, 5, 8, 13, 64]])
+    assert failures == []
+
+
+LAYOUT_DOCUMENT = """## Heading one
+
+First paragraph with **bold** and `code`.
+Second line of the same paragraph.
+
+- item a
+- item b
+
+1. one
+2. two
+
+```python
+x = 1
+```
+
+| a | b |
+|---|---|
+| 1 | 2 |
+
+> quoted text
+
+### Heading two
+Paragraph right under a heading.
+
+Final paragraph.
+"""
+
+BLOCK_POSITIONS = """() => {
+  const answer = document.querySelector("article.assistant .answer");
+  const top = answer.getBoundingClientRect().top;
+  const blocks = answer.querySelectorAll("p, h2, h3, li, pre, table, blockquote");
+  return [...blocks].map((e) => {
+    const box = e.getBoundingClientRect();
+    return [e.tagName, Math.round(box.top - top), Math.round(box.height)];
+  });
+}"""
+
+
+def test_a_streamed_answer_is_laid_out_as_the_server_renders_it(
+    live_server_url, page, login, conversation, alice, simulator
+):
+    """Frozen blocks space themselves like one document: what was streamed looks
+    the same as the server's rendering of the stored answer after a reload."""
+    simulator.config.tps = 200
+    simulator.config.think_tokens = 0
+    simulator.config.answer_text = LAYOUT_DOCUMENT
+    open_conversation(page, login, live_server_url, conversation, alice)
+    ask(page)
+    wait_until_done(page)
+    streamed = page.evaluate(BLOCK_POSITIONS)
+    page.reload()
+    wait_until_done(page)
+    assert page.evaluate(BLOCK_POSITIONS) == streamed

@@ -1,31 +1,51 @@
-// The conversation page's stream: one WebSocket, frames applied on the next
-// animation frame, text appended (never re-parsed) while an answer streams.
-// Protocol: see chat/frames.py.
+// The conversation page's stream: one WebSocket; each delta goes into the DOM the
+// moment it arrives, unless drawing since the last animation frame already took
+// IMMEDIATE_BUDGET_MS, in which case it joins the next frame (merging only when
+// behind; never a timer or a typing queue). Markdown is rendered incrementally
+// (markdown.js). Protocol: README.md and chat/frames.py.
+
+import { IncrementalMarkdown, available as markdownAvailable, copyToClipboard, enhanceAnswer } from "./markdown.js";
 
 const chat = document.getElementById("chat");
 const list = document.getElementById("messages");
+const sentinel = document.getElementById("scroll-sentinel");
+const jumpButton = document.getElementById("jump-latest");
 const composer = document.getElementById("composer");
 const input = document.getElementById("composer-input");
 const sendButton = document.getElementById("send-button");
 const stopButton = document.getElementById("stop-button");
 const connection = document.getElementById("connection");
 const alertBox = document.getElementById("alert");
+const announcer = document.getElementById("announcer");
 const template = document.getElementById("answer-template");
 
 const CLOSE_CODES_FINAL = new Set([4401, 4403]);
+const THINKING_PREFERENCE = "chatsite.thinking"; // "open" | "closed" | absent
+const FIGURES_EVERY_MS = 250;
+const CATCH_UP_CHARS = 16000; // most text rendered in one frame (a reload's backlog)
+const IMMEDIATE_BUDGET_MS = 4; // drawing between two frames, before merging
 
 let socket = null;
-let lastSent = null; // kept until the server stores it, to restore on refusal
 let retry = 0;
+let retryTimer = null;
+let lastSent = null; // {clientId, content, at}: kept until the server stores it
 let streamingId = null;
+let busy = false;
+let ticker = null; // updates "thinking for N s" while no text arrives
+let following = true; // the view sticks to the newest text
 
-// Per streaming message: its elements, pending text and code-point counts.
-const live = new Map();
-let frameScheduled = false;
+const live = new Map(); // message id -> LiveAnswer
+let frameRequested = false;
+let spentSinceFrame = 0; // ms spent drawing deltas as they came, since the last frame
+
+// ---------------------------------------------------------------- helpers
 
 function codePoints(text) {
-  let n = 0;
-  for (const _ of text) n++;
+  let n = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) n--; // a surrogate pair is one code point
+  }
   return n;
 }
 
@@ -35,39 +55,207 @@ function newClientId() {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+function seconds(ms) {
+  const s = ms / 1000;
+  return s < 10 ? `${s.toFixed(1)} s` : `${Math.round(s)} s`;
+}
+
+// Cut `text` at most `limit` UTF-16 units in, never inside a surrogate pair.
+function headOf(text, limit) {
+  if (text.length <= limit) return text.length;
+  const c = text.charCodeAt(limit - 1);
+  return c >= 0xd800 && c <= 0xdbff ? limit - 1 : limit;
+}
+
 function showAlert(text) {
   alertBox.textContent = text;
   alertBox.hidden = !text;
 }
 
-function setBusy(busy) {
-  stopButton.hidden = !busy;
-  sendButton.disabled = busy;
+function announce(text) {
+  announcer.textContent = "";
+  announcer.textContent = text;
 }
 
-function nearBottom() {
-  return list.scrollHeight - list.scrollTop - list.clientHeight < 80;
-}
-
-function liveFor(article) {
-  const id = Number(article.dataset.messageId);
-  let state = live.get(id);
-  if (!state) {
-    const thinkingText = article.querySelector(".thinking-text");
-    const answer = article.querySelector(".answer");
-    state = {
-      article,
-      details: article.querySelector("details.thinking"),
-      thinkingNode: thinkingText.appendChild(document.createTextNode("")),
-      answerNode: answer.appendChild(document.createTextNode("")),
-      pendingThinking: "",
-      pendingContent: "",
-      thinkingLength: Number(article.dataset.thinkingLength || 0),
-      contentLength: Number(article.dataset.contentLength || 0),
-    };
-    live.set(id, state);
+function thinkingPreference() {
+  try {
+    return localStorage.getItem(THINKING_PREFERENCE);
+  } catch {
+    return null; // storage disabled
   }
-  return state;
+}
+
+function rememberThinking(open) {
+  try {
+    localStorage.setItem(THINKING_PREFERENCE, open ? "open" : "closed");
+  } catch {
+    // storage disabled: the choice holds for this page only
+  }
+}
+
+// ---------------------------------------------------------------- a streaming answer
+
+class LiveAnswer {
+  constructor(article) {
+    this.article = article;
+    this.id = Number(article.dataset.messageId);
+    this.details = article.querySelector("details.thinking");
+    this.label = article.querySelector(".thinking-label");
+    this.thinkingScroll = article.querySelector(".thinking-scroll");
+    this.thinkingNode = article.querySelector(".thinking-text").appendChild(document.createTextNode(""));
+    this.answer = article.querySelector(".answer");
+    this.figures = article.querySelector(".live-figures");
+    this.thinkingLength = Number(article.dataset.thinkingLength || 0);
+    this.contentLength = Number(article.dataset.contentLength || 0);
+    this.fresh = this.thinkingLength === 0 && this.contentLength === 0; // seen from its start
+    this.renderer = markdownAvailable ? new IncrementalMarkdown(this.answer) : null;
+    this.pendingThinking = "";
+    this.pendingContent = this.renderer ? this.answer.textContent : ""; // the checkpoint
+    this.textNode = this.renderer ? null : this.answer.appendChild(document.createTextNode(""));
+    this.followThinking = true; // keep the newest thoughts in view (until scrolled)
+    this.answering = this.contentLength > 0;
+    this.sentAt = null; // when this tab sent the question (performance.now())
+    this.firstDeltaAt = null;
+    this.thinkingStart = null;
+    this.thinkingEnd = null;
+    this.deltas = 0;
+    this.figuresAt = 0;
+    if (!this.answering && thinkingPreference() === "closed") this.details.open = false;
+  }
+
+  add(kind, text, now) {
+    this.deltas++;
+    if (this.firstDeltaAt === null) this.firstDeltaAt = now;
+    if (kind === "thinking") {
+      if (this.thinkingStart === null && this.fresh) this.thinkingStart = now;
+      this.pendingThinking += text;
+      this.thinkingLength += codePoints(text);
+    } else {
+      if (this.thinkingStart !== null && this.thinkingEnd === null) this.thinkingEnd = now;
+      this.pendingContent += text;
+      this.contentLength += codePoints(text);
+    }
+  }
+
+  get pending() {
+    return this.pendingThinking.length + this.pendingContent.length > 0;
+  }
+
+  // Puts the waiting text in the DOM; true if anything changed.
+  apply() {
+    let changed = false;
+    if (this.pendingThinking) {
+      this.details.hidden = false;
+      this.thinkingNode.appendData(this.pendingThinking);
+      this.pendingThinking = "";
+      changed = true;
+    }
+    if (this.pendingContent) {
+      if (!this.answering) this.startAnswer();
+      const end = headOf(this.pendingContent, CATCH_UP_CHARS);
+      this.appendContent(this.pendingContent.slice(0, end));
+      this.pendingContent = this.pendingContent.slice(end);
+      changed = true;
+    }
+    return changed;
+  }
+
+  appendContent(text) {
+    if (this.renderer) this.renderer.append(text);
+    else this.textNode.appendData(text);
+  }
+
+  // The first answer text: fold the thoughts away unless the reader wants them.
+  startAnswer() {
+    this.answering = true;
+    if (this.details.open && thinkingPreference() !== "open") this.details.open = false;
+  }
+
+  // Live "thinking for N s" and the figures under the answer, a few times a second.
+  tick(now) {
+    if (now - this.figuresAt < FIGURES_EVERY_MS) return;
+    this.figuresAt = now;
+    this.updateThinkingLabel(now);
+    this.updateFigures(now);
+  }
+
+  updateThinkingLabel(now) {
+    if (this.details.hidden || this.thinkingStart === null) return;
+    const text =
+      this.thinkingEnd === null
+        ? `Thinking… ${Math.floor((now - this.thinkingStart) / 1000)} s`
+        : `Thought for ${seconds(this.thinkingEnd - this.thinkingStart)}`;
+    if (this.label.textContent !== text) this.label.textContent = text;
+  }
+
+  updateFigures(now) {
+    if (!this.figures || this.firstDeltaAt === null) return;
+    const parts = [];
+    const elapsed = now - this.firstDeltaAt;
+    if (this.deltas > 2 && elapsed > 300) {
+      parts.push(`≈ ${Math.round(((this.deltas - 1) * 1000) / elapsed)} tok/s`);
+    }
+    if (this.sentAt !== null) parts.push(`first token ${seconds(this.firstDeltaAt - this.sentAt)}`);
+    parts.push(`${this.deltas} tokens so far`);
+    const text = parts.join(" · ");
+    if (this.figures.textContent !== text) this.figures.textContent = text;
+  }
+
+  source() {
+    return this.renderer ? this.renderer.source + this.pendingContent : null;
+  }
+
+  // The start of the answer's text, without reading layout.
+  summary(limit) {
+    let text = "";
+    for (const block of this.answer.children) {
+      text += `${block.textContent.trim()}\n`;
+      if (text.length > limit) return `${text.slice(0, limit).trim()}…`;
+    }
+    return text.trim() || this.answer.textContent.slice(0, limit);
+  }
+
+  // The server's stored message: its figures, status and thinking time replace
+  // ours; the answer keeps the page's rendering (no re-render, no jump), unless
+  // the text differs from what the server stored (then the server's wins).
+  finish(message, fresh) {
+    this.catchUp(message);
+    while (this.pending) this.apply();
+    this.renderer?.finish();
+    if (this.renderer && this.renderer.source !== message.content) {
+      console.warn(`answer ${this.id}: the page's text differs from the stored answer`);
+      this.article.dataset.resynced = "1";
+      this.rerender(message.content);
+    }
+    this.answer.classList.remove("streaming");
+    this.answer.dataset.enhanced = "1";
+    const freshLabel = fresh.querySelector(".thinking-label");
+    if (freshLabel) this.label.textContent = freshLabel.textContent;
+    this.article.querySelector(".message-footer").replaceWith(fresh.querySelector(".message-footer"));
+    this.article.dataset.status = message.status;
+    this.article.dataset.contentLength = String(this.contentLength);
+    this.article.dataset.thinkingLength = String(this.thinkingLength);
+    this.article.removeAttribute("aria-busy");
+  }
+
+  // A socket that dropped near the end misses the last deltas (the stored message
+  // comes instead of a resume): take them from the stored text.
+  catchUp(message) {
+    const thinking = this.thinkingNode.parentNode.textContent + this.pendingThinking;
+    if (message.thinking.length > thinking.length && message.thinking.startsWith(thinking)) {
+      this.pendingThinking += message.thinking.slice(thinking.length);
+    }
+    const content = this.source();
+    if (content !== null && message.content.length > content.length && message.content.startsWith(content)) {
+      this.pendingContent += message.content.slice(content.length);
+    }
+  }
+
+  rerender(content) {
+    this.renderer = new IncrementalMarkdown(this.answer);
+    this.renderer.append(content);
+    this.renderer.finish();
+  }
 }
 
 function articleFor(messageId) {
@@ -78,82 +266,199 @@ function articleFor(messageId) {
     article.dataset.messageId = messageId;
     article.dataset.contentLength = "0";
     article.dataset.thinkingLength = "0";
-    list.appendChild(article);
+    insertMessage(article);
   }
   return article;
 }
 
-function flush() {
-  frameScheduled = false;
-  const stick = nearBottom();
-  for (const state of live.values()) applyPending(state);
-  if (stick) list.scrollTop = list.scrollHeight;
+function insertMessage(article) {
+  document.getElementById("empty-hint")?.remove();
+  sentinel.before(article);
 }
 
-function applyPending(state) {
-  if (state.pendingThinking) {
-    state.details.hidden = false;
-    state.thinkingNode.appendData(state.pendingThinking);
-    state.pendingThinking = "";
+function liveFor(messageId) {
+  let state = live.get(messageId);
+  if (!state) {
+    state = new LiveAnswer(articleFor(messageId));
+    live.set(messageId, state);
+    watchThinkingScroll(state);
+    ticker ??= setInterval(tickAll, 500);
   }
-  if (state.pendingContent) {
-    if (state.details.open && !state.article.dataset.answering) {
-      state.details.open = false; // the answer started: fold the thoughts away
+  return state;
+}
+
+function forget(messageId) {
+  live.delete(messageId);
+  if (!live.size) {
+    clearInterval(ticker);
+    ticker = null;
+  }
+}
+
+function tickAll() {
+  const now = performance.now();
+  for (const state of live.values()) state.tick(now);
+}
+
+function watchThinkingScroll(state) {
+  const stop = () => {
+    state.followThinking = false;
+  };
+  state.thinkingScroll.addEventListener("wheel", stop, { passive: true });
+  state.thinkingScroll.addEventListener("touchmove", stop, { passive: true });
+}
+
+// ---------------------------------------------------------------- frames to the DOM
+
+// A delta is drawn at once while drawing since the last frame took less than
+// IMMEDIATE_BUDGET_MS (always, at reading speeds: no waiting at all); beyond
+// that it waits for the next frame, which draws everything that came meanwhile
+// (merging only when behind, as the server does).
+function deltaArrived(state) {
+  if (spentSinceFrame < IMMEDIATE_BUDGET_MS) {
+    const start = performance.now();
+    state.apply();
+    state.tick(start);
+    spentSinceFrame += performance.now() - start;
+  }
+  requestFrame();
+}
+
+function requestFrame() {
+  if (!frameRequested) {
+    frameRequested = true;
+    requestAnimationFrame(drawFrame);
+  }
+}
+
+function drawFrame() {
+  frameRequested = false;
+  spentSinceFrame = 0;
+  const now = performance.now();
+  let more = false;
+  for (const state of live.values()) {
+    state.apply();
+    state.tick(now);
+    more ||= state.pending;
+  }
+  followTail();
+  if (more) requestFrame(); // a long backlog is drawn over several frames
+}
+
+// The only layout read of a frame, and only while following the newest text
+// (the live thoughts' box is scrolled to its end without reading its height).
+function followTail() {
+  if (following) list.scrollTop = list.scrollHeight;
+  for (const state of live.values()) {
+    if (state.followThinking && !state.answering && !state.details.hidden && state.details.open) {
+      state.thinkingScroll.scrollTop = 1e7; // clamped to the end
     }
-    state.article.dataset.answering = "1";
-    state.answerNode.appendData(state.pendingContent);
-    state.pendingContent = "";
   }
 }
 
-function schedule() {
-  if (!frameScheduled) {
-    frameScheduled = true;
-    requestAnimationFrame(flush);
-  }
+// ---------------------------------------------------------------- scrolling
+
+// Whether the bottom is in view comes from an IntersectionObserver (no layout
+// reads of ours); scrolling up by wheel, touch or keys stops following at once.
+function watchScrolling() {
+  new IntersectionObserver(
+    ([entry]) => {
+      following = entry.isIntersecting;
+      jumpButton.hidden = following;
+    },
+    { root: list, rootMargin: "0px 0px 64px 0px" },
+  ).observe(sentinel);
+  const stopFollowing = () => {
+    following = false;
+  };
+  list.addEventListener("wheel", (event) => event.deltaY < 0 && stopFollowing(), { passive: true });
+  list.addEventListener("touchmove", stopFollowing, { passive: true });
+  list.addEventListener("keydown", (event) => {
+    if (["ArrowUp", "PageUp", "Home"].includes(event.key)) stopFollowing();
+  });
+  jumpButton.addEventListener("click", () => {
+    following = true;
+    jumpButton.hidden = true;
+    list.scrollTop = list.scrollHeight;
+    requestFrame(); // again once blocks never shown have their real height
+    input.focus({ preventScroll: true });
+  });
 }
+
+// ---------------------------------------------------------------- server frames
 
 function replaceMessage(message) {
-  const current = document.getElementById(message.dom_id);
-  const holder = document.createElement("div");
-  holder.innerHTML = message.html; // rendered and sanitized by the server
-  const fresh = holder.firstElementChild;
   const state = live.get(message.id);
-  if (state) applyPending(state); // the last deltas may still wait for their frame
-  live.delete(message.id);
-  const stick = nearBottom();
+  const holder = document.createElement("template"); // inert: nothing loads yet
+  holder.innerHTML = message.html; // rendered and sanitized by the server
+  const fresh = holder.content.firstElementChild;
+  if (message.id === streamingId && message.status !== "streaming") {
+    streamingId = null; // its "done" may have been lost with a dropped socket
+    setBusy(false);
+  }
+  if (state) {
+    forget(message.id);
+    state.finish(message, fresh);
+    if (message.role === "assistant") announceAnswer(message, state);
+    return;
+  }
+  const current = document.getElementById(message.dom_id);
   if (current) current.replaceWith(fresh);
-  else list.appendChild(fresh);
-  if (stick) list.scrollTop = list.scrollHeight;
+  else insertMessage(fresh);
+  const answer = fresh.querySelector(".answer:not(.streaming)");
+  if (answer) enhanceAnswer(answer);
+  if (following) list.scrollTop = list.scrollHeight;
+}
+
+// One polite announcement per finished answer, never one per token.
+function announceAnswer(message, state) {
+  const short = state.summary(600);
+  const prefix = { done: "Answer", stopped: "Answer stopped", error: "Answer failed" }[message.status] ?? "Answer";
+  announce(`${prefix}: ${short}`);
+}
+
+function setBusy(value) {
+  busy = value;
+  stopButton.hidden = !busy;
+  sendButton.hidden = busy;
+  chat.dataset.busy = busy ? "1" : "";
 }
 
 const handlers = {
   conversation(frame) {
-    document.querySelector(".chat-header h1").textContent = frame.title;
-    const link = document.querySelector('.conversation-list a[aria-current="page"]');
-    if (link) link.textContent = frame.title;
+    document.getElementById("conversation-title").textContent = frame.title;
+    const item = document.getElementById(`conversation-item-${frame.id}`);
+    if (item) {
+      item.dataset.title = frame.title.toLowerCase();
+      item.querySelector("a").textContent = frame.title;
+    }
     document.title = `${frame.title} · chatsite`;
   },
   message(frame) {
-    if (lastSent && frame.message.client_id === lastSent.clientId) lastSent = null;
+    if (lastSent && frame.message.client_id === lastSent.clientId) {
+      lastSent.stored = true;
+    }
     replaceMessage(frame.message);
   },
   start(frame) {
     streamingId = frame.message_id;
     setBusy(true);
-    liveFor(articleFor(frame.message_id));
+    const state = liveFor(frame.message_id);
+    if (lastSent?.stored && state.fresh && state.sentAt === null) {
+      state.sentAt = lastSent.at;
+      lastSent = null;
+    }
+    if (following) requestFrame();
   },
   thinking(frame) {
-    const state = liveFor(articleFor(frame.message_id));
-    state.pendingThinking += frame.delta;
-    state.thinkingLength += codePoints(frame.delta);
-    schedule();
+    const state = liveFor(frame.message_id);
+    state.add("thinking", frame.delta, performance.now());
+    deltaArrived(state);
   },
   content(frame) {
-    const state = liveFor(articleFor(frame.message_id));
-    state.pendingContent += frame.delta;
-    state.contentLength += codePoints(frame.delta);
-    schedule();
+    const state = liveFor(frame.message_id);
+    state.add("content", frame.delta, performance.now());
+    deltaArrived(state);
   },
   done(frame) {
     if (frame.message_id === streamingId) {
@@ -165,78 +470,196 @@ const handlers = {
     showAlert(frame.detail);
     if (frame.message_id === null) {
       // Refused before anything was stored: give the text back.
-      if (lastSent && !input.value) input.value = lastSent.content;
+      if (lastSent && !lastSent.stored && !input.value) input.value = lastSent.content;
       lastSent = null;
       setBusy(streamingId !== null);
     }
   },
 };
 
+// ---------------------------------------------------------------- the socket
+
+function setConnection(state, text) {
+  connection.dataset.state = state;
+  connection.textContent = text;
+  if (state === "live") chat.dataset.connected = "1";
+  else delete chat.dataset.connected;
+}
+
 function resumeStreaming() {
   for (const article of list.querySelectorAll('article[data-status="streaming"]')) {
-    const state = liveFor(article);
-    socket.send(JSON.stringify({
-      type: "resume",
-      message_id: Number(article.dataset.messageId),
-      offset: state.contentLength,
-      thinking_offset: state.thinkingLength,
-    }));
+    const state = liveFor(Number(article.dataset.messageId));
+    socket.send(
+      JSON.stringify({
+        type: "resume",
+        message_id: state.id,
+        offset: state.contentLength,
+        thinking_offset: state.thinkingLength,
+      }),
+    );
   }
 }
 
 function connect() {
+  clearTimeout(retryTimer);
+  retryTimer = null;
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   socket = new WebSocket(`${scheme}://${location.host}${chat.dataset.wsPath}`);
   socket.addEventListener("open", () => {
     retry = 0;
-    connection.textContent = "";
-    chat.dataset.connected = "1";
+    setConnection("live", "Connected");
     resumeStreaming();
   });
   socket.addEventListener("message", (event) => {
     const frame = JSON.parse(event.data);
-    const handler = handlers[frame.type];
-    if (handler) handler(frame);
+    handlers[frame.type]?.(frame);
   });
   socket.addEventListener("close", (event) => {
-    delete chat.dataset.connected;
+    socket = null;
     if (CLOSE_CODES_FINAL.has(event.code)) {
-      connection.textContent = event.code === 4401 ? "Signed out" : "Not allowed";
+      setConnection("closed", event.code === 4401 ? "Signed out" : "Not allowed");
       return;
     }
-    connection.textContent = "reconnecting…";
-    const delay = Math.min(8000, 250 * 2 ** retry++);
-    setTimeout(connect, delay);
+    scheduleReconnect();
   });
 }
+
+// Exponential backoff with jitter, capped at 8 s; at once when the network returns.
+function scheduleReconnect() {
+  const delay = Math.min(8000, 250 * 2 ** retry++) * (0.8 + Math.random() * 0.4);
+  const wait = Math.round(delay / 1000);
+  setConnection("reconnecting", wait > 1 ? `Reconnecting in ${wait} s…` : "Reconnecting…");
+  retryTimer = setTimeout(connect, delay);
+}
+
+function reconnectNow() {
+  if (retryTimer !== null) connect();
+}
+
+// ---------------------------------------------------------------- composer
 
 function send() {
   const content = input.value;
-  if (!content.trim() || !socket || socket.readyState !== WebSocket.OPEN) return;
+  if (!content.trim() || busy) return;
+  if (!socket || socket.readyState !== WebSocket.OPEN) {
+    showAlert("Not connected: your message is kept, send it again once reconnected.");
+    return;
+  }
   showAlert("");
   const clientId = newClientId();
-  lastSent = { clientId, content };
+  lastSent = { clientId, content, at: performance.now(), stored: false };
   socket.send(JSON.stringify({ type: "send", content, client_id: clientId }));
   input.value = "";
+  input.dispatchEvent(new Event("input")); // the field shrinks back
+  following = true;
   setBusy(true);
 }
 
-composer.addEventListener("submit", (event) => {
-  event.preventDefault();
-  send();
-});
-input.addEventListener("keydown", (event) => {
-  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+function stop() {
+  if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: "stop" }));
+}
+
+// Where CSS cannot size the field to its text (field-sizing), do it on input.
+function growWithText() {
+  if (CSS.supports("field-sizing", "content")) return;
+  const grow = () => {
+    input.style.height = "auto";
+    input.style.height = `${input.scrollHeight}px`;
+  };
+  input.addEventListener("input", grow);
+}
+
+function wireComposer() {
+  growWithText();
+  composer.addEventListener("submit", (event) => {
     event.preventDefault();
     send();
-  }
-});
-stopButton.addEventListener("click", () => {
-  if (socket && socket.readyState === WebSocket.OPEN) {
-    socket.send(JSON.stringify({ type: "stop" }));
-  }
-});
+  });
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      send();
+    }
+  });
+  stopButton.addEventListener("click", () => {
+    stop();
+    input.focus();
+  });
+}
 
-if (list.querySelector('article[data-status="streaming"]')) setBusy(true);
-list.scrollTop = list.scrollHeight;
-connect();
+// ---------------------------------------------------------------- clicks in the list
+
+async function copyFrom(button, source) {
+  const copied = await copyToClipboard(source).catch(() => false);
+  const label = button.querySelector("span") ?? button;
+  const before = label.textContent;
+  label.textContent = copied ? "Copied" : "Copy failed";
+  announce(copied ? "Copied to the clipboard." : "Could not copy.");
+  setTimeout(() => {
+    label.textContent = before;
+  }, 1500);
+}
+
+function answerSource(button) {
+  const article = button.closest("article");
+  const state = live.get(Number(article.dataset.messageId));
+  if (state?.source() != null) return state.source();
+  return fetch(button.dataset.sourceUrl, { credentials: "same-origin" }).then((response) => {
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    return response.text();
+  });
+}
+
+function wireList() {
+  list.addEventListener("click", (event) => {
+    const button = event.target.closest("button");
+    if (button?.classList.contains("copy-code")) {
+      copyFrom(button, button.closest(".code-block").querySelector("code").textContent);
+    } else if (button?.classList.contains("copy-answer")) {
+      copyFrom(button, answerSource(button));
+    }
+    // The reader opening or closing live thoughts says what they want next time.
+    const summary = event.target.closest("details.thinking > summary");
+    const article = summary?.closest('article[data-status="streaming"]');
+    if (article) rememberThinking(!summary.parentElement.open);
+  });
+}
+
+// Server-rendered answers get code highlighting and math when they come near.
+function enhanceWhenVisible() {
+  const observer = new IntersectionObserver(
+    (entries) => {
+      for (const entry of entries) {
+        if (!entry.isIntersecting) continue;
+        observer.unobserve(entry.target);
+        enhanceAnswer(entry.target);
+      }
+    },
+    { root: list, rootMargin: "600px 0px" },
+  );
+  for (const answer of list.querySelectorAll(".answer:not(.streaming)")) observer.observe(answer);
+}
+
+// ---------------------------------------------------------------- start
+
+function start() {
+  wireComposer();
+  wireList();
+  watchScrolling();
+  enhanceWhenVisible();
+  for (const article of list.querySelectorAll('article[data-status="streaming"]')) {
+    liveFor(Number(article.dataset.messageId));
+    setBusy(true);
+  }
+  list.scrollTop = list.scrollHeight;
+  requestFrame(); // render a checkpointed answer as markdown; scroll once laid out
+  // Ready to type, except on touch screens, where that would open the keyboard.
+  if (window.matchMedia("(hover: hover) and (min-width: 761px)").matches) input.focus();
+  window.addEventListener("online", reconnectNow);
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "visible") reconnectNow();
+  });
+  connect();
+}
+
+start();

@@ -1,0 +1,740 @@
+"""Browser latency: from the model server writing a token to that token in the DOM.
+
+Headless Chromium (Playwright) opens real conversation pages of a Daphne serving
+chatsite, with the bundled simulator as the model server. The simulator stamps
+each token's send time (``record_times``, wall clock, right after the write); a
+MutationObserver installed by this benchmark (``page.add_init_script``, not part
+of the product) stamps when each token's word first appears in the page's DOM.
+Answers are made of distinct words ``w0 w1 …`` in paragraphs, one simulator
+token each, so token *i* is the word ``w{i}``. Both stamps are wall-clock
+(the page's ``performance.timeOrigin + now()``, calibrated against
+``Date.now()``), on the same machine.
+
+Scenarios: one tab at 80, 400 and 1,000 tok/s; 10 tabs streaming 80 tok/s each at
+once, each in its own browser context (its own window: background tabs of one
+window get no animation frames); Enter pressed -> first token visible, minus the
+model's own time to first token; and the main thread's longest task while a
+20,000-token markdown answer streams into a conversation of 200 messages.
+
+Run alone: ``python -m bench.browser [--quick]``; from code: ``run()`` or
+``await run_browser_bench()``, which return one dict per scenario.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    # Every tab is a window of its own and in view; never throttle its frames.
+    "--disable-background-timer-throttling",
+    "--disable-renderer-backgrounding",
+    "--disable-backgrounding-occluded-windows",
+]
+MODEL = "llama-demo:3b"  # the simulator's model without thinking
+
+
+@dataclass
+class Scenario:
+    name: str
+    tabs: int
+    tps: float
+    tokens: int
+
+
+SCENARIOS = [
+    Scenario("1 tab @ 80 tok/s", tabs=1, tps=80, tokens=400),
+    Scenario("1 tab @ 400 tok/s", tabs=1, tps=400, tokens=2000),
+    Scenario("1 tab @ 1000 tok/s", tabs=1, tps=1000, tokens=3000),
+    Scenario("10 tabs @ 80 tok/s", tabs=10, tps=80, tokens=400),
+]
+TTFT_SAMPLES = 15
+TTFT_MODEL_MS = 100.0
+LONG_TOKENS = 20_000
+LONG_TPS = 1000.0
+LONG_HISTORY = 200
+
+# DESIGN.md budgets, in ms.
+BUDGETS: dict[str, dict[str, float]] = {
+    "1 tab @ 80 tok/s": {"p99_ms": 10},
+    "1 tab @ 400 tok/s": {"p99_ms": 30},
+    "10 tabs @ 80 tok/s": {"p99_ms": 300},
+    "Enter -> first token": {"ttft_added_p50_ms": 30},
+    "20k-token answer, 200 messages": {"longest_task_ms": 50},
+}
+
+
+# ---------------------------------------------------------------- the page side
+
+# Installed in every page before its scripts run. Records when each token's word
+# w<i> first appears in an answer, when Enter was pressed, and the clock offset.
+MEASURE_TOKENS = r"""
+(() => {
+  const bench = (window.__bench = { visible: [], enterAt: null, offset: 0 });
+  let max = -1;
+  window.__benchReset = () => {
+    bench.visible = [];
+    bench.arrived = [];
+    bench.enterAt = null;
+    max = arrivedMax = -1;
+  };
+  const wall = () => performance.timeOrigin + performance.now();
+  const samples = [];
+  for (let k = 0; k < 15; k++) {
+    const tick = Date.now();
+    while (Date.now() === tick);
+    samples.push(Date.now() - wall());
+  }
+  samples.sort((a, b) => a - b);
+  bench.offset = samples[7];
+  const word = /\bw(\d+)\b/g;
+  const scan = (text, at) => {
+    let high = max;
+    word.lastIndex = 0;
+    for (let m; (m = word.exec(text)); ) high = Math.max(high, Number(m[1]));
+    for (let i = max + 1; i <= high; i++) bench.visible.push([i, at]);
+    max = high;
+  };
+  const inAnswer = (node) => {
+    const element = node.nodeType === 1 ? node : node.parentElement;
+    return element && element.closest("article.assistant .answer");
+  };
+  const observer = new MutationObserver((records) => {
+    const at = wall() + bench.offset;
+    for (const record of records) {
+      if (!inAnswer(record.target)) continue;
+      if (record.type === "characterData") scan(record.target.data, at);
+      else for (const node of record.addedNodes) scan(node.textContent, at);
+    }
+  });
+  document.addEventListener("DOMContentLoaded", () => {
+    observer.observe(document.getElementById("messages"), {
+      subtree: true, childList: true, characterData: true,
+    });
+  });
+  // When each token reached the page (before any of the page's own handling).
+  bench.arrived = [];
+  let arrivedMax = -1;
+  const add = WebSocket.prototype.addEventListener;
+  WebSocket.prototype.addEventListener = function (type, listener, options) {
+    if (type === "message") {
+      add.call(this, type, (event) => {
+        const at = wall() + bench.offset;
+        const frame = JSON.parse(event.data);
+        if (frame.type !== "content") return;
+        word.lastIndex = 0;
+        let high = arrivedMax;
+        for (let m; (m = word.exec(frame.delta)); ) high = Math.max(high, Number(m[1]));
+        for (let i = arrivedMax + 1; i <= high; i++) bench.arrived.push([i, at]);
+        arrivedMax = high;
+      });
+    }
+    return add.call(this, type, listener, options);
+  };
+  window.addEventListener("keydown", (event) => {
+    if (event.key !== "Enter" || bench.enterAt !== null) return;
+    bench.enterAt = wall() + bench.offset;
+  }, true);
+})();
+"""
+
+# Main-thread cost while an answer streams: long tasks (> 50 ms), and the time
+# spent in each animation-frame callback and each WebSocket message handler.
+MEASURE_MAIN_THREAD = r"""
+(() => {
+  const main = (window.__main = {
+    longtasks: [], frames: [], handlers: [], gaps: [], recording: false,
+  });
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      main.longtasks.push([entry.startTime, entry.duration, main.recording]);
+    }
+  }).observe({ type: "longtask", buffered: true });
+  // What ran in frames over 50 ms (Long Animation Frames, Chromium 123+).
+  main.loaf = [];
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      if (!main.recording) continue;
+      main.loaf.push({
+        duration: entry.duration,
+        blocking: entry.blockingDuration,
+        render: entry.renderStart
+          ? entry.startTime + entry.duration - entry.renderStart : 0,
+        scripts: entry.scripts.map((s) => [s.invoker, s.duration]),
+      });
+    }
+  }).observe({ type: "long-animation-frame", buffered: false });
+  const raf = window.requestAnimationFrame.bind(window);
+  let last = null;
+  window.requestAnimationFrame = (callback) => raf((time) => {
+    const start = performance.now();
+    callback(time);
+    if (!main.recording) return;
+    main.frames.push(performance.now() - start);
+    if (last !== null) main.gaps.push(time - last);
+    last = time;
+  });
+  const add = WebSocket.prototype.addEventListener;
+  WebSocket.prototype.addEventListener = function (type, listener, options) {
+    if (type !== "message") return add.call(this, type, listener, options);
+    return add.call(this, type, (event) => {
+      const start = performance.now();
+      listener(event);
+      if (main.recording) main.handlers.push(performance.now() - start);
+    }, options);
+  };
+})();
+"""
+
+
+# ---------------------------------------------------------------- texts
+
+
+def plain_answer(tokens: int, per_paragraph: int = 40) -> str:
+    """``w0 w1 …`` in paragraphs: token i is the word ``w{i}``."""
+    return "".join(
+        ("\n\n" if i and i % per_paragraph == 0 else " " if i else "") + f"w{i}"
+        for i in range(tokens)
+    )
+
+
+_WORDS = [
+    "the", "stream", "socket", "token", "model", "answer", "frame", "browser",
+    "server", "latency", "buffer", "render", "block", "markdown", "code", "table",
+    "list", "value", "thread", "queue", "event", "loop", "write", "read",
+    "request", "response", "client", "worker", "budget", "measure", "simple",
+    "fast", "small", "large",
+]  # fmt: skip
+
+
+def _sentence(rng: random.Random, n: int) -> str:
+    words = [rng.choice(_WORDS) for _ in range(n)]
+    if rng.random() < 0.3:
+        words[rng.randrange(n)] = f"**{rng.choice(_WORDS)}**"
+    if rng.random() < 0.3:
+        words[rng.randrange(n)] = f"`{rng.choice(_WORDS)}()`"
+    return " ".join(words).capitalize() + "."
+
+
+def _section(rng: random.Random, index: int) -> str:
+    parts = [f"## Part {index}: {rng.choice(_WORDS)} and {rng.choice(_WORDS)}"]
+    parts.append(" ".join(_sentence(rng, rng.randint(8, 16)) for _ in range(3)))
+    parts.append("\n".join(f"- {_sentence(rng, rng.randint(4, 9))}" for _ in range(4)))
+    if index % 2:
+        lines = [f"def {rng.choice(_WORDS)}_{index}(value):"]
+        lines += [
+            f"    {rng.choice(_WORDS)} = value + {k}  # {rng.choice(_WORDS)}"
+            for k in range(rng.randint(6, 14))
+        ]
+        lines.append("    return value")
+        parts.append("```python\n" + "\n".join(lines) + "\n```")
+    if index % 3 == 0:
+        rows = [
+            f"| {rng.choice(_WORDS)} | {rng.randint(1, 999)} | {rng.choice(_WORDS)} |"
+            for _ in range(4)
+        ]
+        parts.append("| name | value | note |\n|---|---|---|\n" + "\n".join(rows))
+    if index % 4 == 0:
+        parts.append(
+            f"The cost is $O(n \\log n)$ and $\\sum_{{i=1}}^{{{index}}} i$ in all."
+        )
+    parts.append("\n".join(f"{k}. {_sentence(rng, 6)}" for k in range(1, 4)))
+    return "\n\n".join(parts)
+
+
+def rich_answer(tokens: int, seed: int = 1) -> str:
+    """A long markdown answer (headings, lists, code, tables, math) of about
+    ``tokens`` simulator tokens (one per whitespace-separated word)."""
+    rng = random.Random(seed)
+    sections: list[str] = []
+    count = 0
+    while count < tokens:
+        sections.append(_section(rng, len(sections) + 1))
+        count += len(sections[-1].split())
+    return "\n\n".join(sections)
+
+
+def history_messages(conversation_id: int, count: int) -> list[Any]:
+    """``count`` finished messages (questions and markdown answers)."""
+    from chat.models import Message
+
+    out = []
+    for i in range(count):
+        if i % 2 == 0:
+            out.append(
+                Message(
+                    conversation_id=conversation_id,
+                    role="user",
+                    content=f"Question {i // 2}: how does the {_WORDS[i % 30]} work?",
+                )
+            )
+        else:
+            out.append(
+                Message(
+                    conversation_id=conversation_id,
+                    role="assistant",
+                    status="done",
+                    model_tag=MODEL,
+                    content=rich_answer(350, seed=i),
+                )
+            )
+    return out
+
+
+# ---------------------------------------------------------------- the site
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q
+    low = int(k)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
+
+
+class Site:
+    """A simulator and one Daphne process on a throwaway SQLite database."""
+
+    def __init__(self) -> None:
+        self.tmp = tempfile.TemporaryDirectory(prefix="chatsite-browser-bench-")
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": f"sqlite:///{self.tmp.name}/bench.sqlite3",
+            "DEBUG": "true",  # as bench/relay.py; WhiteNoise serves the app's files
+            "DJANGO_SETTINGS_MODULE": "chatsite.settings",
+        }
+        self.env.pop("REDIS_URL", None)
+        self.sim_port, self.web_port = free_port(), free_port()
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.session_key = ""
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.web_port}"
+
+    @property
+    def sim_url(self) -> str:
+        return f"http://127.0.0.1:{self.sim_port}"
+
+    def start(self) -> None:
+        self.manage("migrate", "--noinput", "-v", "0")
+        self.spawn(
+            "manage.py", "simulate_ollama", "--port", str(self.sim_port),
+            "--record-times", "--think-tokens", "0", "--ttft-ms", "0",
+        )  # fmt: skip
+        self.spawn(
+            "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.web_port),
+            "chatsite.asgi:application",
+        )  # fmt: skip
+        self.wait(f"{self.sim_url}/api/version")
+        self.wait(f"{self.url}/login/")
+        self.session_key = self.shell(
+            "from django.contrib.auth.models import User;"
+            "from django.contrib.sessions.backends.db import SessionStore;"
+            "from chat.models import ModelProfile;"
+            "u = User.objects.create_user('bench', password='x');"
+            f"ModelProfile.objects.create(tag={MODEL!r}, base_url={self.sim_url!r});"
+            "s = SessionStore(); s['_auth_user_id'] = str(u.pk);"
+            "s['_auth_user_backend'] = 'django.contrib.auth.backends.ModelBackend';"
+            "s['_auth_user_hash'] = u.get_session_auth_hash(); s.create();"
+            "print(s.session_key)"
+        )
+
+    def pids(self) -> set[int]:
+        return {p.pid for p in self.processes}
+
+    def stop(self) -> None:
+        for process in self.processes:
+            process.terminate()
+        for process in self.processes:
+            process.wait(10)
+        self.tmp.cleanup()
+
+    def manage(self, *args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        return done.stdout.strip()
+
+    def shell(self, script: str) -> str:
+        return self.manage("shell", "-v", "0", "-c", script)
+
+    def spawn(self, *args: str) -> None:
+        self.processes.append(
+            subprocess.Popen(
+                [sys.executable, *args],
+                cwd=ROOT,
+                env=self.env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+
+    def wait(self, url: str) -> None:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(url, timeout=1)
+                return
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{url} never answered") from None
+                time.sleep(0.1)
+
+    def new_conversations(self, count: int, history: int = 0) -> list[int]:
+        script = (
+            "from django.contrib.auth.models import User;"
+            "from chat.models import Conversation, Message, ModelProfile;"
+            "from bench.browser import history_messages;"
+            "u = User.objects.get(username='bench'); p = ModelProfile.objects.get();"
+            f"new = [Conversation.objects.create(owner=u, model_profile=p, "
+            f"title=f'bench {{i}}') for i in range({count})];"
+            f"[Message.objects.bulk_create(history_messages(c.pk, {history})) "
+            "for c in new];"
+            "print(' '.join(str(c.pk) for c in new))"
+        )
+        return [int(pk) for pk in self.shell(script).split()]
+
+    def configure(self, **changes: Any) -> None:
+        httpx.post(f"{self.sim_url}/_sim/reset").raise_for_status()
+        httpx.post(f"{self.sim_url}/_sim/config", json=changes).raise_for_status()
+
+    def sim_log(self) -> list[dict[str, Any]]:
+        return list(httpx.get(f"{self.sim_url}/_sim/log").json()["requests"])
+
+
+def _stat(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time of these processes (Linux /proc)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = _stat(pid)
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def descendants(root: int) -> list[int]:
+    """This process's children, grandchildren, ... (the browser's processes)."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents.setdefault(int(_stat(int(entry.name))[1]), []).append(
+                    int(entry.name)
+                )
+            except (FileNotFoundError, ProcessLookupError, IndexError):
+                continue
+    out, todo = [], [root]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+class CpuMeter:
+    """CPU seconds used by Daphne, the simulator and the browser over a span."""
+
+    def __init__(self, site: Site) -> None:
+        self.groups = {
+            "daphne": [site.processes[1].pid],
+            "simulator": [site.processes[0].pid],
+            "browser": [
+                pid for pid in descendants(os.getpid()) if pid not in site.pids()
+            ],
+        }
+        self.before = {k: cpu_seconds(v) for k, v in self.groups.items()}
+
+    def used(self) -> dict[str, float]:
+        return {
+            f"cpu_{k}_s": cpu_seconds(v) - self.before[k]
+            for k, v in self.groups.items()
+        }
+
+
+# ---------------------------------------------------------------- browser side
+
+
+async def open_page(browser: Any, site: Site, conversation_id: int, *scripts: str):
+    context = await browser.new_context(viewport={"width": 1280, "height": 800})
+    await context.add_cookies(
+        [{"name": "sessionid", "value": site.session_key, "url": site.url}]
+    )
+    page = await context.new_page()
+    for script in scripts:
+        await page.add_init_script(script)
+    await page.goto(f"{site.url}/c/{conversation_id}/")
+    await page.wait_for_selector('#chat[data-connected="1"]')
+    return page
+
+
+async def send(page: Any, text: str) -> None:
+    await page.fill("#composer-input", text)
+    await page.press("#composer-input", "Enter")
+
+
+async def wait_done(page: Any, count: int = 1) -> None:
+    await page.wait_for_function(
+        "n => document.querySelectorAll("
+        "'article.assistant:not([data-status=\"streaming\"])').length >= n",
+        arg=count,
+        timeout=300_000,
+    )
+
+
+def entry_for(log: list[dict[str, Any]], text: str) -> dict[str, Any]:
+    return next(e for e in log if e["body"]["messages"][-1]["content"] == text)
+
+
+def token_latencies(stamps: list[list[float]], entry: dict[str, Any]) -> list[float]:
+    """Per token: stamped in the page minus sent by the simulator, in ms."""
+    sent = entry["times"]
+    return [(at - sent[int(i)] * 1000) for i, at in stamps if i < len(sent)]
+
+
+async def measure_streams(browser: Any, site: Site, scenario: Scenario) -> dict:
+    site.configure(
+        tps=scenario.tps, answer_text=plain_answer(scenario.tokens), ttft_ms=0
+    )
+    conversations = site.new_conversations(scenario.tabs)
+    pages = [await open_page(browser, site, pk, MEASURE_TOKENS) for pk in conversations]
+    visibility = [await p.evaluate("document.visibilityState") for p in pages]
+    texts = [f"go {scenario.name} tab {i}" for i in range(len(pages))]
+    for page, text in zip(pages, texts, strict=True):
+        await page.fill("#composer-input", text)
+    cpu = CpuMeter(site)
+    await asyncio.gather(*(p.press("#composer-input", "Enter") for p in pages))
+    await asyncio.gather(*(wait_done(p) for p in pages))
+    used = cpu.used()
+    log = site.sim_log()
+    latencies: list[float] = []
+    arrivals: list[float] = []
+    seen = 0
+    for page, text in zip(pages, texts, strict=True):
+        bench = await page.evaluate("window.__bench")
+        entry = entry_for(log, text)
+        latencies += token_latencies(bench["visible"], entry)
+        arrivals += token_latencies(bench["arrived"], entry)
+        seen += len(bench["visible"])
+        await page.context.close()
+    row: dict[str, Any] = {"scenario": scenario.name, "tokens": seen}
+    for q, label in ((0.5, "p50"), (0.95, "p95"), (0.99, "p99"), (1.0, "max")):
+        row[f"{label}_ms"] = percentile(latencies, q)
+    # The part of it before the page: the server and the network.
+    row["socket_p50_ms"] = percentile(arrivals, 0.5)
+    row["socket_p99_ms"] = percentile(arrivals, 0.99)
+    row.update({k: v / max(seen, 1) * 1000 for k, v in used.items()})
+    row["complete"] = seen == scenario.tabs * scenario.tokens
+    row["all_visible"] = all(v == "visible" for v in visibility)
+    return row
+
+
+async def measure_ttft(browser: Any, site: Site, samples: int) -> dict:
+    """Enter -> first token in the DOM, minus the model's own time to first token
+    (the simulator's request arrival -> first token written)."""
+    site.configure(tps=200, answer_text=plain_answer(5), ttft_ms=TTFT_MODEL_MS)
+    (conversation,) = site.new_conversations(1)
+    page = await open_page(browser, site, conversation, MEASURE_TOKENS)
+    added: list[float] = []
+    to_model: list[float] = []  # Enter -> the model server has the request
+    to_dom: list[float] = []  # the model wrote its first token -> in the DOM
+    for n in range(samples):
+        await page.evaluate("window.__benchReset()")
+        await send(page, f"ttft {n}")
+        await wait_done(page, n + 1)
+        bench = await page.evaluate("window.__bench")
+        entry = entry_for(site.sim_log(), f"ttft {n}")
+        model_ms = (entry["times"][0] - entry["started"]) * 1000
+        first_ms = bench["visible"][0][1] - bench["enterAt"]
+        added.append(first_ms - model_ms)
+        to_model.append(entry["started"] * 1000 - bench["enterAt"])
+        to_dom.append(bench["visible"][0][1] - entry["times"][0] * 1000)
+    await page.context.close()
+    return {
+        "scenario": "Enter -> first token",
+        "tokens": samples,
+        "ttft_added_p50_ms": statistics.median(added),
+        "ttft_added_max_ms": max(added),
+        "enter_to_model_request_p50_ms": statistics.median(to_model),
+        "first_token_to_dom_p50_ms": statistics.median(to_dom),
+        "complete": len(added) == samples,
+    }
+
+
+async def measure_long_answer(browser: Any, site: Site) -> dict:
+    text = rich_answer(LONG_TOKENS)
+    site.configure(tps=LONG_TPS, answer_text=text, ttft_ms=0)
+    (conversation,) = site.new_conversations(1, history=LONG_HISTORY)
+    page = await open_page(browser, site, conversation, MEASURE_MAIN_THREAD)
+    await page.wait_for_timeout(1000)  # the page settles after loading
+    await page.evaluate("window.__main.recording = true")
+    started = time.monotonic()
+    await send(page, "a long one")
+    await wait_done(page, LONG_HISTORY // 2 + 1)
+    streamed_s = time.monotonic() - started
+    await page.wait_for_timeout(500)  # the last frames and idle highlighting
+    main = await page.evaluate("window.__main")
+    tasks = main["longtasks"]
+    during = [duration for _, duration, recording in tasks if recording]
+    at_load = [duration for _, duration, recording in tasks if not recording]
+    tokens = len(entry_for(site.sim_log(), "a long one")["times"])
+    await page.context.close()
+    return {
+        "scenario": "20k-token answer, 200 messages",
+        "tokens": tokens,
+        "longest_task_ms": max(during, default=0.0),
+        "long_tasks": len(during),
+        "load_longest_task_ms": max(at_load, default=0.0),
+        "frame_p99_ms": percentile(main["frames"], 0.99),
+        "frame_max_ms": max(main["frames"], default=0.0),
+        "handler_max_ms": max(main["handlers"], default=0.0),
+        "frame_gap_max_ms": max(main["gaps"], default=0.0),
+        "seconds": streamed_s,
+        "slow_frames": main["loaf"][:5],
+        "complete": tokens >= LONG_TOKENS,
+    }
+
+
+async def run_browser_bench(
+    scenarios: list[Scenario] | None = None,
+    *,
+    ttft_samples: int = TTFT_SAMPLES,
+    long_answer: bool = True,
+) -> list[dict[str, Any]]:
+    """Start a site and Chromium, run the scenarios, return one row each."""
+    from playwright.async_api import async_playwright
+
+    site = Site()
+    site.start()
+    try:
+        async with async_playwright() as playwright:
+            browser = await playwright.chromium.launch(
+                executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+            )
+            try:
+                # Warm-up: the first answer of a process pays for imports.
+                await measure_streams(browser, site, Scenario("warm-up", 1, 0, 20))
+                rows = [
+                    await measure_streams(browser, site, s)
+                    for s in (SCENARIOS if scenarios is None else scenarios)
+                ]
+                if ttft_samples:
+                    rows.append(await measure_ttft(browser, site, ttft_samples))
+                if long_answer:
+                    rows.append(await measure_long_answer(browser, site))
+                return rows
+            finally:
+                await browser.close()
+    finally:
+        site.stop()
+
+
+def run(**options: Any) -> list[dict[str, Any]]:
+    return asyncio.run(run_browser_bench(**options))
+
+
+# ---------------------------------------------------------------- report
+
+
+def verdict(row: dict[str, Any]) -> str:
+    budgets = BUDGETS.get(row["scenario"], {})
+    failed = [f"{k}>{v:g}" for k, v in budgets.items() if row[k] > v]
+    if not row["complete"]:
+        failed.append("tokens missing")
+    if row.get("all_visible") is False:
+        failed.append("a page was not visible")
+    return "FAIL " + ", ".join(failed) if failed else "ok"
+
+
+def fmt(value: Any) -> str:
+    return f"{value:.1f}" if isinstance(value, float) else str(value)
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    streams = [r for r in rows if "p50_ms" in r]
+    print("Model server wrote the token -> token in the page's DOM (ms)")
+    print(
+        f"{'scenario':<22} {'tokens':>6} {'p50':>6} {'p95':>6} {'p99':>6} {'max':>6}"
+        f" {'sock50':>6} {'sock99':>6}"
+    )
+    for r in streams:
+        print(
+            f"{r['scenario']:<22} {r['tokens']:>6} {r['p50_ms']:>6.1f} "
+            f"{r['p95_ms']:>6.1f} {r['p99_ms']:>6.1f} {r['max_ms']:>6.1f} "
+            f"{r['socket_p50_ms']:>6.1f} {r['socket_p99_ms']:>6.1f}  {verdict(r)}"
+        )
+    print("sock50/99: the same, to the socket's message event (server + network)")
+    print("CPU seconds per 1,000 tokens (daphne / simulator / browser, all processes):")
+    for r in streams:
+        print(
+            f"  {r['scenario']:<22} {r['cpu_daphne_s']:.3f} / "
+            f"{r['cpu_simulator_s']:.3f} / {r['cpu_browser_s']:.3f}"
+        )
+    for r in rows:
+        if r in streams:
+            continue
+        figures = ", ".join(
+            f"{k}={fmt(v)}"
+            for k, v in r.items()
+            if k not in {"scenario", "complete", "tokens", "slow_frames"}
+        )
+        print(f"{r['scenario']}: tokens={r['tokens']}, {figures}  {verdict(r)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="single-tab streams and TTFT only"
+    )
+    args = parser.parse_args()
+    chosen = [s for s in SCENARIOS if not (args.quick and s.tabs > 1)]
+    rows = run(scenarios=chosen, long_answer=not args.quick)
+    print_table(rows)
+    out = Path(__file__).resolve().parent / "results"
+    out.mkdir(exist_ok=True)
+    (out / "browser.json").write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,614 @@
+// Markdown for answers: incremental while an answer streams, sanitized always.
+//
+// A streaming answer's text only grows. It is cut at block boundaries that later
+// text cannot change: an unindented line after a blank line, a top-level code
+// fence or $$ block opening or closing, a heading, the next item of a top-level
+// list. Text before the last boundary is rendered once into its own element and
+// never touched again ("frozen": code highlighted, math typeset); only the tail
+// after it is re-rendered when text arrives. An open top-level code fence in the
+// tail is appended to as plain text, so a long code block costs nothing per frame.
+//
+// Everything inserted as HTML goes through DOMPurify. Uses the vendored UMD
+// globals markdownit, DOMPurify, hljs and katex; without markdown-it or DOMPurify
+// the answer is shown as plain text.
+
+const { markdownit, DOMPurify, hljs, katex } = window;
+
+export const available = Boolean(markdownit && DOMPurify);
+
+const PURIFY = {
+  RETURN_DOM_FRAGMENT: true,
+  ADD_TAGS: ["semantics", "annotation"], // KaTeX's MathML keeps its TeX source
+  ADD_ATTR: ["encoding", "target"],
+};
+const HIGHLIGHT_MAX_CHARS = 12000; // hljs costs ~2 ms per KB: stay far under 50 ms
+
+const md = available ? createParser() : null;
+
+if (available) {
+  DOMPurify.addHook("afterSanitizeAttributes", (node) => {
+    if (node.tagName === "A" && node.hasAttribute("href")) {
+      node.setAttribute("target", "_blank");
+      node.setAttribute("rel", "noopener noreferrer nofollow");
+    }
+  });
+}
+
+function createParser() {
+  // The same dialect as the server (chat/rendering.py), plus math.
+  const parser = markdownit("commonmark", { html: false, linkify: false });
+  parser.enable(["table", "strikethrough"]);
+  parser.inline.ruler.before("escape", "math_inline", mathInlineRule);
+  parser.block.ruler.before("fence", "math_block", mathBlockRule, {
+    alt: ["paragraph", "reference", "blockquote", "list"],
+  });
+  parser.renderer.rules.math_inline = (tokens, i, _o, env) =>
+    renderMath(tokens[i].content, tokens[i].markup, env);
+  parser.renderer.rules.math_block = (tokens, i, _o, env) =>
+    `<div class="math-display">${renderMath(tokens[i].content, "$$", env)}</div>\n`;
+  return parser;
+}
+
+// ---------------------------------------------------------------- math
+
+const DELIMITERS = { $: "$", $$: "$$", "\\(": "\\)", "\\[": "\\]" };
+
+function isSpace(code) {
+  return code === 32 || code === 9 || code === 10 || code === 13;
+}
+
+function isDigit(code) {
+  return code >= 48 && code <= 57;
+}
+
+// Inline math starting at `start`: {open, content, end} or null. `$…$` follows
+// pandoc: no space inside the dollars, no digit right after the closing one, so
+// "$5 and $10" stays text.
+export function matchInlineMath(src, start) {
+  let open = null;
+  if (src.startsWith("$$", start)) open = "$$";
+  else if (src[start] === "$") open = "$";
+  else if (src.startsWith("\\(", start)) open = "\\(";
+  else if (src.startsWith("\\[", start)) open = "\\[";
+  if (!open) return null;
+  const close = DELIMITERS[open];
+  const from = start + open.length;
+  if (open === "$" && (from >= src.length || isSpace(src.charCodeAt(from)))) return null;
+  let end = src.indexOf(close, from);
+  while (end !== -1) {
+    const escaped = src.charCodeAt(end - 1) === 92;
+    const spaced = open === "$" && isSpace(src.charCodeAt(end - 1));
+    const digit = open === "$" && isDigit(src.charCodeAt(end + 1));
+    if (end > from && !escaped && !spaced && !digit) {
+      return { open, content: src.slice(from, end), end: end + close.length };
+    }
+    end = src.indexOf(close, end + 1);
+  }
+  return null;
+}
+
+function mathInlineRule(state, silent) {
+  const found = matchInlineMath(state.src, state.pos);
+  if (!found || found.end > state.posMax) return false;
+  if (!silent) {
+    const token = state.push("math_inline", "math", 0);
+    token.content = found.content;
+    token.markup = found.open;
+  }
+  state.pos = found.end;
+  return true;
+}
+
+function mathBlockRule(state, startLine, endLine, silent) {
+  const start = state.bMarks[startLine] + state.tShift[startLine];
+  if (state.sCount[startLine] - state.blkIndent >= 4) return false;
+  const first = state.src.slice(start, state.eMarks[startLine]);
+  const open = first.startsWith("$$") ? "$$" : first.startsWith("\\[") ? "\\[" : null;
+  if (!open) return false;
+  const close = DELIMITERS[open];
+  const lines = [first.slice(open.length)];
+  if (lines[0].includes(close) && !endsWithClose(lines[0], close)) return false; // inline
+  if (silent) return true;
+  let line = startLine;
+  let closed = endsWithClose(lines[0], close);
+  while (!closed && ++line < endLine) {
+    const text = state.src.slice(state.bMarks[line] + state.tShift[line], state.eMarks[line]);
+    lines.push(text);
+    closed = endsWithClose(text, close);
+  }
+  if (closed) lines[lines.length - 1] = lines.at(-1).trimEnd().slice(0, -close.length);
+  state.line = Math.min(line, endLine) + 1;
+  const token = state.push("math_block", "math", 0);
+  token.block = true;
+  token.content = lines.join("\n").trim();
+  token.markup = open;
+  token.map = [startLine, state.line];
+  return true;
+}
+
+function endsWithClose(text, close) {
+  const trimmed = text.trimEnd();
+  return trimmed.length >= close.length && trimmed.endsWith(close);
+}
+
+function escapeHtml(text) {
+  return text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+}
+
+// While a block is still open its math is shown as source; frozen blocks get KaTeX.
+function renderMath(tex, open, env) {
+  const display = open === "$$" || open === "\\[";
+  if (env.pending || !katex) {
+    const source = `${open}${tex}${DELIMITERS[open]}`;
+    return `<span class="math-pending">${escapeHtml(source)}</span>`;
+  }
+  try {
+    return katex.renderToString(tex, {
+      displayMode: display,
+      throwOnError: false,
+      trust: false,
+      strict: "ignore",
+      maxSize: 20,
+      maxExpand: 500,
+    });
+  } catch {
+    return `<code class="math-error">${escapeHtml(tex)}</code>`;
+  }
+}
+
+// ---------------------------------------------------------------- rendering
+
+// Parsed once in an inert document (nothing loads or runs there), sanitized in
+// place, then moved into the page: one HTML parse per render, no copy.
+const inert = available ? document.implementation.createHTMLDocument("") : null;
+const PURIFY_IN_PLACE = { ...PURIFY, RETURN_DOM_FRAGMENT: false, IN_PLACE: true };
+
+function render(text, pending) {
+  const box = inert.createElement("div");
+  box.innerHTML = md.render(text, { pending });
+  DOMPurify.sanitize(box, PURIFY_IN_PLACE);
+  const fragment = document.createDocumentFragment();
+  fragment.append(...box.childNodes);
+  return fragment;
+}
+
+function codeBlockChrome(pre, code) {
+  const block = document.createElement("div");
+  block.className = "code-block";
+  const header = document.createElement("div");
+  header.className = "code-header";
+  const lang = document.createElement("span");
+  lang.className = "code-lang";
+  lang.textContent = languageOf(code) || "text";
+  const copy = document.createElement("button");
+  copy.type = "button";
+  copy.className = "copy-code";
+  copy.textContent = "Copy";
+  copy.setAttribute("aria-label", `Copy ${lang.textContent} code`);
+  header.append(lang, copy);
+  pre.replaceWith(block);
+  block.append(header, pre);
+  return block;
+}
+
+function languageOf(code) {
+  const match = /(?:^|\s)language-([^\s]+)/.exec(code.className);
+  return match ? match[1] : "";
+}
+
+// Code blocks get a header with a copy button (and, once final, highlighting);
+// tables get a scrolling wrapper so a wide one does not widen the page.
+function decorate(root, final) {
+  for (const code of root.querySelectorAll("pre > code")) {
+    const pre = code.parentElement;
+    if (!pre.parentElement?.classList.contains("code-block")) codeBlockChrome(pre, code);
+    if (final) queueHighlight(code);
+  }
+  for (const table of root.querySelectorAll("table")) {
+    if (table.parentElement?.classList.contains("table-wrap")) continue;
+    const wrap = document.createElement("div");
+    wrap.className = "table-wrap";
+    table.replaceWith(wrap);
+    wrap.append(table);
+  }
+}
+
+// ---------------------------------------------------------------- highlighting
+
+const highlightQueue = [];
+let highlightScheduled = false;
+const whenIdle = window.requestIdleCallback
+  ? (fn) => window.requestIdleCallback(fn, { timeout: 500 })
+  : (fn) => setTimeout(() => fn({ timeRemaining: () => 8, didTimeout: true }), 16);
+
+function queueHighlight(code) {
+  if (!hljs) return;
+  highlightQueue.push(code);
+  if (!highlightScheduled) {
+    highlightScheduled = true;
+    whenIdle(runHighlightQueue);
+  }
+}
+
+// Highlighting is off the hot path: in idle time, as many blocks as fit (hljs
+// takes about 2 ms per KB), and always at least one.
+function runHighlightQueue(deadline) {
+  do {
+    const code = highlightQueue.shift();
+    if (code) highlight(code);
+  } while (highlightQueue.length && deadline.timeRemaining() > 2 + highlightQueue[0].textContent.length / 400);
+  highlightScheduled = highlightQueue.length > 0;
+  if (highlightScheduled) whenIdle(runHighlightQueue);
+}
+
+function highlight(code) {
+  const language = languageOf(code);
+  if (!code.isConnected || !language || !hljs.getLanguage(language)) return;
+  const text = code.textContent;
+  if (text.length > HIGHLIGHT_MAX_CHARS) return;
+  const html = hljs.highlight(text, { language, ignoreIllegals: true }).value;
+  code.replaceChildren(DOMPurify.sanitize(html, PURIFY));
+  code.classList.add("hljs");
+}
+
+// ---------------------------------------------------------------- block scanner
+
+const FENCE_OPEN = /^(`{3,}|~{3,})(.*)$/;
+const PLAIN_WORDS = /^ [^\s\\`*_~[\]<>&$]+$/u;
+const PROSE_LINE = /^(?:\p{L}|[*_"'(][^\s*_]|\*\*[^\s*]|__[^\s_])/u;
+const LIST_ITEM = /^(?:([-*+])|(\d{1,9})[.)])(?:[ \t]|$)/;
+const HEADING = /^#{1,6}(?:[ \t]|$)/;
+
+// Finds the boundaries in a growing text. Lines are classified once, when their
+// newline arrives; only the first character of an incomplete line is looked at.
+class BlockScanner {
+  constructor() {
+    this.lineStart = 0; // start of the first line not yet complete
+    this.scanned = 0; // where the search for the next newline resumes
+    this.boundary = 0;
+    this.afterBlank = false;
+    this.fence = null; // {marker, top, start, contentStart} inside a code fence / $$ block
+    this.list = null; // "bullet" | "ordered": inside a top-level list
+  }
+
+  scan(text) {
+    let newline;
+    while ((newline = text.indexOf("\n", this.scanned)) !== -1) {
+      this.line(text.slice(this.lineStart, newline), this.lineStart, newline + 1);
+      this.lineStart = this.scanned = newline + 1;
+    }
+    this.scanned = text.length;
+    // After a blank line, an unindented character starts a new top-level block.
+    if (this.afterBlank && !this.fence && this.lineStart < text.length) {
+      const c = text.charCodeAt(this.lineStart);
+      if (c !== 32 && c !== 9) this.cut(this.lineStart);
+    }
+    return this.boundary;
+  }
+
+  cut(position) {
+    if (position > this.boundary) this.boundary = position;
+  }
+
+  // An open top-level fence that starts the tail and whose first line is complete.
+  openFenceAt(position) {
+    const fence = this.fence;
+    return fence && fence.top && fence.code && fence.start === position ? fence : null;
+  }
+
+  line(text, start, next) {
+    const body = text.trimStart();
+    const indent = text.length - body.length;
+    if (this.fence) {
+      if (this.closesFence(body)) {
+        if (this.fence.top) this.cut(next);
+        this.fence = null;
+      }
+      return;
+    }
+    if (!body.trim()) {
+      this.afterBlank = start > 0;
+      return;
+    }
+    const afterBlank = this.afterBlank;
+    this.afterBlank = false;
+    if (indent === 0 && afterBlank) this.cut(start);
+    if (indent <= 3 && this.opensBlock(body, indent === 0, start, next)) return;
+    if (indent > 0) return;
+    if (HEADING.test(body)) {
+      this.cut(start);
+      this.cut(next);
+      this.list = null;
+      return;
+    }
+    this.listLine(body, afterBlank, start);
+  }
+
+  opensBlock(body, top, start, next) {
+    const fence = FENCE_OPEN.exec(body);
+    if (fence && !(fence[1][0] === "`" && fence[2].includes("`"))) {
+      this.fence = { marker: fence[1], code: true, top, start, contentStart: next };
+    } else if (top && body.startsWith("$$")) {
+      const single = body.length > 2 && endsWithClose(body.slice(2), "$$");
+      this.cut(start);
+      if (single) this.cut(next);
+      else this.fence = { marker: "$$", code: false, top, start, contentStart: next };
+    } else {
+      return false;
+    }
+    if (top) {
+      this.cut(start);
+      this.list = null;
+    }
+    return true;
+  }
+
+  closesFence(body) {
+    const marker = this.fence.marker;
+    if (marker === "$$") return endsWithClose(body, "$$");
+    const trimmed = body.trimEnd();
+    return (
+      trimmed.length >= marker.length &&
+      trimmed[0] === marker[0] &&
+      [...trimmed].every((c) => c === marker[0])
+    );
+  }
+
+  // The next item of a top-level list is a boundary too (lists are merged back
+  // together in the DOM), so a 1,000-item list does not stay in the tail.
+  listLine(body, afterBlank, start) {
+    const item = LIST_ITEM.exec(body);
+    if (item) {
+      const kind = item[1] ? "bullet" : "ordered";
+      if (this.list === kind) this.cut(start);
+      this.list = kind;
+    } else if (afterBlank) {
+      this.list = null;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- the renderer
+
+export class IncrementalMarkdown {
+  constructor(container) {
+    this.container = container;
+    this.source = "";
+    this.frozenEnd = 0;
+    this.scanner = new BlockScanner();
+    this.tail = null;
+    this.tailSource = null;
+    this.codeTail = null; // {node, end, fence}: an open fence being appended to
+  }
+
+  append(text) {
+    if (!text) return;
+    if (!this.tail) this.start();
+    this.source += text;
+    const boundary = this.scanner.scan(this.source);
+    if (boundary > this.frozenEnd) this.freeze(boundary);
+    this.renderTail();
+  }
+
+  // The answer ended: whatever is left is final.
+  finish() {
+    if (!this.tail) return;
+    if (this.source.length > this.frozenEnd) this.freeze(this.source.length);
+    this.tail.replaceChildren();
+  }
+
+  start() {
+    this.tail = document.createElement("div");
+    this.tail.className = "md-tail";
+    this.container.classList.add("md");
+    this.container.replaceChildren(this.tail);
+  }
+
+  freeze(end) {
+    const chunk = this.source.slice(this.frozenEnd, end);
+    this.frozenEnd = end;
+    this.tailSource = null;
+    this.codeTail = null;
+    const fragment = render(chunk, false);
+    decorate(fragment, true);
+    if (LIST_ITEM.test(chunk)) mergeList(this.lastFrozenElement(), fragment);
+    if (!fragment.firstElementChild) return; // all of it joined the list before
+    const block = document.createElement("div");
+    block.className = "md-block";
+    markHeadings(block, fragment);
+    block.append(fragment);
+    this.tail.before(block);
+  }
+
+  lastFrozenElement() {
+    const block = this.tail.previousElementSibling;
+    return block ? block.lastElementChild : null;
+  }
+
+  renderTail() {
+    const fence = this.scanner.openFenceAt(this.frozenEnd);
+    if (fence) {
+      this.appendCode(fence);
+      return;
+    }
+    const text = this.source.slice(this.frozenEnd);
+    if (text === this.tailSource) return;
+    const previous = this.tailSource;
+    this.tailSource = text;
+    if (previous !== null && this.appendWords(previous, text)) return;
+    this.codeTail = null;
+    const fragment = render(text, true);
+    decorate(fragment, false);
+    if (LIST_ITEM.test(text)) continueList(this.lastFrozenElement(), fragment);
+    markHeadings(this.tail, fragment);
+    this.tail.replaceChildren(fragment);
+  }
+
+  // The usual token, " word", continuing a paragraph line: markdown would render
+  // the tail exactly as it is now plus those characters, so append them as text.
+  // The line starts like prose (so it is no list item, heading, break, fence or
+  // table row, with or without the words); a space first settles any emphasis
+  // before it; no newline, and none of the characters that open or close inline
+  // syntax.
+  appendWords(previous, text) {
+    const added = text.slice(previous.length);
+    if (!PLAIN_WORDS.test(added) || /\s$/.test(previous) || !text.startsWith(previous)) {
+      return false;
+    }
+    if (!PROSE_LINE.test(previous.slice(previous.lastIndexOf("\n") + 1))) return false;
+    const last = this.tail.lastElementChild;
+    const node = last && /^(P|H[1-6])$/.test(last.tagName) ? last.lastChild : null;
+    if (!node || node.nodeType !== Node.TEXT_NODE) return false;
+    node.appendData(added);
+    return true;
+  }
+
+  // An open fence: append the new code as text. An incomplete last line that
+  // may be the closing fence is held back until its newline says what it is.
+  appendCode(fence) {
+    if (!this.codeTail || this.codeTail.fence !== fence) {
+      this.codeTail = { fence, end: fence.contentStart, node: this.codeShell(fence) };
+    }
+    let end = this.source.length;
+    const lineStart = this.source.lastIndexOf("\n", end - 1) + 1;
+    if (lineStart >= fence.contentStart && /^\s*[`~]*$/.test(this.source.slice(lineStart))) {
+      end = lineStart;
+    }
+    if (end > this.codeTail.end) {
+      this.codeTail.node.appendData(this.source.slice(this.codeTail.end, end));
+      this.codeTail.end = end;
+    }
+  }
+
+  codeShell(fence) {
+    const pre = document.createElement("pre");
+    const code = document.createElement("code");
+    const info = this.source.slice(fence.start, fence.contentStart).trim().slice(fence.marker.length);
+    const language = info.trim().split(/\s+/)[0];
+    if (language) code.className = `language-${language}`;
+    pre.append(code);
+    this.tail.replaceChildren(pre);
+    codeBlockChrome(pre, code);
+    return code.appendChild(document.createTextNode(""));
+  }
+}
+
+// The whole text at once, all final: what the incremental rendering must equal.
+export function renderWhole(text) {
+  const fragment = render(text, false);
+  decorate(fragment, true);
+  return fragment;
+}
+
+// Blocks that start or end with a heading space themselves as the heading would
+// (see chat.css).
+function markHeadings(block, fragment) {
+  const heading = (element) => Boolean(element && /^H[1-6]$/.test(element.tagName));
+  block.classList.toggle("heading-first", heading(fragment.firstElementChild));
+  block.classList.toggle("heading-last", heading(fragment.lastElementChild));
+}
+
+// A list item frozen on its own joins the list frozen before it.
+function mergeList(previous, fragment) {
+  const list = fragment.firstElementChild;
+  if (!previous || !list || previous.tagName !== list.tagName || !/^[OU]L$/.test(list.tagName)) {
+    return;
+  }
+  previous.append(...list.children);
+  list.remove();
+}
+
+// The tail's list continues the frozen one: same numbering, no gap between them.
+function continueList(previous, fragment) {
+  const list = fragment.firstElementChild;
+  if (!previous || !list || previous.tagName !== list.tagName || !/^[OU]L$/.test(list.tagName)) {
+    return;
+  }
+  list.classList.add("md-continued");
+  if (list.tagName === "OL") {
+    list.start = (previous.start || 1) + previous.childElementCount;
+  }
+}
+
+// ---------------------------------------------------------------- finished answers
+
+// An answer rendered by the server (chat/rendering.py): code chrome and
+// highlighting, wide tables, and $…$ / $$…$$ math typeset where the text has it.
+export function enhanceAnswer(answer) {
+  if (!available || answer.dataset.enhanced) return;
+  answer.dataset.enhanced = "1";
+  decorate(answer, true);
+  for (const link of answer.querySelectorAll("a[href]")) link.target = "_blank";
+  if (katex && answer.textContent.includes("$")) typesetText(answer);
+}
+
+function typesetText(root) {
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+    acceptNode: (node) =>
+      node.parentElement.closest("code, pre, .katex") || !node.data.includes("$")
+        ? NodeFilter.FILTER_REJECT
+        : NodeFilter.FILTER_ACCEPT,
+  });
+  const nodes = [];
+  while (walker.nextNode()) nodes.push(walker.currentNode);
+  for (const node of nodes) typesetNode(node);
+}
+
+function typesetNode(node) {
+  const text = node.data;
+  let html = "";
+  let last = 0;
+  for (let i = text.indexOf("$"); i !== -1; i = text.indexOf("$", i)) {
+    const found = matchInlineMath(text, i);
+    if (!found) {
+      i += 1;
+      continue;
+    }
+    html += escapeHtml(text.slice(last, i)) + renderMath(found.content, found.open, {});
+    last = i = found.end;
+  }
+  if (!html) return;
+  html += escapeHtml(text.slice(last));
+  node.replaceWith(DOMPurify.sanitize(html, PURIFY));
+}
+
+// ---------------------------------------------------------------- clipboard
+
+// `source` is a string or a promise of one (fetched on click: ClipboardItem
+// keeps the click's user activation while the text is on its way).
+export async function copyToClipboard(source) {
+  if (typeof source !== "string" && navigator.clipboard?.write && window.ClipboardItem) {
+    try {
+      const blob = Promise.resolve(source).then((text) => new Blob([text], { type: "text/plain" }));
+      await navigator.clipboard.write([new ClipboardItem({ "text/plain": blob })]);
+      return true;
+    } catch {
+      // fall through to the other ways
+    }
+  }
+  const text = await source;
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    return copyWithSelection(text); // plain http on a LAN has no Clipboard API
+  }
+}
+
+function copyWithSelection(text) {
+  const area = document.createElement("textarea");
+  area.value = text;
+  area.setAttribute("readonly", "");
+  area.style.position = "fixed";
+  area.style.opacity = "0";
+  document.body.append(area);
+  area.select();
+  let copied = false;
+  try {
+    copied = document.execCommand("copy");
+  } catch {
+    copied = false;
+  }
+  area.remove();
+  return copied;
+}
