@@ -55,8 +55,9 @@ run: venv vendor
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py runsite --host $(HOST) --port $(PORT) $(RUNSITE_ARGS)
 
-bench: venv
+bench: venv chromium
 	$(PY) -m bench
+	$(PY) -m bench.browser
 
 # ---------------------------------------------------------------- checks
 

@@ -32,6 +32,8 @@ COLUMNS = [
     ("ttft_added_ms", "{:>8.2f}"),
     ("frames_per_token", "{:>7.2f}"),
     ("cpu_s_per_1k_tokens", "{:>7.3f}"),
+    ("sim_cpu_s_per_1k_tokens", "{:>7.3f}"),
+    ("client_cpu_s_per_1k_tokens", "{:>7.3f}"),
     ("daphne_rss_mib", "{:>7.1f}"),
 ]
 HEADERS = [
@@ -46,6 +48,8 @@ HEADERS = [
     "ttft+",
     "fr/tok",
     "cpu/1k",
+    "sim/1k",
+    "cli/1k",
     "rss MiB",
 ]
 
@@ -100,6 +104,10 @@ if __name__ == "__main__":
         "simulator directly, same run."
     )
     print_table(results)
+    print(
+        "cpu/1k, sim/1k, cli/1k: CPU seconds per 1,000 relayed tokens of the Daphne "
+        "process, the simulator and this load client (all on this machine)."
+    )
     out = Path(__file__).resolve().parent / "results"
     out.mkdir(exist_ok=True)
     (out / "relay.json").write_text(json.dumps(results, indent=2))

@@ -9,6 +9,7 @@ process, in the same run, so "added" is a difference measured under equal load.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import socket
@@ -17,10 +18,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx
 import websockets
 
@@ -37,6 +41,7 @@ class Scenario:
 
 @dataclass
 class StreamResult:
+    key: str  # the question asked: it finds the stream's entry in the simulator log
     arrivals: list[float] = field(default_factory=list)  # per token, wall clock
     frames: int = 0
     started: float = 0.0
@@ -136,6 +141,10 @@ class Site:
     def daphne_pid(self) -> int:
         return self.processes[1].pid
 
+    @property
+    def sim_pid(self) -> int:
+        return self.processes[0].pid
+
     def stop(self) -> None:
         for process in self.processes:
             process.terminate()
@@ -213,13 +222,15 @@ class Site:
 async def through_chatsite(
     site: Site, conversation_id: int, ends: list[int]
 ) -> StreamResult:
-    result = StreamResult()
+    result = StreamResult(key=f"bench conversation {conversation_id}")
     chunks: list[tuple[float, int]] = []
     url = f"ws://127.0.0.1:{site.web_port}/ws/conversations/{conversation_id}/"
     headers = {"Cookie": site.cookie, "Origin": f"http://127.0.0.1:{site.web_port}"}
     async with websockets.connect(url, additional_headers=headers, max_size=None) as ws:
         result.started = time.time()
-        await ws.send(json.dumps({"type": "send", "content": "go", "client_id": "b"}))
+        await ws.send(
+            json.dumps({"type": "send", "content": result.key, "client_id": "b"})
+        )
         received = 0
         async for raw in ws:
             now = time.time()
@@ -236,31 +247,31 @@ async def through_chatsite(
     return result
 
 
-async def direct(site: Site, ends: list[int]) -> StreamResult:
-    result = StreamResult()
+async def direct(
+    site: Site, ends: list[int], session: aiohttp.ClientSession, number: int
+) -> StreamResult:
+    result = StreamResult(key=f"bench direct {number}")
     chunks: list[tuple[float, int]] = []
-    body = {"model": "llama-demo:3b", "messages": [{"role": "user", "content": "go"}]}
+    question = {"role": "user", "content": result.key}
+    body = {"model": "llama-demo:3b", "messages": [question]}
     received = 0
-    async with httpx.AsyncClient(timeout=60) as client:
-        result.started = time.time()
-        async with client.stream(
-            "POST", f"{site.sim_url}/api/chat", json=body
-        ) as response:
-            buffer = b""
-            async for data in response.aiter_raw():
-                now = time.time()
-                buffer += data
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    if not line.strip():
-                        continue
-                    text = json.loads(line)["message"]["content"]
-                    if text:
-                        received += len(text)
-                        chunks.append((now, received))
-                        result.frames += 1
-                        if result.first_token is None:
-                            result.first_token = now
+    buffer = b""
+    result.started = time.time()
+    async with session.post(f"{site.sim_url}/api/chat", json=body) as response:
+        async for data in response.content.iter_any():
+            now = time.time()
+            buffer += data
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                if not line.strip():
+                    continue
+                text = json.loads(line)["message"]["content"]
+                if text:
+                    received += len(text)
+                    chunks.append((now, received))
+                    result.frames += 1
+                    if result.first_token is None:
+                        result.first_token = now
     result.arrivals = assign_arrivals(ends, chunks)
     return result
 
@@ -278,16 +289,38 @@ def rss_mib(pid: int) -> float:
 
 
 def latencies(results: list[StreamResult], log: list[dict[str, Any]]) -> list[float]:
-    """Per token: arrival minus the simulator's send stamp, in ms. Streams and log
-    entries are matched in order of start."""
-    entries = sorted(log, key=lambda e: e["started"])
+    """Per token: arrival minus the simulator's send stamp, in ms. Each stream's log
+    entry is the one whose last message is the stream's question (not the order of
+    start: chatsite may send 100 simultaneous questions on in another order)."""
+    entries = {entry["body"]["messages"][-1]["content"]: entry for entry in log}
     out: list[float] = []
-    for result, entry in zip(
-        sorted(results, key=lambda r: r.started), entries, strict=False
-    ):
+    for result in results:
+        entry = entries.get(result.key)
+        if entry is None:
+            continue
         for arrived, sent in zip(result.arrivals, entry["times"], strict=False):
             out.append((arrived - sent) * 1000)
     return out
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No garbage collection in the load client while it records arrivals.
+
+    A full collection of the client's heap (tens of thousands of recorded chunks)
+    stalls its loop for ~100 ms, which would be counted as chatsite's latency.
+    """
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def client_cpu_seconds() -> float:
+    times = os.times()
+    return times.user + times.system
 
 
 async def run_scenario(site: Site, scenario: Scenario) -> dict[str, Any]:
@@ -298,9 +331,17 @@ async def run_scenario(site: Site, scenario: Scenario) -> dict[str, Any]:
         answer_text=answer_text(scenario.tokens),
         ttft_ms=0,
     )
-    baseline = await asyncio.gather(
-        *(direct(site, ends) for _ in range(scenario.streams))
+    # The baseline reader must cost little: with 100 streams, httpx's CPU per read
+    # and a new client (SSL context) per stream delayed it more than chatsite.
+    session = aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0),
+        timeout=aiohttp.ClientTimeout(total=60),
     )
+    async with session:
+        with gc_paused():
+            baseline = await asyncio.gather(
+                *(direct(site, ends, session, i) for i in range(scenario.streams))
+            )
     base_lat = latencies(list(baseline), site.sim_log())
 
     conversations = site.new_conversations(scenario.streams)
@@ -311,10 +352,15 @@ async def run_scenario(site: Site, scenario: Scenario) -> dict[str, Any]:
         ttft_ms=0,
     )
     cpu_before = cpu_seconds(site.daphne_pid)
-    relayed = await asyncio.gather(
-        *(through_chatsite(site, pk, ends) for pk in conversations)
-    )
+    sim_before = cpu_seconds(site.sim_pid)
+    client_before = client_cpu_seconds()
+    with gc_paused():
+        relayed = await asyncio.gather(
+            *(through_chatsite(site, pk, ends) for pk in conversations)
+        )
     cpu_used = cpu_seconds(site.daphne_pid) - cpu_before
+    sim_used = cpu_seconds(site.sim_pid) - sim_before
+    client_used = client_cpu_seconds() - client_before
     log = site.sim_log()
     relay_lat = latencies(list(relayed), log)
     tokens = sum(len(r.arrivals) for r in relayed)
@@ -332,6 +378,9 @@ async def run_scenario(site: Site, scenario: Scenario) -> dict[str, Any]:
     row["ttft_added_ms"] = ttft(list(relayed)) - ttft(list(baseline))
     row["frames_per_token"] = sum(r.frames for r in relayed) / max(tokens, 1)
     row["cpu_s_per_1k_tokens"] = cpu_used / max(tokens, 1) * 1000
+    # The simulator and this load client share the machine with Daphne.
+    row["sim_cpu_s_per_1k_tokens"] = sim_used / max(tokens, 1) * 1000
+    row["client_cpu_s_per_1k_tokens"] = client_used / max(tokens, 1) * 1000
     row["daphne_rss_mib"] = rss_mib(site.daphne_pid)
     row["complete"] = tokens == scenario.streams * scenario.tokens
     return row

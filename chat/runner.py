@@ -303,7 +303,6 @@ class Runner:
         history: list[dict[str, str]],
     ) -> Generation:
         """Start streaming `message` (a claimed conversation's placeholder answer)."""
-        await self.sweep_orphans()
         conversation_id = message.conversation_id
         generation = Generation(
             conversation_id=conversation_id,

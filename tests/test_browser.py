@@ -92,7 +92,7 @@ def test_reload_mid_answer_resumes_without_losing_or_doubling_text(
     assert answer.status == "done"
     assert page.evaluate("window.__checkpointed"), "the reloaded page showed no text"
     # Every word once, in order: nothing lost, nothing doubled.
-    assert words(done.locator(".answer").inner_text()) == words(answer.content)
+    assert dom_words(done.locator(".answer")) == words(answer.content)
     assert done.locator(".thinking-text").text_content() == answer.thinking
     # ... and the page never had to fall back to the stored text to get there.
     assert done.get_attribute("data-resynced") is None
@@ -108,6 +108,22 @@ def numbered_paragraphs(count: int, per_paragraph: int = 12) -> str:
 
 def words(text: str) -> list[str]:
     return text.split()
+
+
+def dom_words(locator) -> list[str]:
+    """The words in the DOM, whether or not they are laid out: innerText leaves
+    out blocks that `content-visibility: auto` skips off screen."""
+    text = locator.evaluate(
+        """el => {
+          const copy = el.cloneNode(true);
+          copy.normalize();  // adjacent text nodes of one word become one
+          const walk = document.createTreeWalker(copy, NodeFilter.SHOW_TEXT);
+          const parts = [];
+          while (walk.nextNode()) parts.push(walk.currentNode.data);
+          return parts.join(" ");
+        }"""
+    )
+    return words(text)
 
 
 # The streaming answer's text as the reloaded page first shows it.
@@ -446,7 +462,7 @@ def test_a_dropped_socket_shows_reconnecting_and_resumes_exactly(
     wait_until_done(page)
     answer = Message.objects.get(role="assistant")
     done = page.locator('article.assistant[data-status="done"]')
-    assert words(done.locator(".answer").inner_text()) == words(answer.content)
+    assert dom_words(done.locator(".answer")) == words(answer.content)
     assert done.get_attribute("data-resynced") is None
 
 
