@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer, get_channel_layer
-from django.db import connections, router, transaction
+from django.db import DatabaseError, connections, router, transaction
 from django.utils import timezone
 
 from chat import fanout, frames
@@ -468,6 +468,9 @@ class Runner:
         closing: list[dict[str, Any]] = []
         try:
             closing = await self._finish(generation, status, error)
+        except DatabaseError:
+            # E.g. the conversation was deleted meanwhile: nothing left to save.
+            logger.exception("answer %s could not be saved", generation.message_id)
         finally:
             # Stored and told: the conversation is free for its next answer.
             self._generations.pop(generation.conversation_id, None)

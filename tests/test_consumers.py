@@ -426,3 +426,29 @@ async def test_an_idle_socket_outlives_the_channel_layers_blocking_read(
     frames = await frames_until(communicator, "done")
     await communicator.disconnect()
     assert frames[-1]["status"] == "done"
+
+
+async def test_deleting_the_conversation_mid_answer_frees_the_runner(
+    alice, conversation, simulator, caplog
+):
+    import logging
+
+    from chat.runner import runner
+
+    logging.getLogger("chat").addHandler(caplog.handler)  # "chat" does not propagate
+
+    simulator.config.tps = 100
+    simulator.config.answer_tokens = 60
+    communicator = await connect(alice, conversation)
+    await send(communicator)
+    await frames_until(communicator, "content")
+    await Conversation.objects.filter(pk=conversation.pk).adelete()
+    await simulator.wait_for_end()
+    deadline = asyncio.get_running_loop().time() + 10
+    while runner.is_busy(conversation.pk):
+        assert asyncio.get_running_loop().time() < deadline
+        await asyncio.sleep(0.05)
+    await communicator.disconnect()
+    logging.getLogger("chat").removeHandler(caplog.handler)
+    assert not await Message.objects.filter(conversation_id=conversation.pk).aexists()
+    assert "could not be saved" in caplog.text
