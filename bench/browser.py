@@ -27,10 +27,8 @@ import asyncio
 import json
 import os
 import random
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -39,7 +37,8 @@ from typing import Any
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench.common import free_port, manage, percentile, spawn, wait_until_up
+
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -306,22 +305,6 @@ def history_messages(conversation_id: int, count: int) -> list[Any]:
 # ---------------------------------------------------------------- the site
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    k = (len(ordered) - 1) * q
-    low = int(k)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
-
-
 class Site:
     """A simulator and one Daphne process on a throwaway SQLite database."""
 
@@ -348,16 +331,15 @@ class Site:
 
     def start(self) -> None:
         self.manage("migrate", "--noinput", "-v", "0")
-        self.spawn(
-            "manage.py", "simulate_ollama", "--port", str(self.sim_port),
-            "--record-times", "--think-tokens", "0", "--ttft-ms", "0",
-        )  # fmt: skip
-        self.spawn(
-            "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.web_port),
-            "chatsite.asgi:application",
-        )  # fmt: skip
-        self.wait(f"{self.sim_url}/api/version")
-        self.wait(f"{self.url}/login/")
+        self.processes += [
+            spawn(self.env, "manage.py", "simulate_ollama", "--port",
+                  str(self.sim_port), "--record-times", "--think-tokens", "0",
+                  "--ttft-ms", "0"),
+            spawn(self.env, "-m", "daphne", "-b", "127.0.0.1", "-p",
+                  str(self.web_port), "chatsite.asgi:application"),
+        ]  # fmt: skip
+        wait_until_up(f"{self.sim_url}/api/version")
+        wait_until_up(f"{self.url}/login/")
         self.session_key = self.shell(
             "from django.contrib.auth.models import User;"
             "from django.contrib.sessions.backends.db import SessionStore;"
@@ -381,40 +363,10 @@ class Site:
         self.tmp.cleanup()
 
     def manage(self, *args: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "manage.py", *args],
-            cwd=ROOT,
-            env=self.env,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        return done.stdout.strip()
+        return manage(self.env, *args).strip()
 
     def shell(self, script: str) -> str:
         return self.manage("shell", "-v", "0", "-c", script)
-
-    def spawn(self, *args: str) -> None:
-        self.processes.append(
-            subprocess.Popen(
-                [sys.executable, *args],
-                cwd=ROOT,
-                env=self.env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        )
-
-    def wait(self, url: str) -> None:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(url, timeout=1)
-                return
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{url} never answered") from None
-                time.sleep(0.1)
 
     def new_conversations(self, count: int, history: int = 0) -> list[int]:
         script = (

@@ -12,10 +12,8 @@ import asyncio
 import gc
 import json
 import os
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -28,7 +26,7 @@ import aiohttp
 import httpx
 import websockets
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench.common import free_port, manage, percentile, spawn, wait_until_up
 
 
 @dataclass
@@ -46,22 +44,6 @@ class StreamResult:
     frames: int = 0
     started: float = 0.0
     first_token: float | None = None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    k = (len(ordered) - 1) * q
-    low = int(k)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
 
 
 def answer_text(tokens: int) -> str:
@@ -108,9 +90,10 @@ class Site:
         return f"http://127.0.0.1:{self.sim_port}"
 
     def start(self) -> None:
-        self._manage("migrate", "--noinput", "-v", "0")
+        manage(self.env, "migrate", "--noinput", "-v", "0")
         self.processes.append(
-            self._spawn(
+            spawn(
+                self.env,
                 "manage.py",
                 "simulate_ollama",
                 "--port",
@@ -123,7 +106,8 @@ class Site:
             )
         )
         self.processes.append(
-            self._spawn(
+            spawn(
+                self.env,
                 "-m",
                 "daphne",
                 "-b",
@@ -133,8 +117,8 @@ class Site:
                 "chatsite.asgi:application",
             )
         )
-        self._wait(f"{self.sim_url}/api/version")
-        self._wait(f"http://127.0.0.1:{self.web_port}/login/")
+        wait_until_up(f"{self.sim_url}/api/version")
+        wait_until_up(f"http://127.0.0.1:{self.web_port}/login/")
         self.cookie = self._setup_data()
 
     @property
@@ -152,37 +136,6 @@ class Site:
             process.wait(10)
         self.tmp.cleanup()
 
-    def _manage(self, *args: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "manage.py", *args],
-            cwd=ROOT,
-            env=self.env,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        return done.stdout
-
-    def _spawn(self, *args: str) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            [sys.executable, *args],
-            cwd=ROOT,
-            env=self.env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-
-    def _wait(self, url: str) -> None:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(url, timeout=1)
-                return
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{url} never answered") from None
-                time.sleep(0.1)
-
     def _setup_data(self) -> str:
         script = (
             "from django.contrib.auth.models import User;"
@@ -196,7 +149,7 @@ class Site:
             "s['_auth_user_hash'] = u.get_session_auth_hash(); s.create();"
             "print(s.session_key)"
         )
-        return "sessionid=" + self._manage("shell", "-v", "0", "-c", script).strip()
+        return "sessionid=" + manage(self.env, "shell", "-v", "0", "-c", script).strip()
 
     def new_conversations(self, count: int) -> list[int]:
         script = (
@@ -207,7 +160,7 @@ class Site:
             f"print(' '.join(str(new().pk) for _ in range({count})))"
         )
         return [
-            int(pk) for pk in self._manage("shell", "-v", "0", "-c", script).split()
+            int(pk) for pk in manage(self.env, "shell", "-v", "0", "-c", script).split()
         ]
 
     def configure(self, **changes: Any) -> None:
