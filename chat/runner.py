@@ -32,7 +32,7 @@ from django.utils import timezone
 
 from chat import fanout, frames
 from chat.models import Message, ModelProfile
-from chat.upstream import Delta, Event, Finished, UpstreamError, ollama_client
+from chat.upstream import Delta, Event, Finished, UpstreamError, client_for
 
 logger = logging.getLogger(__name__)
 
@@ -485,7 +485,7 @@ class Runner:
         profile: ModelProfile,
         history: list[dict[str, str]],
     ) -> None:
-        client = ollama_client(profile.base_url)
+        client = client_for(profile)
         generation.upstream_at = time.perf_counter()
         stream = client.chat(
             profile.tag,

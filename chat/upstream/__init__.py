@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from chat.upstream.events import Delta, Event, Finished, UpstreamError
 from chat.upstream.ollama import ModelFacts, OllamaClient, model_facts
-from chat.upstream.pool import aclose_all, http_client_for, ollama_client
+from chat.upstream.pool import (
+    aclose_all,
+    client_for,
+    http_client_for,
+    ollama_client,
+)
 
 __all__ = [
     "Delta",
@@ -14,6 +19,7 @@ __all__ = [
     "OllamaClient",
     "UpstreamError",
     "aclose_all",
+    "client_for",
     "http_client_for",
     "model_facts",
     "ollama_client",

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 import httpx
 from django.conf import settings
 
 from chat.upstream.ollama import OllamaClient
 from chat.upstream.transport import AiohttpTransport
+
+if TYPE_CHECKING:
+    from chat.models import ModelProfile
 
 # A client's connections belong to the loop that opened them, so each loop
 # (tests run several) gets its own clients.
@@ -35,6 +39,11 @@ def http_client_for(base_url: str) -> httpx.AsyncClient:
 def ollama_client(base_url: str) -> OllamaClient:
     """Return an `OllamaClient` for `base_url` over the shared pool."""
     return OllamaClient(base_url, http=http_client_for(base_url))
+
+
+def client_for(profile: ModelProfile) -> OllamaClient:
+    """Return the client that speaks `profile`'s backend, over the shared pool."""
+    return ollama_client(profile.base_url)
 
 
 async def aclose_all() -> None:

@@ -1,0 +1,120 @@
+"""Messages: one row per question or answer, with the answer's figures."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.db import models
+from django.utils import timezone
+
+
+class MessageQuerySet(models.QuerySet["Message"]):
+    def orphans(self, *, older_than: timedelta) -> MessageQuerySet:
+        """Streaming answers whose owner stopped checkpointing (the heartbeat):
+        their process died."""
+        cutoff = timezone.now() - older_than
+        return self.filter(status=Message.Status.STREAMING, updated_at__lt=cutoff)
+
+    def mark_orphans_interrupted(self, *, older_than: timedelta) -> int:
+        """Mark orphans interrupted, keeping their text."""
+        return self.orphans(older_than=older_than).update(**_interrupted())
+
+    def interrupt_orphans(self, *, older_than: timedelta) -> list[Message]:
+        """Mark orphans interrupted, keeping their text; return those marked."""
+        ids = list(self.orphans(older_than=older_than).values_list("pk", flat=True))
+        if not ids:
+            return []
+        # The status condition again: an owner may have finished meanwhile.
+        self.orphans(older_than=older_than).filter(pk__in=ids).update(**_interrupted())
+        return list(self.filter(pk__in=ids, status=Message.Status.INTERRUPTED))
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user"
+        ASSISTANT = "assistant"
+
+    class Status(models.TextChoices):
+        STREAMING = "streaming"
+        DONE = "done"
+        STOPPED = "stopped"
+        ERROR = "error"
+        INTERRUPTED = "interrupted"
+
+    conversation = models.ForeignKey(
+        "chat.Conversation", on_delete=models.CASCADE, related_name="messages"
+    )
+    role = models.CharField(max_length=10, choices=Role)
+    content = models.TextField(blank=True)
+    thinking = models.TextField(blank=True)
+    status = models.CharField(max_length=12, choices=Status, default=Status.DONE)
+    error_code = models.CharField(max_length=40, blank=True)
+    error_detail = models.TextField(blank=True)
+    client_id = models.CharField(max_length=64, blank=True)
+    model_tag = models.CharField(max_length=200, blank=True)
+    thinking_enabled = models.BooleanField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    # Generation figures: ours (milliseconds, from our clock) ...
+    queue_wait_ms = models.FloatField(null=True)
+    first_token_ms = models.FloatField(null=True)
+    first_answer_token_ms = models.FloatField(null=True)
+    thinking_ms = models.FloatField(null=True)
+    total_ms = models.FloatField(null=True)
+    # ... and the server's own, when it reports them.
+    prompt_tokens = models.PositiveIntegerField(null=True)
+    prompt_eval_ms = models.FloatField(null=True)
+    output_tokens = models.PositiveIntegerField(null=True)
+    eval_ms = models.FloatField(null=True)
+    load_ms = models.FloatField(null=True)
+    done_reason = models.CharField(max_length=20, blank=True)
+
+    objects = MessageQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["pk"]
+        indexes = [models.Index(fields=["status", "updated_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.role} #{self.pk}"
+
+    @property
+    def dom_id(self) -> str:
+        return f"message-{self.pk}"
+
+    @property
+    def decode_tps(self) -> float | None:
+        """Output tokens per second: the server's count and time when reported."""
+        if self.output_tokens and self.eval_ms:
+            return self.output_tokens / (self.eval_ms / 1000)
+        return None
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status != Message.Status.STREAMING
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "queue_wait_ms": self.queue_wait_ms,
+            "first_token_ms": self.first_token_ms,
+            "first_answer_token_ms": self.first_answer_token_ms,
+            "thinking_ms": self.thinking_ms,
+            "total_ms": self.total_ms,
+            "prompt_tokens": self.prompt_tokens,
+            "prompt_eval_ms": self.prompt_eval_ms,
+            "output_tokens": self.output_tokens,
+            "eval_ms": self.eval_ms,
+            "load_ms": self.load_ms,
+            "decode_tps": self.decode_tps,
+            "done_reason": self.done_reason,
+        }
+
+
+def _interrupted() -> dict[str, Any]:
+    return {
+        "status": Message.Status.INTERRUPTED,
+        "error_code": "interrupted",
+        "error_detail": "The server restarted while this answer was being written.",
+    }

@@ -1,0 +1,76 @@
+"""Model profiles: one model on one model server, and how to ask it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+
+
+class ThinkingMode(models.TextChoices):
+    DEFAULT = "default", "Model default"
+    ON = "on", "On"
+    OFF = "off", "Off"
+
+
+class ModelProfileQuerySet(models.QuerySet["ModelProfile"]):
+    def default(self) -> ModelProfile | None:
+        """The model for a conversation that has none: a real model before the demo."""
+        return self.filter(enabled=True).order_by("is_demo", "pk").first()
+
+
+class ModelProfile(models.Model):
+    class Backend(models.TextChoices):
+        OLLAMA = "ollama", "Ollama"
+        OPENAI = "openai", "OpenAI-compatible"
+
+    tag = models.CharField(
+        max_length=200, help_text="Model name on the server, e.g. qwen3:14b"
+    )
+    display_name = models.CharField(max_length=200, blank=True)
+    backend = models.CharField(max_length=10, choices=Backend, default=Backend.OLLAMA)
+    base_url = models.URLField(max_length=500)
+    enabled = models.BooleanField(default=True)
+    is_demo = models.BooleanField(
+        default=False, help_text="Served by the bundled simulator, not a real model."
+    )
+    supports_thinking = models.BooleanField(default=False)
+    context_length = models.PositiveIntegerField(default=4096)
+    default_thinking = models.CharField(
+        max_length=10,
+        choices=[(ThinkingMode.ON, "On"), (ThinkingMode.OFF, "Off")],
+        default=ThinkingMode.ON,
+    )
+    options = models.JSONField(
+        default=dict, blank=True, help_text="Sampling options sent with every request."
+    )
+
+    objects = ModelProfileQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["display_name", "tag"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["base_url", "tag"], name="unique_profile_per_server"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.label
+
+    @property
+    def label(self) -> str:
+        name = self.display_name or self.tag
+        return f"{name} (demo model)" if self.is_demo else name
+
+    def think_flag(self, mode: str) -> bool | None:
+        """The `think` value to send: None (omit it) for a model without thinking."""
+        if not self.supports_thinking:
+            return None
+        if mode == ThinkingMode.DEFAULT:
+            mode = self.default_thinking
+        return mode == ThinkingMode.ON
+
+    def request_options(self) -> dict[str, Any]:
+        # num_ctx is always explicit so Ollama never truncates silently.
+        return {**self.options, "num_ctx": self.context_length}
