@@ -4,14 +4,22 @@ from __future__ import annotations
 
 from chat.models.conversations import Conversation, Turn
 from chat.models.messages import Message, MessageQuerySet
-from chat.models.profiles import ModelProfile, ModelProfileQuerySet, ThinkingMode
+from chat.models.profiles import (
+    HistoryPolicy,
+    ModelProfile,
+    ModelProfileQuerySet,
+    ThinkingMode,
+)
+from chat.models.site import SiteDefaults
 
 __all__ = [
     "Conversation",
+    "HistoryPolicy",
     "Message",
     "MessageQuerySet",
     "ModelProfile",
     "ModelProfileQuerySet",
+    "SiteDefaults",
     "ThinkingMode",
     "Turn",
 ]

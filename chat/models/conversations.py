@@ -9,7 +9,7 @@ from django.db import models, transaction
 from django.urls import reverse
 
 from chat.models.messages import Message
-from chat.models.profiles import ModelProfile, ThinkingMode
+from chat.models.profiles import HistoryPolicy, ModelProfile, ThinkingMode
 
 
 class Conversation(models.Model):
@@ -30,6 +30,10 @@ class Conversation(models.Model):
         max_length=10, choices=ThinkingMode, default=ThinkingMode.DEFAULT
     )
     system_prompt = models.TextField(blank=True)
+    # Blank / null: the model profile's default, then the site's.
+    history_policy = models.CharField(max_length=10, choices=HistoryPolicy, blank=True)
+    history_last_n = models.PositiveIntegerField(null=True, blank=True)
+    temperature = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -70,6 +70,11 @@ class Message(models.Model):
     eval_ms = models.FloatField(null=True)
     load_ms = models.FloatField(null=True)
     done_reason = models.CharField(max_length=20, blank=True)
+    # What was sent with the question (the history builder's account).
+    history_sent = models.PositiveIntegerField(null=True)
+    history_total = models.PositiveIntegerField(null=True)
+    prompt_tokens_estimate = models.PositiveIntegerField(null=True)
+    context_tokens = models.PositiveIntegerField(null=True)
 
     objects = MessageQuerySet.as_manager()
 

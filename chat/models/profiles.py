@@ -13,6 +13,13 @@ class ThinkingMode(models.TextChoices):
     OFF = "off", "Off"
 
 
+class HistoryPolicy(models.TextChoices):
+    ALL = "all", "All messages"
+    LAST_N = "last_n", "Last N messages"
+    FIT = "fit", "Fit the model's context"
+    NONE = "none", "None (each question alone)"
+
+
 class ModelProfileQuerySet(models.QuerySet["ModelProfile"]):
     def default(self) -> ModelProfile | None:
         """The model for a conversation that has none: a real model before the demo."""
@@ -41,6 +48,18 @@ class ModelProfile(models.Model):
         choices=[(ThinkingMode.ON, "On"), (ThinkingMode.OFF, "Off")],
         default=ThinkingMode.ON,
     )
+    parallel_slots = models.PositiveIntegerField(
+        default=0,
+        help_text="Answers the server runs at once (e.g. OLLAMA_NUM_PARALLEL); "
+        "more wait in a queue. 0 means no limit.",
+    )
+    default_history_policy = models.CharField(
+        max_length=10,
+        choices=HistoryPolicy,
+        blank=True,
+        help_text="Blank: the site default.",
+    )
+    default_history_last_n = models.PositiveIntegerField(null=True, blank=True)
     options = models.JSONField(
         default=dict, blank=True, help_text="Sampling options sent with every request."
     )

@@ -1,0 +1,49 @@
+"""Site-wide defaults, one row, edited in the admin."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from chat.models.profiles import HistoryPolicy, ModelProfile, ThinkingMode
+
+
+class SiteDefaults(models.Model):
+    """What a new conversation gets when neither it nor its model profile says."""
+
+    default_profile = models.ForeignKey(
+        ModelProfile,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        help_text="Blank: the first enabled real model, else the demo model.",
+    )
+    default_thinking = models.CharField(
+        max_length=10, choices=ThinkingMode, default=ThinkingMode.DEFAULT
+    )
+    default_history_policy = models.CharField(
+        max_length=10, choices=HistoryPolicy, default=HistoryPolicy.ALL
+    )
+    default_history_last_n = models.PositiveIntegerField(default=20)
+    generations_per_user = models.PositiveIntegerField(
+        default=3,
+        help_text="Answers one user may have running at once; more wait in a "
+        "queue. 0 means no limit.",
+    )
+    share_requires_sign_in = models.BooleanField(
+        default=False, help_text="Shared links open only for signed-in users."
+    )
+
+    class Meta:
+        verbose_name = verbose_name_plural = "site defaults"
+
+    def __str__(self) -> str:
+        return "Site defaults"
+
+    def save(self, *args: object, **kwargs: object) -> None:
+        self.pk = 1  # one row
+        super().save(*args, **kwargs)  # type: ignore[arg-type]
+
+    @classmethod
+    def load(cls) -> SiteDefaults:
+        obj, _ = cls.objects.get_or_create(pk=1)
+        return obj
