@@ -71,6 +71,8 @@ class Generation:
     task: asyncio.Task[None] | None = None
     # (thinking_len, content_len) at the last checkpoint.
     checkpointed: tuple[int, int] = (0, 0)
+    # The final frames, once stored: a socket resuming after that gets them.
+    closing: list[dict[str, Any]] | None = None
 
     @property
     def message_id(self) -> int:
@@ -363,6 +365,11 @@ class Runner:
                 offset = seen[1]
             if (generation.thinking_len, generation.content_len) == seen:
                 break
+        if generation.closing is not None:
+            # It ended during our sends: its final frames went out without us.
+            for frame in generation.closing:
+                await sink.send_frame(frame)
+            return True
         generation.attached.add(sink)
         return True
 
@@ -533,12 +540,14 @@ class Runner:
         # 5 ms slices and stall the relay of every other answer even longer.
         final = frames.message(message)
         subscribers = self._subscribers.get(generation.conversation_id, set())
-        sinks = generation.attached | subscribers
         if generation.publisher is not None:
             await generation.publisher.flush()
         closing = [frames.done(message), final]
         if error is not None:
             closing.insert(0, frames.error(message.pk, error.code, error.detail))
+        # From here a resuming socket is sent these by `resume`, not attached.
+        generation.closing = closing
+        sinks = generation.attached | subscribers
         for frame in closing:
             await _send_all(sinks, frame)
         # The runner's channel stays in the generation group (a stop or resume

@@ -1,0 +1,61 @@
+"""The runner's edges that the socket tests cannot time on purpose."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+
+from chat.runner import runner
+
+
+class Recorder:
+    """A socket stand-in that keeps the frames it is sent."""
+
+    def __init__(self) -> None:
+        self.frames: list[dict[str, Any]] = []
+        self.ended = asyncio.Event()
+
+    async def send_frame(self, frame: dict[str, Any]) -> None:
+        self.frames.append(frame)
+        if frame["type"] == "message":
+            self.ended.set()
+
+
+class ResumesOnDone(Recorder):
+    """Like a second tab that reconnects the moment the first one sees `done`:
+    its resume runs while the final frames are still being sent."""
+
+    def __init__(self, late: Recorder, message_id: int) -> None:
+        super().__init__()
+        self.late = late
+        self.message_id = message_id
+
+    async def send_frame(self, frame: dict[str, Any]) -> None:
+        await super().send_frame(frame)
+        if frame["type"] == "done":
+            assert await runner.resume(self.late, self.message_id, 0, 0)
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_resume_during_the_final_frames_still_gets_the_stored_answer(
+    conversation, simulator
+):
+    turn = await database_sync_to_async(conversation.begin_turn)("hello")
+    late = Recorder()
+    first = ResumesOnDone(late, turn.answer.pk)
+    assert runner.claim(conversation.pk)
+    runner.subscribe(conversation.pk, first)
+    try:
+        await runner.start(turn.profile, turn.answer, turn.history)
+        await asyncio.wait_for(first.ended.wait(), 10)
+        await asyncio.wait_for(late.ended.wait(), 10)
+    finally:
+        runner.unsubscribe(conversation.pk, first)
+    final = late.frames[-1]["message"]
+    assert final["status"] == "done"
+    assert final["content"] == first.frames[-1]["message"]["content"] != ""
+    streamed = "".join(f["delta"] for f in late.frames if f["type"] == "content")
+    assert streamed == final["content"]
