@@ -30,7 +30,7 @@ from channels.layers import BaseChannelLayer, get_channel_layer
 from django.db import DatabaseError, connections, router, transaction
 from django.utils import timezone
 
-from chat import fanout, frames
+from chat import fanout, frames, rendering
 from chat.models import Message, ModelProfile
 from chat.upstream import Delta, Event, Finished, UpstreamError, client_for
 
@@ -536,8 +536,10 @@ class Runner:
         for name, value in generation.figures().items():
             setattr(message, name, value)
         await _save_message(message)
-        # Rendered here, on the loop: in a worker thread it would hold the GIL in
-        # 5 ms slices and stall the relay of every other answer even longer.
+        # A long answer's markdown is rendered in a helper process first; a short
+        # one here, on the loop (in a worker thread it would hold the GIL in 5 ms
+        # slices and stall the relay of every other answer even longer).
+        await rendering.prerender(message.content)
         final = frames.message(message)
         subscribers = self._subscribers.get(generation.conversation_id, set())
         if generation.publisher is not None:

@@ -46,3 +46,48 @@ class Elements(HTMLParser):
 
     def handle_starttag(self, tag, attrs):
         self.found.append((tag, attrs))
+
+
+LONG = "\n\n".join(
+    f"Paragraph {i} with **bold**, `code` and a [link](https://example.com/{i})."
+    for i in range(400)
+)
+
+
+async def test_a_long_answer_is_rendered_in_the_helper_process_the_same():
+    from chat import rendering
+
+    assert len(LONG) >= rendering.OFF_LOOP_CHARS
+    await rendering.prerender(LONG)
+    assert LONG in rendering._prerendered
+    html = render_markdown(LONG)  # the template filter finds it ...
+    assert LONG not in rendering._prerendered  # ... once
+    assert html == render_markdown(LONG)  # and it is what inline rendering gives
+    assert html.count("<strong>bold</strong>") == 400
+
+
+async def test_a_short_answer_stays_inline():
+    from chat import rendering
+
+    await rendering.prerender("**short**")
+    assert "**short**" not in rendering._prerendered
+
+
+async def test_a_failed_helper_process_falls_back_to_inline_rendering():
+    import os
+    from concurrent.futures.process import BrokenProcessPool
+
+    from chat import rendering
+
+    await rendering.prerender(LONG)  # starts the helper process
+    assert rendering._pool is not None
+    crash = rendering._pool.submit(os._exit, 1)
+    with pytest.raises(BrokenProcessPool):
+        crash.result(timeout=30)
+    rendering._prerendered.clear()
+    await rendering.prerender(LONG)  # logged, not raised
+    assert LONG not in rendering._prerendered
+    assert rendering._pool is None  # a new one next time
+    assert render_markdown(LONG).count("<strong>bold</strong>") == 400
+    await rendering.prerender(LONG)
+    assert LONG in rendering._prerendered
