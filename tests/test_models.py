@@ -71,7 +71,7 @@ def test_history_skips_thinking_streaming_and_empty_answers(alice, thinker):
 
 def test_begin_turn_stores_question_and_streaming_placeholder(alice, thinker):
     conversation = Conversation.objects.create(owner=alice, thinking="off")
-    question, answer, profile, history, titled = conversation.begin_turn(
+    question, answer, profile, history, titled, _ = conversation.begin_turn(
         "Hi  there", "id-1"
     )
     assert profile == thinker and titled
