@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import heapq
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from django.conf import settings
@@ -11,6 +13,7 @@ from django.urls import reverse
 from chat.models.effective import Effective, EffectiveSettings, History, Level
 from chat.models.history import Prompt, build_prompt
 from chat.models.messages import Message
+from chat.models.notices import SettingsChange
 from chat.models.profiles import HistoryPolicy, ModelProfile, ThinkingMode
 from chat.models.site import SiteDefaults
 
@@ -197,10 +200,20 @@ class Conversation(models.Model):
             self.request_options(profile),
         )
 
+    def timeline(self) -> list[Message | SettingsChange]:
+        """Messages with the settings-change notices between them, in order."""
+        messages: list[Message | SettingsChange] = list(self.messages.all())
+        notices: list[Message | SettingsChange] = list(self.settings_changes.all())
+        return list(heapq.merge(messages, notices, key=_created_at))
+
     def history_for_prompt(self) -> list[dict[str, str]]:
         """The messages to send with the newest question: the system prompt, then
         what the history policy keeps (see `chat.models.history`)."""
         return self.build_prompt().messages
+
+
+def _created_at(item: Message | SettingsChange) -> datetime:
+    return item.created_at
 
 
 class Turn(NamedTuple):
