@@ -6,7 +6,7 @@ from django import forms
 from django.contrib.auth.forms import UserCreationForm
 from django.utils.safestring import SafeString
 
-from chat.models import Conversation, HistoryPolicy, ModelProfile
+from chat.models import Conversation, HistoryPolicy, ModelProfile, SiteDefaults
 
 
 class FirstAdminForm(UserCreationForm):  # type: ignore[type-arg]
@@ -76,7 +76,10 @@ class SettingsForm(forms.ModelForm):  # type: ignore[type-arg]
         model = self.fields["model_profile"]
         assert isinstance(model, forms.ModelChoiceField)
         model.queryset = ModelProfile.objects.filter(enabled=True)
+        site_model = SiteDefaults.load().model_profile()
         model.empty_label = "Site default"
+        if site_model is not None:
+            model.empty_label += f" ({site_model.label})"
         model.error_messages["invalid_choice"] = (
             "That model is not available any more: pick another."
         )

@@ -92,7 +92,16 @@ def test_fit_keeps_the_newest_whole_turns_that_fit(chat, profile):
     fixed = len("Be brief") + len("now?") + 2 * MESSAGE_OVERHEAD_CHARS
     whole_turns = (3200 - fixed) // turn_chars
     assert whole_turns == 3
-    assert contents(prompt) == ["Be brief", "q8", "a8", "q9", "a9", "q10", "a10", "now?"]
+    assert contents(prompt) == [
+        "Be brief",
+        "q8",
+        "a8",
+        "q9",
+        "a9",
+        "q10",
+        "a10",
+        "now?",
+    ]
     assert prompt.tokens_estimate <= 800
     assert prompt.chars == fixed + whole_turns * turn_chars
     assert prompt.context_tokens == 1000
@@ -154,7 +163,10 @@ def test_a_leading_answer_without_question_is_its_own_turn():
 
 
 def test_without_a_new_question_the_policy_still_applies():
-    messages = [Message(role="user", content="q"), Message(role="assistant", content="a")]
+    messages = [
+        Message(role="user", content="q"),
+        Message(role="assistant", content="a"),
+    ]
     prompt = build_prompt(
         messages,
         system_prompt="",
@@ -186,7 +198,11 @@ def test_begin_turn_records_what_was_sent(chat):
     add_turns(chat, 3)
     turn = chat.begin_turn("and now?")
     answer = turn.answer
-    assert [m["content"] for m in turn.history][1:] == ["q3........", "a3........", "and now?"]
+    assert [m["content"] for m in turn.history][1:] == [
+        "q3........",
+        "a3........",
+        "and now?",
+    ]
     assert (answer.history_sent, answer.history_total) == (3, 7)
     assert answer.context_tokens == 1000
     assert answer.prompt_chars == sum(
@@ -198,7 +214,10 @@ def test_begin_turn_records_what_was_sent(chat):
 
 def test_the_footer_says_what_was_sent():
     message = Message(
-        history_sent=14, history_total=52, prompt_tokens_estimate=6246, context_tokens=8192
+        history_sent=14,
+        history_total=52,
+        prompt_tokens_estimate=6246,
+        context_tokens=8192,
     )
     assert message.history_summary == "14 of 52 messages, ~6.1k of 8k tokens"
     assert Message(history_sent=1, history_total=1).history_summary == (
