@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chat.models import Conversation, Message, ModelProfile, SiteDefaults
+from chat.models import Conversation, History, Message, ModelProfile, SiteDefaults
 from chat.models.history import MESSAGE_OVERHEAD_CHARS, build_prompt, turns
 
 pytestmark = pytest.mark.django_db
@@ -253,6 +253,7 @@ def test_missing_or_implausible_figures_teach_nothing(profile):
     assert not profile.learn_from(finished(profile, 4000, None))
     # A cached prompt prefix: the server counted only the new tokens.
     assert not profile.learn_from(finished(profile, 40_000, 100))
+    assert not profile.learn_from(finished(profile, 7000, 1000))  # part cached
     assert not profile.learn_from(finished(profile, 100, 400))
     profile.refresh_from_db()
     assert profile.chars_per_token is None
@@ -264,3 +265,11 @@ def test_calibration_changes_what_fits(chat, profile):
     before = len(ask(chat).messages)
     profile.learn_from(finished(profile, 2000, 1000))  # 2 chars a token
     assert len(chat.build_prompt(profile).messages) < before
+
+
+def test_history_settings_read_as_the_panel_and_notices_say_them():
+    assert str(History("last_n", 4)) == "last 4 messages"
+    assert str(History("last_n", 1)) == "last message"
+    assert str(History("fit", 0)) == "fit the model's context"
+    assert str(History("none", 0)) == "none"
+    assert str(History("all", 0)) == "all messages"

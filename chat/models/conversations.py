@@ -180,11 +180,7 @@ class Conversation(models.Model):
             status=Message.Status.STREAMING,
             model_tag=profile.tag,
             thinking_enabled=self.effective_thinking(profile).value,
-            history_sent=prompt.sent,
-            history_total=prompt.total,
-            prompt_tokens_estimate=prompt.tokens_estimate,
-            context_tokens=prompt.context_tokens,
-            prompt_chars=prompt.chars,
+            **prompt.figures(),
         )
         titled = not self.title
         if titled:

@@ -36,6 +36,8 @@ class History:
 
     def __str__(self) -> str:
         if self.policy == HistoryPolicy.LAST_N:
+            if self.last_n == 1:
+                return "last message"
             return f"last {self.last_n} messages"
         if self.policy == HistoryPolicy.FIT:
             return "fit the model's context"

@@ -31,6 +31,16 @@ class Prompt:
     tokens_estimate: int
     context_tokens: int
 
+    def figures(self) -> dict[str, int]:
+        """The answer's record of what was sent (its `Message` fields)."""
+        return {
+            "history_sent": self.sent,
+            "history_total": self.total,
+            "prompt_tokens_estimate": self.tokens_estimate,
+            "context_tokens": self.context_tokens,
+            "prompt_chars": self.chars,
+        }
+
 
 def message_chars(content: str) -> int:
     return len(content) + MESSAGE_OVERHEAD_CHARS

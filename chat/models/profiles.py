@@ -10,7 +10,11 @@ if TYPE_CHECKING:
     from chat.models.messages import Message
 
 DEFAULT_CHARS_PER_TOKEN = 4.0
-PLAUSIBLE_CHARS_PER_TOKEN = (1.0, 8.0)
+# Text runs from about 1 (CJK) to 5 (English prose) characters a token. A higher
+# ratio means the server counted only the tokens it evaluated, not those reused
+# from its prompt cache (Ollama before 0.2.x, and again for a while with its
+# llama-server engine: ollama/ollama#5371, #16428; llama.cpp's `prompt_n`).
+PLAUSIBLE_CHARS_PER_TOKEN = (1.0, 6.0)
 # Each answer moves the learnt ratio this far towards what it measured.
 LEARNING_RATE = 0.3
 
@@ -127,8 +131,8 @@ class ModelProfile(models.Model):
         """Fold an answer's prompt figures (our characters sent, the server's
         token count) into `chars_per_token`; False if they tell nothing.
 
-        A ratio outside a plausible range is ignored: servers that reuse a cached
-        prompt prefix count only the tokens they evaluated.
+        A ratio outside a plausible range is ignored (see
+        `PLAUSIBLE_CHARS_PER_TOKEN`).
         """
         chars, tokens = message.prompt_chars, message.prompt_tokens
         if not chars or not tokens:
