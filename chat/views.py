@@ -119,11 +119,18 @@ def set_thinking(request: SignedInRequest, pk: int) -> HttpResponse:
         return redirect(current)
     context = {
         "conversation": current,
-        "profile": current.model_profile or ModelProfile.objects.default(),
+        "profile": _effective_profile(current),
         "thinking_form": form,
         "notice": notice,
     }
     return render(request, "chat/_thinking_toggle.html", context, status=status)
+
+
+def _effective_profile(conversation: Conversation) -> ModelProfile | None:
+    try:
+        return conversation.model_for_next_answer()
+    except Conversation.NoModel:
+        return None
 
 
 def _settings_context(

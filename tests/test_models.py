@@ -81,7 +81,7 @@ def test_begin_turn_stores_question_and_streaming_placeholder(alice, thinker):
     assert history == [{"role": "user", "content": "Hi  there"}]
     conversation.refresh_from_db()
     assert conversation.title == "Hi there"
-    assert conversation.model_profile == thinker
+    assert conversation.model_profile is None  # it follows the site default
     with pytest.raises(Conversation.Busy):
         conversation.begin_turn("while it streams")
     answer.status = Message.Status.DONE

@@ -285,3 +285,34 @@ def test_the_conversations_temperature_is_sent_on_top_of_the_models(own, thinker
     assert own.request_options(thinker) == {"temperature": 0.6, "num_ctx": 8192}
     own.temperature = 0.0
     assert own.request_options(thinker) == {"temperature": 0.0, "num_ctx": 8192}
+
+
+def test_a_conversation_on_the_site_default_keeps_following_it(alice, thinker, plain):
+    conversation = Conversation.objects.create(owner=alice, model_profile=None)
+    assert conversation.begin_turn("hello").profile == thinker
+    conversation.messages.filter(status="streaming").update(status="done")
+    site = SiteDefaults.load()
+    site.default_profile = plain
+    site.save()
+    conversation.refresh_from_db()
+    assert conversation.begin_turn("again").profile == plain
+
+
+def test_a_disabled_model_is_replaced_by_the_one_that_answers(alice, thinker, plain):
+    conversation = Conversation.objects.create(owner=alice, model_profile=plain)
+    plain.enabled = False
+    plain.save()
+    conversation.refresh_from_db()
+    assert conversation.effective_model().level == "site"
+    assert conversation.begin_turn("hello").profile == thinker
+    conversation.refresh_from_db()
+    assert conversation.model_profile == thinker
+
+
+def test_the_panel_says_when_no_model_is_set_up(alice_client, alice):
+    conversation = Conversation.objects.create(owner=alice)
+    response = alice_client.get(url(conversation), **HTMX)
+    assert response.status_code == 200
+    assert "No model is set up" in response.content.decode()
+    page = alice_client.get(conversation.get_absolute_url()).content.decode()
+    assert 'id="settings-panel"' not in page

@@ -185,7 +185,10 @@ class Conversation(models.Model):
         titled = not self.title
         if titled:
             self.title = self.title_from(content)
-        self.model_profile = profile
+        if self.model_profile_id is not None:
+            # Its model was disabled: keep the one that answered. (No model at
+            # all means "the site default", which it keeps following.)
+            self.model_profile = profile
         self.save(update_fields=["title", "model_profile", "updated_at"])
         return Turn(
             question,
