@@ -1,8 +1,14 @@
 from __future__ import annotations
 
-from django.contrib import admin
+from typing import Any
 
-from chat.models import Conversation, Message, ModelProfile
+from django.contrib import admin
+from django.db import models
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+
+from chat.models import Conversation, Message, ModelProfile, SiteDefaults
 
 
 @admin.register(ModelProfile)
@@ -19,6 +25,29 @@ class ModelProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     ]
     list_filter = ["backend", "enabled", "is_demo"]
     search_fields = ["tag", "display_name", "base_url"]
+    readonly_fields = ["chars_per_token"]
+    formfield_overrides = {models.URLField: {"assume_scheme": "http"}}
+    fieldsets = [
+        (None, {"fields": ["tag", "display_name", "enabled", "is_demo"]}),
+        ("Server", {"fields": ["backend", "base_url", "parallel_slots"]}),
+        (
+            "Model",
+            {"fields": ["supports_thinking", "context_length", "chars_per_token"]},
+        ),
+        (
+            "Defaults for its conversations",
+            {
+                "description": "A conversation's own setting wins; blank here "
+                "means the site default.",
+                "fields": [
+                    "default_thinking",
+                    "default_history_policy",
+                    "default_history_last_n",
+                    "options",
+                ],
+            },
+        ),
+    ]
 
 
 class MessageInline(admin.TabularInline):  # type: ignore[type-arg]
@@ -34,3 +63,43 @@ class ConversationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_filter = ["thinking"]
     search_fields = ["title", "owner__username"]
     inlines = [MessageInline]
+
+
+@admin.register(SiteDefaults)
+class SiteDefaultsAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """One row: it can be changed, not added twice nor deleted."""
+
+    fieldsets = [
+        (
+            "New conversations",
+            {
+                "description": "What a conversation gets when neither it nor its "
+                "model profile says otherwise.",
+                "fields": [
+                    "default_profile",
+                    "default_thinking",
+                    "default_history_policy",
+                    "default_history_last_n",
+                ],
+            },
+        ),
+        (
+            "Limits and sharing",
+            {"fields": ["generations_per_user", "share_requires_sign_in"]},
+        ),
+    ]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return not SiteDefaults.objects.exists()
+
+    def has_delete_permission(
+        self, request: HttpRequest, obj: SiteDefaults | None = None
+    ) -> bool:
+        return False
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        """Straight to the one row."""
+        site = SiteDefaults.load()
+        return redirect(reverse("admin:chat_sitedefaults_change", args=[site.pk]))

@@ -96,7 +96,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await runner.broadcast(
                 self.conversation_id, frames.conversation(turn.question.conversation)
             )
-        await runner.start(turn.profile, turn.answer, turn.history)
+        await runner.start(turn.profile, turn.answer, turn.history, turn.options)
 
     async def resume(self, frame: frames.ResumeFrame) -> None:
         resumed = await runner.resume(

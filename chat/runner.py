@@ -73,6 +73,8 @@ class Generation:
     checkpointed: tuple[int, int] = (0, 0)
     # The final frames, once stored: a socket resuming after that gets them.
     closing: list[dict[str, Any]] | None = None
+    # The request's options (the conversation's on top of the profile's).
+    options: dict[str, Any] | None = None
 
     @property
     def message_id(self) -> int:
@@ -303,6 +305,7 @@ class Runner:
         profile: ModelProfile,
         message: Message,
         history: list[dict[str, str]],
+        options: dict[str, Any] | None = None,
     ) -> Generation:
         """Start streaming `message` (a claimed conversation's placeholder answer)."""
         conversation_id = message.conversation_id
@@ -312,6 +315,7 @@ class Runner:
             model=profile.tag,
             think=message.thinking_enabled,
             attached=set(self._subscribers.get(conversation_id, ())),
+            options=options,
         )
         self._generations[conversation_id] = generation
         self._ensure_checkpoints()
@@ -485,6 +489,7 @@ class Runner:
         group = fanout.conversation_group(generation.conversation_id)
         for frame in closing:
             await self._group_send(group, dict(fanout.frame_event(self.id, frame)))
+        await _learn_token_ratio(profile, generation.message)
 
     async def _relay(
         self,
@@ -498,7 +503,7 @@ class Runner:
             profile.tag,
             history,
             think=generation.think,
-            options=profile.request_options(),
+            options=generation.options or profile.request_options(),
         )
         # aclosing: leaving the loop (done, stop, error) closes the upstream request,
         # which is how a model server learns to stop generating.
@@ -575,6 +580,15 @@ async def _send_all(sinks: Iterable[Sink], frame: dict[str, Any]) -> None:
 @database_sync_to_async
 def _save_message(message: Message) -> None:
     message.save()
+
+
+async def _learn_token_ratio(profile: ModelProfile, message: Message) -> None:
+    """Calibrate the profile's token estimate from the answer's prompt figures
+    (after the answer is saved and told: it delays nobody)."""
+    try:
+        await database_sync_to_async(profile.learn_from)(message)
+    except DatabaseError:
+        logger.warning("calibrating %s failed", profile.tag, exc_info=True)
 
 
 @database_sync_to_async

@@ -13,6 +13,11 @@ urlpatterns = [
     path("c/new/", views.new_conversation, name="new_conversation"),
     path("c/<int:pk>/", views.conversation, name="conversation"),
     path("c/<int:pk>/thinking/", views.set_thinking, name="set_thinking"),
+    path(
+        "c/<int:pk>/settings/",
+        views.conversation_settings,
+        name="conversation_settings",
+    ),
     path("c/<int:pk>/item/", views.conversation_item, name="conversation_item"),
     path("c/<int:pk>/rename/", views.rename_conversation, name="rename_conversation"),
     path("c/<int:pk>/delete/", views.delete_conversation, name="delete_conversation"),

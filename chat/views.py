@@ -12,8 +12,15 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
-from chat.forms import FirstAdminForm, RenameForm, ThinkingForm
-from chat.models import Conversation, Message, ModelProfile
+from chat.forms import FirstAdminForm, RenameForm, SettingsForm, ThinkingForm
+from chat.models import (
+    Conversation,
+    EffectiveSettings,
+    Message,
+    ModelProfile,
+    SettingsChange,
+    SiteDefaults,
+)
 
 # A streaming answer checkpoints about once a second; one silent for longer than
 # this belongs to a dead process (see chat.runner's ORPHAN_AFTER).
@@ -55,7 +62,10 @@ def home(request: HttpRequest) -> HttpResponse:
         return redirect("setup")
     if not request.user.is_authenticated:
         return redirect("login")
-    context = {**_sidebar(request), "default_model": ModelProfile.objects.default()}
+    context = {
+        **_sidebar(request),
+        "default_model": SiteDefaults.load().model_profile(),
+    }
     return render(request, "chat/index.html", context)
 
 
@@ -74,10 +84,7 @@ def setup(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def new_conversation(request: SignedInRequest) -> HttpResponseRedirect:
-    conversation = Conversation.objects.create(
-        owner=request.user, model_profile=ModelProfile.objects.default()
-    )
-    return redirect(conversation)
+    return redirect(Conversation.start(request.user))
 
 
 @login_required
@@ -87,9 +94,9 @@ def conversation(request: SignedInRequest, pk: int) -> HttpResponse:
     context = {
         **_sidebar(request),
         "conversation": current,
-        "chat_messages": current.messages.all(),
-        "profile": current.model_profile or ModelProfile.objects.default(),
+        "chat_messages": current.timeline(),
         "thinking_form": ThinkingForm(instance=current),
+        **_settings_context(current, SettingsForm(instance=current)),
     }
     return render(request, "chat/conversation.html", context)
 
@@ -100,8 +107,11 @@ def set_thinking(request: SignedInRequest, pk: int) -> HttpResponse:
     current = _owned(request, pk)
     form = ThinkingForm(request.POST, instance=current)
     status = 200
+    notice = None
     if form.is_valid():
         form.save()
+        if form.has_changed():
+            notice = SettingsChange.record(current, ["thinking"])
     else:
         status = 400
         current.refresh_from_db()
@@ -109,10 +119,64 @@ def set_thinking(request: SignedInRequest, pk: int) -> HttpResponse:
         return redirect(current)
     context = {
         "conversation": current,
-        "profile": current.model_profile or ModelProfile.objects.default(),
+        "profile": _effective_profile(current),
         "thinking_form": form,
+        "notice": notice,
     }
     return render(request, "chat/_thinking_toggle.html", context, status=status)
+
+
+def _effective_profile(conversation: Conversation) -> ModelProfile | None:
+    try:
+        return conversation.model_for_next_answer()
+    except Conversation.NoModel:
+        return None
+
+
+def _settings_context(
+    conversation: Conversation, form: SettingsForm
+) -> dict[str, object]:
+    try:
+        effective: EffectiveSettings | None = conversation.effective_settings()
+    except Conversation.NoModel:
+        effective = None
+    return {
+        "settings_form": form,
+        "effective": effective,
+        "profile": effective.model.value if effective else None,
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def conversation_settings(request: SignedInRequest, pk: int) -> HttpResponse:
+    """The settings panel: model, thinking, history, temperature, system prompt.
+    Saved changes apply from the next message and leave a notice in the
+    conversation; bad input is shown back with its errors, nothing saved."""
+    current = _owned(request, pk)
+    form = SettingsForm(request.POST or None, instance=current)
+    status, notice = 200, None
+    if request.method == "POST":
+        if form.is_valid():
+            form.save()
+            notice = SettingsChange.record(current, form.changes())
+            if not request.htmx:
+                return redirect(current)
+            form = SettingsForm(instance=current)
+        else:
+            status = 422
+            current.refresh_from_db()
+    context = {
+        "conversation": current,
+        "thinking_form": ThinkingForm(instance=current),
+        "saved": notice is not None,
+        "notice": notice,
+        "oob": request.method == "POST",
+        **_settings_context(current, form),
+        "form": form,
+    }
+    template = "chat/_settings_panel.html" if request.htmx else "chat/settings.html"
+    return render(request, template, context, status=status)
 
 
 # Sidebar: rename and delete (htmx partials; plain POSTs redirect).

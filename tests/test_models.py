@@ -71,7 +71,7 @@ def test_history_skips_thinking_streaming_and_empty_answers(alice, thinker):
 
 def test_begin_turn_stores_question_and_streaming_placeholder(alice, thinker):
     conversation = Conversation.objects.create(owner=alice, thinking="off")
-    question, answer, profile, history, titled = conversation.begin_turn(
+    question, answer, profile, history, titled, _ = conversation.begin_turn(
         "Hi  there", "id-1"
     )
     assert profile == thinker and titled
@@ -81,7 +81,7 @@ def test_begin_turn_stores_question_and_streaming_placeholder(alice, thinker):
     assert history == [{"role": "user", "content": "Hi  there"}]
     conversation.refresh_from_db()
     assert conversation.title == "Hi there"
-    assert conversation.model_profile == thinker
+    assert conversation.model_profile is None  # it follows the site default
     with pytest.raises(Conversation.Busy):
         conversation.begin_turn("while it streams")
     answer.status = Message.Status.DONE

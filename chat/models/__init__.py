@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from chat.models.conversations import Conversation, Turn
+from chat.models.effective import Effective, EffectiveSettings, History, Level
+from chat.models.history import Prompt
 from chat.models.messages import Message, MessageQuerySet
+from chat.models.notices import SettingsChange
 from chat.models.profiles import (
     HistoryPolicy,
     ModelProfile,
@@ -14,6 +17,12 @@ from chat.models.site import SiteDefaults
 
 __all__ = [
     "Conversation",
+    "Effective",
+    "EffectiveSettings",
+    "History",
+    "Level",
+    "Prompt",
+    "SettingsChange",
     "HistoryPolicy",
     "Message",
     "MessageQuerySet",

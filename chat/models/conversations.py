@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import heapq
+from datetime import datetime
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import models, transaction
 from django.urls import reverse
 
+from chat.models.effective import Effective, EffectiveSettings, History, Level
+from chat.models.history import Prompt, build_prompt
 from chat.models.messages import Message
+from chat.models.notices import SettingsChange
 from chat.models.profiles import HistoryPolicy, ModelProfile, ThinkingMode
+from chat.models.site import SiteDefaults
 
 
 class Conversation(models.Model):
@@ -59,14 +65,102 @@ class Conversation(models.Model):
         return words[:60] + ("…" if len(words) > 60 else "")
 
     def model_for_next_answer(self) -> ModelProfile:
+        return self.effective_model().value
+
+    # Effective settings: the conversation's own value, else its model's
+    # default, else the site's. Resolved here only; views, the panel and
+    # begin_turn all ask these.
+
+    @classmethod
+    def start(cls, owner: Any) -> Conversation:
+        """A new conversation with the site's defaults."""
+        site = SiteDefaults.load()
+        return cls.objects.create(
+            owner=owner,
+            model_profile=site.model_profile(),
+            thinking=site.default_thinking,
+        )
+
+    def effective_model(
+        self, site: SiteDefaults | None = None
+    ) -> Effective[ModelProfile]:
         profile = self.model_profile
-        if profile is None or not profile.enabled:
-            profile = ModelProfile.objects.default()
+        if profile is not None and profile.enabled:
+            return Effective(profile, Level.CONVERSATION)
+        profile = (site or SiteDefaults.load()).model_profile()
         if profile is None:
             raise Conversation.NoModel(
                 "No model is set up. An admin can add one under Model profiles."
             )
-        return profile
+        return Effective(profile, Level.SITE)
+
+    def effective_thinking(self, profile: ModelProfile) -> Effective[bool | None]:
+        """Whether the model is asked to think (None: it cannot)."""
+        level = (
+            Level.MODEL if self.thinking == ThinkingMode.DEFAULT else Level.CONVERSATION
+        )
+        return Effective(profile.think_flag(self.thinking), level)
+
+    def effective_history(
+        self, profile: ModelProfile, site: SiteDefaults | None = None
+    ) -> Effective[History]:
+        if self.history_policy:
+            return Effective(
+                History(self.history_policy, self.history_last_n or 0),
+                Level.CONVERSATION,
+            )
+        if profile.default_history_policy:
+            last_n = profile.default_history_last_n or 0
+            return Effective(
+                History(profile.default_history_policy, last_n), Level.MODEL
+            )
+        site = site or SiteDefaults.load()
+        return Effective(
+            History(site.default_history_policy, site.default_history_last_n),
+            Level.SITE,
+        )
+
+    def effective_temperature(self, profile: ModelProfile) -> Effective[float | None]:
+        if self.temperature is not None:
+            return Effective(self.temperature, Level.CONVERSATION)
+        value = profile.options.get("temperature")
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return Effective(float(value), Level.MODEL)
+        return Effective(None, Level.SERVER)
+
+    def effective_settings(self) -> EffectiveSettings:
+        """What the next answer will use, and where each value comes from."""
+        site = SiteDefaults.load()
+        model = self.effective_model(site)
+        return EffectiveSettings(
+            model=model,
+            thinking=self.effective_thinking(model.value),
+            history=self.effective_history(model.value, site),
+            temperature=self.effective_temperature(model.value),
+            system_prompt=self.system_prompt,
+        )
+
+    def request_options(self, profile: ModelProfile) -> dict[str, Any]:
+        """The model's options with this conversation's own on top."""
+        options = profile.request_options()
+        temperature = self.effective_temperature(profile)
+        if temperature.level == Level.CONVERSATION:
+            options["temperature"] = temperature.value
+        return options
+
+    def build_prompt(self, profile: ModelProfile | None = None) -> Prompt:
+        """The history to send with the newest question, by the effective policy."""
+        profile = profile or self.model_for_next_answer()
+        history = self.effective_history(profile).value
+        return build_prompt(
+            self.messages.order_by("pk"),
+            system_prompt=self.system_prompt,
+            policy=history.policy,
+            last_n=history.last_n,
+            context_tokens=profile.context_length,
+            answer_tokens=profile.answer_reserve_tokens(),
+            chars_per_token=profile.estimated_chars_per_token,
+        )
 
     @transaction.atomic
     def begin_turn(self, content: str, client_id: str = "") -> Turn:
@@ -80,33 +174,45 @@ class Conversation(models.Model):
         question = self.messages.create(
             role=Message.Role.USER, content=content, client_id=client_id
         )
-        history = self.history_for_prompt()
+        prompt = self.build_prompt(profile)
         answer = self.messages.create(
             role=Message.Role.ASSISTANT,
             status=Message.Status.STREAMING,
             model_tag=profile.tag,
-            thinking_enabled=profile.think_flag(self.thinking),
+            thinking_enabled=self.effective_thinking(profile).value,
+            **prompt.figures(),
         )
         titled = not self.title
         if titled:
             self.title = self.title_from(content)
-        self.model_profile = profile
+        if self.model_profile_id is not None:
+            # Its model was disabled: keep the one that answered. (No model at
+            # all means "the site default", which it keeps following.)
+            self.model_profile = profile
         self.save(update_fields=["title", "model_profile", "updated_at"])
-        return Turn(question, answer, profile, history, titled)
+        return Turn(
+            question,
+            answer,
+            profile,
+            prompt.messages,
+            titled,
+            self.request_options(profile),
+        )
+
+    def timeline(self) -> list[Message | SettingsChange]:
+        """Messages with the settings-change notices between them, in order."""
+        messages: list[Message | SettingsChange] = list(self.messages.all())
+        notices: list[Message | SettingsChange] = list(self.settings_changes.all())
+        return list(heapq.merge(messages, notices, key=_created_at))
 
     def history_for_prompt(self) -> list[dict[str, str]]:
-        """The messages to send: the system prompt, then every finished user and
-        assistant message's answer text. Earlier thinking is never sent back."""
-        prompt: list[dict[str, str]] = []
-        if self.system_prompt:
-            prompt.append({"role": "system", "content": self.system_prompt})
-        for message in self.messages.exclude(status=Message.Status.STREAMING).order_by(
-            "pk"
-        ):
-            if message.role == Message.Role.ASSISTANT and not message.content:
-                continue  # a failed or empty answer teaches the model nothing
-            prompt.append({"role": message.role, "content": message.content})
-        return prompt
+        """The messages to send with the newest question: the system prompt, then
+        what the history policy keeps (see `chat.models.history`)."""
+        return self.build_prompt().messages
+
+
+def _created_at(item: Message | SettingsChange) -> datetime:
+    return item.created_at
 
 
 class Turn(NamedTuple):
@@ -115,3 +221,4 @@ class Turn(NamedTuple):
     profile: ModelProfile
     history: list[dict[str, str]]
     titled: bool  # the conversation took its title from this question
+    options: dict[str, Any] | None = None  # the request's options (num_ctx, ...)

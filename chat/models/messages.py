@@ -75,6 +75,7 @@ class Message(models.Model):
     history_total = models.PositiveIntegerField(null=True)
     prompt_tokens_estimate = models.PositiveIntegerField(null=True)
     context_tokens = models.PositiveIntegerField(null=True)
+    prompt_chars = models.PositiveIntegerField(null=True)  # calibrates the estimate
 
     objects = MessageQuerySet.as_manager()
 
@@ -97,6 +98,20 @@ class Message(models.Model):
         return None
 
     @property
+    def history_summary(self) -> str:
+        """What was sent with the question, e.g. "14 of 52 messages, ~6.1k of 8k
+        tokens"."""
+        if self.history_sent is None or self.history_total is None:
+            return ""
+        text = f"{self.history_sent} of {self.history_total} messages"
+        if self.prompt_tokens_estimate is not None and self.context_tokens:
+            text += (
+                f", ~{_tokens(self.prompt_tokens_estimate)} of "
+                f"{_tokens(self.context_tokens)} tokens"
+            )
+        return text
+
+    @property
     def is_finished(self) -> bool:
         return self.status != Message.Status.STREAMING
 
@@ -115,6 +130,15 @@ class Message(models.Model):
             "decode_tps": self.decode_tps,
             "done_reason": self.done_reason,
         }
+
+
+def _tokens(count: int) -> str:
+    """A token count the way context sizes are spoken of: 8192 is "8k"."""
+    if count < 1000:
+        return str(count)
+    thousands = count / 1024
+    text = f"{thousands:.1f}" if thousands < 10 else f"{thousands:.0f}"
+    return text.removesuffix(".0") + "k"
 
 
 def _interrupted() -> dict[str, Any]:

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import models
+
+if TYPE_CHECKING:
+    from chat.models.messages import Message
+
+DEFAULT_CHARS_PER_TOKEN = 4.0
+# Text runs from about 1 (CJK) to 5 (English prose) characters a token. A higher
+# ratio means the server counted only the tokens it evaluated, not those reused
+# from its prompt cache (Ollama before 0.2.x, and again for a while with its
+# llama-server engine: ollama/ollama#5371, #16428; llama.cpp's `prompt_n`).
+PLAUSIBLE_CHARS_PER_TOKEN = (1.0, 6.0)
+# Each answer moves the learnt ratio this far towards what it measured.
+LEARNING_RATE = 0.3
 
 
 class ThinkingMode(models.TextChoices):
@@ -63,6 +75,13 @@ class ModelProfile(models.Model):
     options = models.JSONField(
         default=dict, blank=True, help_text="Sampling options sent with every request."
     )
+    # Learnt from the server's prompt token counts (see `learn_from`).
+    chars_per_token = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Characters per token, measured from the server's prompt token "
+        "counts; blank until the first answer (then about 4 is assumed).",
+    )
 
     objects = ModelProfileQuerySet.as_manager()
 
@@ -93,3 +112,46 @@ class ModelProfile(models.Model):
     def request_options(self) -> dict[str, Any]:
         # num_ctx is always explicit so Ollama never truncates silently.
         return {**self.options, "num_ctx": self.context_length}
+
+    # The history builder's token estimates.
+
+    @property
+    def estimated_chars_per_token(self) -> float:
+        return self.chars_per_token or DEFAULT_CHARS_PER_TOKEN
+
+    def answer_reserve_tokens(self) -> int:
+        """Context left free for the answer: `num_predict` when the options set
+        it, else a quarter of the context (at most 4096 tokens)."""
+        limit = self.options.get("num_predict")
+        if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+            return min(limit, self.context_length // 2)
+        return min(self.context_length // 4, 4096)
+
+    def learn_from(self, message: Message) -> bool:
+        """Fold an answer's prompt figures (our characters sent, the server's
+        token count) into `chars_per_token`; False if they tell nothing.
+
+        A ratio outside a plausible range is ignored (see
+        `PLAUSIBLE_CHARS_PER_TOKEN`).
+        """
+        chars, tokens = message.prompt_chars, message.prompt_tokens
+        if not chars or not tokens:
+            return False
+        observed = chars / tokens
+        if not PLAUSIBLE_CHARS_PER_TOKEN[0] <= observed <= PLAUSIBLE_CHARS_PER_TOKEN[1]:
+            return False
+        current = (
+            ModelProfile.objects.filter(pk=self.pk)
+            .values_list("chars_per_token", flat=True)
+            .first()
+        )
+        learnt = (
+            observed
+            if current is None
+            else current + LEARNING_RATE * (observed - current)
+        )
+        self.chars_per_token = round(learnt, 4)
+        ModelProfile.objects.filter(pk=self.pk).update(
+            chars_per_token=self.chars_per_token
+        )
+        return True

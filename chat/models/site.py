@@ -43,6 +43,13 @@ class SiteDefaults(models.Model):
         self.pk = 1  # one row
         super().save(*args, **kwargs)  # type: ignore[arg-type]
 
+    def model_profile(self) -> ModelProfile | None:
+        """The model for a conversation that has none (or a disabled one)."""
+        profile = self.default_profile
+        if profile is not None and profile.enabled:
+            return profile
+        return ModelProfile.objects.default()
+
     @classmethod
     def load(cls) -> SiteDefaults:
         obj, _ = cls.objects.get_or_create(pk=1)

@@ -1,0 +1,136 @@
+"""The history builder: which earlier messages go with a question.
+
+Earlier thinking is never sent, nor failed or empty answers; the system prompt
+always is. "Fit the model's context" estimates tokens from characters (about four
+a token, calibrated per model profile from the server's own prompt token counts)
+and drops whole turns, oldest first, leaving room for the answer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from chat.models.messages import Message
+from chat.models.profiles import HistoryPolicy
+
+# The chat template's few tokens around each message (role markers), counted as
+# characters so that one ratio turns characters into tokens.
+MESSAGE_OVERHEAD_CHARS = 16
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """The messages to send, and the account of them an answer records."""
+
+    messages: list[dict[str, str]]
+    sent: int  # conversation messages sent (the question included)
+    total: int  # conversation messages that could have been sent
+    chars: int  # what `tokens_estimate` was estimated from
+    tokens_estimate: int
+    context_tokens: int
+
+    def figures(self) -> dict[str, int]:
+        """The answer's record of what was sent (its `Message` fields)."""
+        return {
+            "history_sent": self.sent,
+            "history_total": self.total,
+            "prompt_tokens_estimate": self.tokens_estimate,
+            "context_tokens": self.context_tokens,
+            "prompt_chars": self.chars,
+        }
+
+
+def message_chars(content: str) -> int:
+    return len(content) + MESSAGE_OVERHEAD_CHARS
+
+
+def estimate_tokens(chars: int, chars_per_token: float) -> int:
+    return math.ceil(chars / chars_per_token)
+
+
+def sendable(messages: Iterable[Message]) -> list[Message]:
+    """Finished questions and answers worth sending: not streaming, not failed,
+    not empty."""
+    return [m for m in messages if _worth_sending(m)]
+
+
+def _worth_sending(message: Message) -> bool:
+    if message.status == Message.Status.STREAMING:
+        return False
+    if message.role == Message.Role.USER:
+        return True
+    return (
+        message.role == Message.Role.ASSISTANT
+        and bool(message.content)
+        and message.status != Message.Status.ERROR
+    )
+
+
+def turns(messages: Sequence[Message]) -> list[list[Message]]:
+    """Whole turns: a question with the answers that follow it."""
+    grouped: list[list[Message]] = []
+    for message in messages:
+        if message.role == Message.Role.USER or not grouped:
+            grouped.append([message])
+        else:
+            grouped[-1].append(message)
+    return grouped
+
+
+def build_prompt(
+    messages: Iterable[Message],
+    *,
+    system_prompt: str,
+    policy: str,
+    last_n: int,
+    context_tokens: int,
+    answer_tokens: int,
+    chars_per_token: float,
+) -> Prompt:
+    """The prompt for the conversation's newest question (its last message)."""
+    candidates = sendable(messages)
+    question: list[Message] = []
+    earlier = candidates
+    if candidates and candidates[-1].role == Message.Role.USER:
+        question, earlier = candidates[-1:], candidates[:-1]
+    fixed = sum(message_chars(m.content) for m in question)
+    if system_prompt:
+        fixed += message_chars(system_prompt)
+
+    if policy == HistoryPolicy.NONE:
+        chosen: list[Message] = []
+    elif policy == HistoryPolicy.LAST_N:
+        chosen = earlier[-last_n:] if last_n > 0 else []
+    elif policy == HistoryPolicy.FIT:
+        room = (context_tokens - answer_tokens) * chars_per_token - fixed
+        chosen = _newest_turns_within(earlier, room)
+    else:
+        chosen = earlier
+
+    sent = chosen + question
+    prompt = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    prompt += [{"role": m.role, "content": m.content} for m in sent]
+    chars = fixed + sum(message_chars(m.content) for m in chosen)
+    return Prompt(
+        messages=prompt,
+        sent=len(sent),
+        total=len(candidates),
+        chars=chars,
+        tokens_estimate=estimate_tokens(chars, chars_per_token),
+        context_tokens=context_tokens,
+    )
+
+
+def _newest_turns_within(messages: Sequence[Message], room: float) -> list[Message]:
+    """The newest whole turns whose characters fit in `room`; an older turn is
+    never sent without the newer ones."""
+    kept: list[Message] = []
+    for turn in reversed(turns(messages)):
+        size = sum(message_chars(m.content) for m in turn)
+        if size > room:
+            break
+        room -= size
+        kept[:0] = turn
+    return kept

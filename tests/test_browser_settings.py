@@ -1,0 +1,101 @@
+"""The settings panel in headless Chromium: change the model and history, see
+the notice and the header follow, and the next question sends what was set."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from chat.models import Conversation, ModelProfile, SettingsChange
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def llama(simulator):
+    return ModelProfile.objects.create(
+        tag="llama-demo:3b", base_url=simulator.url, context_length=8192, is_demo=True
+    )
+
+
+def open_settings(page, login, live_server_url, conversation, user):
+    login(page, user)
+    page.goto(live_server_url + conversation.get_absolute_url())
+    expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
+    page.click("#settings-drawer > summary")
+    expect(page.locator("#settings-panel")).to_be_visible()
+
+
+def save(page, status):
+    with page.expect_response(lambda r: r.url.endswith("/settings/")) as saved:
+        page.click("#settings-panel button[type=submit]")
+    assert saved.value.status == status
+
+
+def test_the_settings_panel_changes_what_the_next_question_sends(
+    live_server_url, page, login, alice, conversation, llama, simulator
+):
+    for n in (1, 2, 3):
+        conversation.messages.create(role="user", content=f"question {n}")
+        conversation.messages.create(role="assistant", content=f"answer {n}")
+    open_settings(page, login, live_server_url, conversation, alice)
+    panel = page.locator("#settings-panel")
+    expect(panel.locator(".setting-source").nth(0)).to_contain_text(
+        "set for this conversation"
+    )
+
+    # Bad input: a clear error, and what was typed stays.
+    page.select_option("#id_model_profile", str(llama.pk))
+    page.select_option("#id_history_policy", "last_n")
+    page.fill("#id_history_last_n", "2")
+    page.fill("#id_temperature", "7")
+    page.fill("#id_system_prompt", "Answer like a pirate.")
+    save(page, 422)
+    expect(panel.locator(".error-text").first).to_contain_text(
+        "less than or equal to 2"
+    )
+    expect(page.locator("#id_system_prompt")).to_have_value("Answer like a pirate.")
+    assert not SettingsChange.objects.exists()
+
+    page.fill("#id_temperature", "0.3")
+    save(page, 200)
+    notice = page.locator("#messages .settings-change")
+    expect(notice).to_have_text(
+        "Settings changed: model → llama-demo:3b (demo model), "
+        "history → last 2 messages, temperature → 0.3, system prompt → changed"
+    )
+    expect(panel).to_contain_text("Saved: applies from the next message.")
+    expect(page.locator("#model-label .model-name")).to_have_text(
+        "llama-demo:3b (demo model)"
+    )
+    # The header's thinking toggle follows: this model cannot think.
+    expect(page.locator("#thinking-mode")).to_be_disabled()
+    expect(page.locator("#settings-thinking")).to_be_disabled()
+    expect(panel).to_contain_text("last 2 messages · set for this conversation")
+
+    page.fill("#composer-input", "question 4")
+    page.press("#composer-input", "Enter")
+    done = page.locator('article.assistant[data-status="done"]')
+    expect(done).to_have_count(4, timeout=20_000)
+    request = simulator.log[-1].body
+    assert request["model"] == "llama-demo:3b"
+    assert request["messages"] == [
+        {"role": "system", "content": "Answer like a pirate."},
+        {"role": "user", "content": "question 3"},
+        {"role": "assistant", "content": "answer 3"},
+        {"role": "user", "content": "question 4"},
+    ]
+    assert request["options"]["temperature"] == 0.3
+    assert "think" not in request
+    expect(done.last.locator(".history-sent")).to_contain_text("3 of 7 messages, ~")
+
+    # The notice stays in its place after a reload.
+    page.reload()
+    notice = page.locator("#messages > .settings-change")
+    expect(notice).to_have_count(1)
+    position = page.evaluate(
+        "[...document.querySelectorAll('#messages > *')]"
+        ".findIndex(e => e.classList.contains('settings-change'))"
+    )
+    assert position == 6  # after the three earlier turns, before question 4
+    assert Conversation.objects.get().model_profile == llama

@@ -1,0 +1,86 @@
+"""What the model server receives: the history policy, calibration and options
+end to end, through the socket and the runner, asserted on the simulator's log."""
+
+from __future__ import annotations
+
+import pytest
+
+from chat.models import Message, ModelProfile
+from tests.test_consumers import answer_of, connect, frames_until, send
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def finished_turns(conversation, count):
+    for n in range(1, count + 1):
+        await conversation.messages.acreate(role="user", content=f"question {n}")
+        await conversation.messages.acreate(
+            role="assistant", content=f"answer {n}", thinking=f"thought {n}"
+        )
+
+
+async def test_last_4_messages_sends_exactly_those(alice, conversation, simulator):
+    conversation.system_prompt = "You are terse."
+    conversation.history_policy, conversation.history_last_n = "last_n", 4
+    conversation.temperature = 0.25
+    await conversation.asave()
+    await finished_turns(conversation, 5)
+    await conversation.messages.acreate(role="assistant", content="", status="error")
+
+    communicator = await connect(alice, conversation)
+    await send(communicator, "question 6")
+    await frames_until(communicator, "done")
+    final = await communicator.receive_json_from(timeout=5)
+    await communicator.disconnect()
+
+    request = (await simulator.wait_for_end()).body
+    assert request["messages"] == [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "question 4"},
+        {"role": "assistant", "content": "answer 4"},
+        {"role": "user", "content": "question 5"},
+        {"role": "assistant", "content": "answer 5"},
+        {"role": "user", "content": "question 6"},
+    ]
+    assert request["options"] == {"num_ctx": 8192, "temperature": 0.25}
+
+    answer = await answer_of(conversation)
+    assert (answer.history_sent, answer.history_total) == (5, 11)
+    assert answer.context_tokens == 8192 and answer.prompt_tokens_estimate
+    assert "5 of 11 messages, ~" in final["message"]["html"]
+    assert "of 8k tokens" in final["message"]["html"]
+
+
+async def test_an_answer_teaches_the_profile_its_token_ratio(
+    alice, conversation, simulator, demo_profile
+):
+    await finished_turns(conversation, 3)
+    communicator = await connect(alice, conversation)
+    await send(communicator, "and then?")
+    await frames_until(communicator, "done")
+    await communicator.disconnect()
+    await simulator.wait_for_end()
+
+    answer = await answer_of(conversation)
+    assert answer.status == Message.Status.DONE and answer.prompt_tokens
+    profile = await ModelProfile.objects.aget(pk=demo_profile.pk)
+    # The simulator counts about four characters a token plus a few per
+    # message, which is what our per-message allowance assumes.
+    assert profile.chars_per_token == pytest.approx(
+        answer.prompt_chars / answer.prompt_tokens, abs=1e-3
+    )
+    assert 3.5 <= profile.chars_per_token <= 4.5
+
+
+async def test_no_history_sends_only_the_system_prompt_and_question(
+    alice, conversation, simulator
+):
+    conversation.history_policy = "none"
+    await conversation.asave()
+    await finished_turns(conversation, 2)
+    communicator = await connect(alice, conversation)
+    await send(communicator, "alone")
+    await frames_until(communicator, "done")
+    await communicator.disconnect()
+    request = (await simulator.wait_for_end()).body
+    assert request["messages"] == [{"role": "user", "content": "alone"}]
