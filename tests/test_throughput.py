@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from chat.models import Conversation, Message
@@ -182,3 +184,13 @@ def test_timeline_is_daily_beyond_two_days(alice):
     [point] = timeline(window(days=7))
     assert point.at.hour == 0 and point.at.minute == 0
     assert point.decode_tps == pytest.approx(10.0) and point.ttft_ms is None
+
+
+def test_percentiles_are_computed_by_the_database(seeded):
+    with CaptureQueriesContext(connection) as queries:
+        summary(window())
+    [query] = queries.captured_queries
+    if connection.vendor == "postgresql":
+        assert "percentile_cont(0.95) WITHIN GROUP (ORDER BY" in query["sql"]
+    else:
+        assert "chatsite_percentile_cont(" in query["sql"]
