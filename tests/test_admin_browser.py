@@ -1,0 +1,55 @@
+"""The staff pages in headless Chromium: the status panel polls live, the
+throughput chart is drawn."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from chat.models import Conversation, Message
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_model_server_panel_loads_and_refreshes(
+    live_server_url, page, login, admin_user, demo_profile, simulator
+):
+    login(page, admin_user)
+    page.goto(live_server_url + "/admin/")
+    page.click("text=Model servers")
+    server = page.locator(f'section.model-server[data-url="{simulator.url}"]')
+    expect(server).to_contain_text("Reachable")
+    expect(server).to_contain_text(simulator.config.version)
+    first = page.locator(".checked-at").inner_text()
+    # The panel is fetched again every 5 s, without a reload.
+    expect(page.locator(".checked-at")).not_to_have_text(first, timeout=12_000)
+
+
+def test_throughput_chart_is_drawn(live_server_url, page, login, admin_user, alice):
+    conversation = Conversation.objects.create(owner=alice)
+    for hours, tokens in ((1, 20), (3, 40)):
+        message = Message.objects.create(
+            conversation=conversation,
+            role=Message.Role.ASSISTANT,
+            model_tag="a:1b",
+            output_tokens=tokens,
+            eval_ms=1000,
+            first_token_ms=100 * hours,
+        )
+        Message.objects.filter(pk=message.pk).update(
+            created_at=timezone.now() - timedelta(hours=hours)
+        )
+    login(page, admin_user)
+    page.goto(live_server_url + "/admin/")
+    page.click("text=Throughput per model")
+    page.select_option("#id_range", "24h")
+    page.click("text=Show")
+    chart = page.locator("figure.line-chart svg").first
+    expect(chart).to_be_visible()
+    expect(chart.locator("circle.point")).to_have_count(2)
+    box = chart.bounding_box()
+    assert box is not None and box["width"] > 300 and box["height"] > 100
+    page.screenshot(path="test-artifacts/admin-throughput.png", full_page=True)
