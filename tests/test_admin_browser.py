@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.utils import timezone
 from playwright.sync_api import expect
 
-from chat.models import Conversation, Message
+from chat.models import Conversation
+from tests.answers import answer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,17 +31,9 @@ def test_model_server_panel_loads_and_refreshes(
 def test_throughput_chart_is_drawn(live_server_url, page, login, admin_user, alice):
     conversation = Conversation.objects.create(owner=alice)
     for hours, tokens in ((1, 20), (3, 40)):
-        message = Message.objects.create(
-            conversation=conversation,
-            role=Message.Role.ASSISTANT,
-            model_tag="a:1b",
-            output_tokens=tokens,
-            eval_ms=1000,
-            first_token_ms=100 * hours,
-        )
-        Message.objects.filter(pk=message.pk).update(
-            created_at=timezone.now() - timedelta(hours=hours)
-        )
+        answer(conversation, ago=timedelta(hours=hours), model_tag="a:1b",
+               output_tokens=tokens, eval_ms=1000,
+               first_token_ms=100 * hours)  # fmt: skip
     login(page, admin_user)
     page.goto(live_server_url + "/admin/")
     page.click("text=Throughput per model")

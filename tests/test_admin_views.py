@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from chat.models import Conversation, Message
+from tests.answers import answer
 
 pytestmark = pytest.mark.django_db
 
@@ -23,14 +24,6 @@ STAFF_PAGES = [
     reverse("admin_model_servers"),
     reverse("admin_model_servers_panel"),
 ]
-
-
-def answer(conversation, *, ago, **fields):
-    message = Message.objects.create(
-        conversation=conversation, role=Message.Role.ASSISTANT, **fields
-    )
-    Message.objects.filter(pk=message.pk).update(created_at=timezone.now() - ago)
-    return message
 
 
 @pytest.fixture

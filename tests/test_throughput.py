@@ -12,19 +12,9 @@ from django.utils import timezone
 
 from chat.models import Conversation, Message
 from chat.throughput import PercentileCont, Window, percentile_cont, summary, timeline
+from tests.answers import answer
 
 pytestmark = [pytest.mark.smoke, pytest.mark.django_db]
-
-DONE = Message.Status.DONE
-
-
-def answer(conversation, *, ago=timedelta(hours=1), **fields):
-    fields.setdefault("status", DONE)
-    message = Message.objects.create(
-        conversation=conversation, role=Message.Role.ASSISTANT, **fields
-    )
-    Message.objects.filter(pk=message.pk).update(created_at=timezone.now() - ago)
-    return message
 
 
 @pytest.fixture
