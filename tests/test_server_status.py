@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from datetime import timedelta
 
 import pytest
+from aiohttp import web
 from django.test import AsyncClient
 from django.urls import reverse
 from django.utils import timezone
 
+from chat.health import MODEL_SERVER_TIMEOUT
 from chat.models import Conversation, Message, ModelProfile
 from chat.server_status import server_statuses
 from chat.upstream import aclose_all, ollama_client
@@ -139,3 +142,100 @@ async def test_page_polls_the_panel(admin_user):
 async def test_no_enabled_profile(admin_user):
     assert await server_statuses() == []
     assert "No model profile is enabled." in await panel(admin_user)
+
+
+@pytest.fixture
+async def half_broken_ollama():
+    """``(url, set_ps)``: an Ollama whose /api/version works and whose /api/ps
+    answers whatever ``set_ps(status, body)`` said last."""
+    answer = {"status": 500, "body": {"error": "runner crashed"}}
+
+    async def version(request):
+        return web.json_response({"version": "0.12.5"})
+
+    async def ps(request):
+        return web.json_response(answer["body"], status=answer["status"])
+
+    app = web.Application()
+    app.router.add_get("/api/version", version)
+    app.router.add_get("/api/ps", ps)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+
+    def set_ps(status, body):
+        answer.update(status=status, body=body)
+
+    yield f"http://127.0.0.1:{port}", set_ps
+    await runner.cleanup()
+
+
+async def test_failing_api_ps_is_said_with_the_server_still_reachable(
+    half_broken_ollama, admin_user
+):
+    url, set_ps = half_broken_ollama
+    await ModelProfile.objects.acreate(tag="m:1b", base_url=url)
+    [status] = await server_statuses()
+    assert status.reachable and status.version == "0.12.5"
+    assert "runner crashed" in status.loaded_error and status.loaded == []
+    html = await panel(admin_user)
+    assert "Reachable" in html and "Loaded models unknown:" in html
+    assert "runner crashed" in html
+
+
+async def test_malformed_api_ps_is_said(half_broken_ollama):
+    url, set_ps = half_broken_ollama
+    set_ps(200, {"models": "not a list"})
+    await ModelProfile.objects.acreate(tag="m:1b", base_url=url)
+    [status] = await server_statuses()
+    assert "/api/ps" in status.loaded_error and "Ollama" in status.loaded_error
+
+
+async def test_odd_api_ps_entries_are_shown_as_far_as_they_go(half_broken_ollama):
+    url, set_ps = half_broken_ollama
+    set_ps(
+        200,
+        {
+            "models": [
+                {"name": "odd:1b", "size": "big", "expires_at": "2026-13-45T00:00:00Z"},
+                {"model": "cpu:1b", "size": 1000, "size_vram": 400},
+                "not an object",
+            ]
+        },
+    )
+    await ModelProfile.objects.acreate(tag="m:1b", base_url=url)
+    [status] = await server_statuses()
+    odd, cpu = status.loaded
+    assert (odd.name, odd.size, odd.expires_at, odd.offloaded) == (
+        "odd:1b",
+        None,
+        None,
+        False,
+    )
+    assert cpu.name == "cpu:1b" and cpu.offloaded
+
+
+async def test_a_hanging_server_is_unreachable_within_the_timeout(admin_user):
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def swallow(reader, writer):
+        accepted.append(writer)
+        while await reader.read(65536):
+            pass
+
+    server = await asyncio.start_server(swallow, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        await ModelProfile.objects.acreate(
+            tag="slow:1b", base_url=f"http://127.0.0.1:{port}"
+        )
+        [status] = await server_statuses()
+        assert not status.reachable
+        assert status.error == f"no answer within {MODEL_SERVER_TIMEOUT:.3g} s"
+    finally:
+        for writer in accepted:
+            writer.close()
+        server.close()
+        await server.wait_closed()
