@@ -45,3 +45,20 @@ def test_throughput_chart_is_drawn(live_server_url, page, login, admin_user, ali
     box = chart.bounding_box()
     assert box is not None and box["width"] > 300 and box["height"] > 100
     page.screenshot(path="test-artifacts/admin-throughput.png", full_page=True)
+
+
+def test_model_server_panel_says_when_a_refresh_failed(
+    live_server_url, page, login, admin_user, demo_profile, simulator
+):
+    login(page, admin_user)
+    page.goto(live_server_url + "/admin/stats/model-servers/")
+    expect(page.locator("section.model-server")).to_contain_text("Reachable")
+    stale = page.locator("#model-servers-stale")
+    expect(stale).to_be_hidden()
+    # The site goes away (for this page): the last figures stay, marked stale.
+    page.route("**/model-servers/panel/", lambda route: route.abort())
+    expect(stale).to_be_visible(timeout=12_000)
+    expect(stale).to_contain_text("may be out of date")
+    expect(page.locator("section.model-server")).to_contain_text("Reachable")
+    page.unroute("**/model-servers/panel/")
+    expect(stale).to_be_hidden(timeout=12_000)
