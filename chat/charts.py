@@ -72,7 +72,7 @@ def line_chart(
     left, right = MARGIN[0], WIDTH - MARGIN[1]
     top, bottom = MARGIN[2], HEIGHT - MARGIN[3]
     values = [(at, value) for at, value in points if value is not None]
-    y_max = _round_up(max((value for _, value in values), default=0.0))
+    y_max = axis_top(max((value for _, value in values), default=0.0))
     span = max((end - start).total_seconds(), 1.0)
 
     def x_of(at: datetime) -> float:
@@ -98,7 +98,7 @@ def line_chart(
     return LineChart(title, unit, dots, y_ticks, x_ticks)
 
 
-def _round_up(value: float) -> float:
+def axis_top(value: float) -> float:
     """1, 2 or 5 times a power of ten, at least `value` (1 for nothing to plot)."""
     if value <= 0:
         return 1.0
