@@ -193,3 +193,11 @@ def test_env_token_refuses_weak_or_odd_values(monkeypatch, raw, error):
     monkeypatch.setenv("METRICS_TOKEN", raw)
     with pytest.raises(ImproperlyConfigured, match=error):
         env_token("METRICS_TOKEN")
+
+
+@pytest.mark.django_db
+def test_scraped_over_plain_http_when_https_only(client, settings):
+    settings.SECURE_SSL_REDIRECT = True
+    assert client.get("/admin/").status_code == 301  # the rest is redirected
+    response = client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert response.status_code == 200
