@@ -44,7 +44,6 @@ def test_throughput_chart_is_drawn(live_server_url, page, login, admin_user, ali
     expect(chart.locator("circle.point")).to_have_count(2)
     box = chart.bounding_box()
     assert box is not None and box["width"] > 300 and box["height"] > 100
-    page.screenshot(path="test-artifacts/admin-throughput.png", full_page=True)
 
 
 def test_model_server_panel_says_when_a_refresh_failed(
