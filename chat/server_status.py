@@ -6,11 +6,12 @@ not and its version (the same probe as `/healthz`), the models it holds in memor
 
 The streams are counted from the database, not from this process's runner: an
 answer may run in any Daphne process, and every process checkpoints its running
-answers into their rows about once a second (DESIGN, latency rule 5). A stream's
-rate is its checkpointed text over the time since the answer was created (so it
-includes the wait for the first token), in estimated tokens
-(`throughput.CHARS_PER_TOKEN`): an estimate that is the same whichever process
-serves the panel, and that costs the answers nothing.
+answers into their rows about once a second (DESIGN, latency rule 5), which
+costs the answers nothing more. A stream's rate, in estimated tokens
+(`throughput.CHARS_PER_TOKEN`), is the text its last two checkpoints seen by
+this process's panel added, over the time between them (`Sampler`); for a stream
+seen once, its checkpointed text over the time since the answer was created
+(which includes the wait for the first token).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db.models import F
 from django.db.models.functions import Length
-from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from chat.health import MODEL_SERVER_TIMEOUT, _check_model_server
@@ -88,24 +88,68 @@ def _servers_with_streams() -> list[ServerStatus]:
         url = profile.base_url.rstrip("/")
         server = servers.setdefault(url, ServerStatus(url, profile.backend, []))
         server.tags.append(profile.tag)
-    now = timezone.now()
-    streaming = (
+    streaming = list(
         Message.objects.filter(status=Message.Status.STREAMING)
         .annotate(
             url=F("conversation__model_profile__base_url"),
             chars=Length("content") + Length("thinking"),
         )
-        .values_list("url", "chars", "created_at", "updated_at")
+        .values_list("pk", "url", "chars", "created_at", "updated_at")
     )
-    for url, chars, created_at, updated_at in streaming:
+    rates = sampler.rates(
+        [(pk, chars, created, updated) for pk, _, chars, created, updated in streaming]
+    )
+    for pk, url, *_ in streaming:
         streaming_on = servers.get((url or "").rstrip("/"))
         if streaming_on is None:  # its profile was disabled or removed meanwhile
             continue
         streaming_on.streams += 1
-        seconds = (min(updated_at, now) - created_at).total_seconds()
-        if seconds >= MIN_RATE_SECONDS:
-            streaming_on.tokens_per_second += chars / CHARS_PER_TOKEN / seconds
+        streaming_on.tokens_per_second += rates.get(pk, 0.0)
     return list(servers.values())
+
+
+@dataclass(frozen=True)
+class _Sample:
+    chars: int
+    at: datetime  # the checkpoint's time (`updated_at`)
+    rate: float | None
+
+
+class Sampler:
+    """Each streaming answer's rate (estimated tokens per second) from its
+    checkpoints: the text added between the last two seen, over their interval.
+
+    Kept per process: a panel served by another process starts over, from the
+    average since the answer began.
+    """
+
+    def __init__(self) -> None:
+        self._samples: dict[int, _Sample] = {}
+
+    def rates(
+        self, streams: list[tuple[int, int, datetime, datetime]]
+    ) -> dict[int, float]:
+        """`streams`: (message id, characters, created at, checkpointed at)."""
+        samples: dict[int, _Sample] = {}
+        for pk, chars, created_at, updated_at in streams:
+            seen = self._samples.get(pk)
+            if seen is not None and updated_at <= seen.at:
+                samples[pk] = seen  # no checkpoint since: the same rate
+                continue
+            start = (seen.chars, seen.at) if seen is not None else (0, created_at)
+            seconds = (updated_at - start[1]).total_seconds()
+            rate = None
+            if seconds >= MIN_RATE_SECONDS:
+                rate = max(chars - start[0], 0) / CHARS_PER_TOKEN / seconds
+            if seen is not None and rate is None:
+                samples[pk] = seen  # too close to the last one: keep measuring from it
+            else:
+                samples[pk] = _Sample(chars, updated_at, rate)
+        self._samples = samples  # finished answers drop out
+        return {pk: sample.rate or 0.0 for pk, sample in samples.items()}
+
+
+sampler = Sampler()
 
 
 async def _probe(server: ServerStatus) -> None:

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from chat.health import MODEL_SERVER_TIMEOUT
 from chat.models import Conversation, Message, ModelProfile
-from chat.server_status import server_statuses
+from chat.server_status import Sampler, server_statuses
 from chat.upstream import aclose_all, ollama_client
 
 # The statuses read the database from another thread: rows must be committed.
@@ -129,6 +129,17 @@ async def test_streams_are_counted_from_the_database(
     assert '<span class="streams">1</span> answer,' in html
     assert '<span class="rate">50.0</span> tok/s' in html
 
+    # The next checkpoint, 4 s later, added 80 characters (~20 tokens): 5 tok/s
+    # now, measured between the checkpoints, not since the answer began.
+    await Message.objects.filter(pk=message.pk).aupdate(
+        content="x" * 380, updated_at=began + timedelta(seconds=6)
+    )
+    [status] = await server_statuses()
+    assert status.tokens_per_second == pytest.approx(5.0)
+    # No checkpoint since the last look: the same rate.
+    [status] = await server_statuses()
+    assert status.tokens_per_second == pytest.approx(5.0)
+
 
 async def test_page_polls_the_panel(admin_user):
     client = AsyncClient()
@@ -239,3 +250,26 @@ async def test_a_hanging_server_is_unreachable_within_the_timeout(admin_user):
             writer.close()
         server.close()
         await server.wait_closed()
+
+
+T0 = timezone.now()
+
+
+def at(seconds: float):
+    return T0 + timedelta(seconds=seconds)
+
+
+def test_sampler_measures_between_checkpoints():
+    sampler = Sampler()
+    # Seen first 2 s after it began, with 80 characters: 10 tok/s on average.
+    assert sampler.rates([(1, 80, at(0), at(2))]) == {1: pytest.approx(10.0)}
+    # Another 0.2 s: too short to measure, the last rate stands.
+    assert sampler.rates([(1, 84, at(0), at(2.2))]) == {1: pytest.approx(10.0)}
+    # 2 s after the last sample, 400 characters more: 50 tok/s.
+    assert sampler.rates([(1, 480, at(0), at(4))]) == {1: pytest.approx(50.0)}
+    # A heartbeat without new text: 0 tok/s. A new answer joins.
+    rates = sampler.rates([(1, 480, at(0), at(5)), (2, 0, at(4.8), at(5))])
+    assert rates == {1: 0.0, 2: 0.0}
+    # Finished answers drop out.
+    assert sampler.rates([]) == {}
+    assert sampler.rates([(1, 480, at(0), at(6))]) == {1: pytest.approx(20.0)}
