@@ -97,7 +97,12 @@ async def _check_database_and_model_servers(
 
 
 def _bearer_token_ok(request: HttpRequest) -> bool:
-    expected: str = settings.HEALTH_TOKEN
+    return bearer_token_matches(request, settings.HEALTH_TOKEN)
+
+
+def bearer_token_matches(request: HttpRequest, expected: str) -> bool:
+    """Whether the request sends `Authorization: Bearer <expected>` (never when
+    `expected` is empty)."""
     scheme, _, given = request.headers.get("Authorization", "").partition(" ")
     if not expected or scheme.lower() != "bearer":
         return False

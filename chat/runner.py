@@ -31,6 +31,7 @@ from django.db import DatabaseError, connections, router, transaction
 from django.utils import timezone
 
 from chat import fanout, frames, rendering
+from chat.metrics import observe_answer
 from chat.models import Message, ModelProfile
 from chat.upstream import Delta, Event, Finished, UpstreamError, client_for
 
@@ -541,6 +542,7 @@ class Runner:
         for name, value in generation.figures().items():
             setattr(message, name, value)
         await _save_message(message)
+        observe_answer(message)  # counters only: no I/O
         # A long answer's markdown is rendered in a helper process first; a short
         # one here, on the loop (in a worker thread it would hold the GIL in 5 ms
         # slices and stall the relay of every other answer even longer).

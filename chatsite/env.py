@@ -49,3 +49,17 @@ def env_url(name: str, default: str, *, schemes: tuple[str, ...]) -> str:
         allowed = ", ".join(f"{s}://" for s in schemes)
         raise ImproperlyConfigured(f"{name}={value!r} must start with one of {allowed}")
     return value.rstrip("/")
+
+
+def env_token(name: str, *, min_length: int = 16) -> str:
+    """A secret that callers send as a bearer token; empty when unset."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return ""
+    if len(value) < min_length:
+        raise ImproperlyConfigured(
+            f"{name} must be at least {min_length} characters long (it is a secret)"
+        )
+    if any(char.isspace() for char in value):
+        raise ImproperlyConfigured(f"{name} must not contain spaces")
+    return value

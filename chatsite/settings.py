@@ -9,7 +9,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from chatsite.env import env_bool, env_int, env_list, env_url
+from chatsite.env import env_bool, env_int, env_list, env_token, env_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -113,6 +113,9 @@ UPSTREAM_FIRST_TOKEN_TIMEOUT = env_int("UPSTREAM_FIRST_TOKEN_TIMEOUT", 300, mini
 MESSAGE_MAX_CHARS = env_int("MESSAGE_MAX_CHARS", 100_000, minimum=1)
 # Callers of /healthz sending "Authorization: Bearer <HEALTH_TOKEN>" get details.
 HEALTH_TOKEN = os.environ.get("HEALTH_TOKEN", "").strip()
+# Callers of /metrics sending "Authorization: Bearer <METRICS_TOKEN>" get them
+# (staff sessions do too); empty: staff only.
+METRICS_TOKEN = env_token("METRICS_TOKEN")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": f"django.contrib.auth.password_validation.{name}"}
@@ -161,8 +164,8 @@ SECURE_PROXY_SSL_HEADER = (
 )
 HTTPS_ONLY = env_bool("HTTPS_ONLY", False)
 SECURE_SSL_REDIRECT = SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS_ONLY
-# Load balancers probe each process directly, over plain HTTP.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+# Load balancers probe each process directly, over plain HTTP (Prometheus too).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
 
 LOGGING = {

@@ -281,6 +281,14 @@ class OllamaClient:
             raise self._malformed("/api/tags")
         return [entry for entry in models if isinstance(entry, dict)]
 
+    async def ps(self) -> list[dict[str, Any]]:
+        """Return the models in memory (`/api/ps` entries); raises `UpstreamError`."""
+        data = await self._get_json("GET", "/api/ps")
+        models = data.get("models")
+        if not isinstance(models, list):
+            raise self._malformed("/api/ps")
+        return [entry for entry in models if isinstance(entry, dict)]
+
     async def show(self, model: str) -> dict[str, Any]:
         """Return the raw `/api/show` body for `model`; raises `UpstreamError`."""
         return await self._get_json("POST", "/api/show", {"model": model}, model)

@@ -1,0 +1,171 @@
+"""`GET /metrics`: Prometheus metrics (the `prometheus_client` library).
+
+Access: staff signed in, or `Authorization: Bearer <METRICS_TOKEN>`; anyone else
+gets 403.
+
+Two kinds of figures (see README, "Metrics"):
+
+* Global gauges, counted from the database when scraped, so every process gives
+  the same answer: answers streaming now, per model (`chatsite_active_streams`),
+  and answers waiting for a model slot (`chatsite_queue_length`).
+* Per-process counters and histograms, observed by the runner when an answer of
+  this process finishes (one call after its final save, nothing per token):
+  answers by status, output and prompt tokens, time to first token, decode rate,
+  answer duration and queue wait, per model. Scrape every process; sum across
+  instances in queries.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+from django.conf import settings
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse
+from django.urls import path
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_safe
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from chat.health import bearer_token_matches
+from chat.models import Message
+
+logger = logging.getLogger(__name__)
+
+REGISTRY = CollectorRegistry()
+
+_MODEL = ["model"]
+ANSWERS = Counter(
+    "chatsite_answers",
+    "Answers finished by this process, by model and final status.",
+    ["model", "status"],
+    registry=REGISTRY,
+)
+OUTPUT_TOKENS = Counter(
+    "chatsite_output_tokens",
+    "Output tokens reported by the model server for this process's answers.",
+    _MODEL,
+    registry=REGISTRY,
+)
+PROMPT_TOKENS = Counter(
+    "chatsite_prompt_tokens",
+    "Prompt tokens reported by the model server for this process's answers.",
+    _MODEL,
+    registry=REGISTRY,
+)
+FIRST_TOKEN = Histogram(
+    "chatsite_first_token_seconds",
+    "Time from the request to the model server to its first token.",
+    _MODEL,
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300),
+    registry=REGISTRY,
+)
+DECODE_RATE = Histogram(
+    "chatsite_decode_tokens_per_second",
+    "Output tokens per second of each answer (the server's figures when reported).",
+    _MODEL,
+    buckets=(1, 5, 10, 20, 30, 40, 50, 60, 80, 100, 150, 200, 300, 500, 1000),
+    registry=REGISTRY,
+)
+ANSWER_TIME = Histogram(
+    "chatsite_answer_seconds",
+    "Time from the request to the model server to the end of the answer.",
+    _MODEL,
+    buckets=(0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600),
+    registry=REGISTRY,
+)
+QUEUE_WAIT = Histogram(
+    "chatsite_queue_wait_seconds",
+    "Time an answer waited for a free model slot before its request was sent.",
+    _MODEL,
+    buckets=(0.01, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 300),
+    registry=REGISTRY,
+)
+
+
+def observe_answer(message: Message) -> None:
+    """Count a finished answer (called once, after its final save)."""
+    try:
+        _observe(message)
+    except Exception:  # metrics must never cost an answer
+        logger.warning("metrics: answer %s not counted", message.pk, exc_info=True)
+
+
+def _observe(message: Message) -> None:
+    model = message.model_tag or "unknown"
+    ANSWERS.labels(model, message.status).inc()
+    if message.output_tokens:
+        OUTPUT_TOKENS.labels(model).inc(message.output_tokens)
+    if message.prompt_tokens:
+        PROMPT_TOKENS.labels(model).inc(message.prompt_tokens)
+    if message.first_token_ms is not None:
+        FIRST_TOKEN.labels(model).observe(message.first_token_ms / 1000)
+    if message.total_ms is not None:
+        ANSWER_TIME.labels(model).observe(message.total_ms / 1000)
+    if message.queue_wait_ms is not None:
+        QUEUE_WAIT.labels(model).observe(message.queue_wait_ms / 1000)
+    # A stopped or failed answer's rate says nothing about the model's speed.
+    rate = message.decode_tps
+    if message.status == Message.Status.DONE and rate is not None:
+        DECODE_RATE.labels(model).observe(rate)
+
+
+def queue_length() -> int:
+    """Answers waiting for a model slot, all processes: the messages in a queued
+    status, once messages have one (0 until then)."""
+    queued = getattr(Message.Status, "QUEUED", None)
+    if queued is None:
+        return 0
+    return Message.objects.filter(status=queued).count()
+
+
+class DatabaseCollector(Collector):
+    """Gauges every process reports alike: counted in the database at scrape time."""
+
+    def collect(self) -> Iterator[Metric]:
+        streams = GaugeMetricFamily(
+            "chatsite_active_streams",
+            "Answers being written now, in all processes, by model.",
+            labels=_MODEL,
+        )
+        counts = (
+            Message.objects.filter(status=Message.Status.STREAMING)
+            .values_list("model_tag")
+            .annotate(n=Count("pk"))
+            .order_by("model_tag")
+        )
+        for tag, count in counts:
+            streams.add_metric([tag or "unknown"], count)
+        yield streams
+        yield GaugeMetricFamily(
+            "chatsite_queue_length",
+            "Answers waiting for a free model slot, in all processes.",
+            value=queue_length(),
+        )
+
+
+REGISTRY.register(DatabaseCollector())
+
+
+@require_safe
+@never_cache
+def metrics(request: HttpRequest) -> HttpResponse:
+    allowed = bearer_token_matches(request, settings.METRICS_TOKEN) or bool(
+        getattr(request.user, "is_staff", False)
+    )
+    if not allowed:
+        return HttpResponse(
+            "Metrics are for staff, or callers with the metrics token.\n",
+            status=403,
+            content_type="text/plain; charset=utf-8",
+        )
+    encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
+    return HttpResponse(encoder(REGISTRY), content_type=content_type)
+
+
+# Included by `chatsite.urls` at "metrics".
+urlpatterns = [path("", metrics, name="metrics")]

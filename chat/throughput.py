@@ -1,0 +1,253 @@
+"""Answer throughput per model tag: the figures behind the admin's throughput page.
+
+Every figure is computed by the database from the stored answers (one row per
+answer, see `Message`). Percentiles use PostgreSQL's `percentile_cont` (continuous:
+linear interpolation between the two nearest ranks). SQLite has no such aggregate,
+so the same one, written in Python with the same interpolation, is registered on
+each SQLite connection: the queries are the same on both databases.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import (
+    Aggregate,
+    Case,
+    Count,
+    Expression,
+    F,
+    FloatField,
+    Q,
+    QuerySet,
+    Sum,
+    Value,
+    When,
+)
+from django.db.models.functions import Cast, Length, TruncDay, TruncHour
+from django.db.models.sql.compiler import SQLCompiler
+
+from chat.models import Message
+
+# Without the server's token count, our own decode rate counts characters and
+# takes four of them for a token (the usual estimate for English text).
+CHARS_PER_TOKEN = 4
+SQLITE_FUNCTION = "chatsite_percentile_cont"
+
+
+def percentile_cont(values: Iterable[float], fraction: float) -> float | None:
+    """The `fraction` percentile of `values`, interpolated as PostgreSQL's
+    `percentile_cont` does: position `fraction * (n - 1)` in the sorted values."""
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    position = fraction * (len(ordered) - 1)
+    lower = math.floor(position)
+    upper = math.ceil(position)
+    return ordered[lower] + (ordered[upper] - ordered[lower]) * (position - lower)
+
+
+class _SQLitePercentile:
+    """`chatsite_percentile_cont(value, fraction)` for SQLite; NULLs are skipped,
+    as PostgreSQL skips them."""
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+        self.fraction = 0.5
+
+    def step(self, value: float | None, fraction: float) -> None:
+        self.fraction = fraction
+        if value is not None:
+            self.values.append(float(value))
+
+    def finalize(self) -> float | None:
+        return percentile_cont(self.values, self.fraction)
+
+
+class PercentileCont(Aggregate):
+    """`percentile_cont(fraction) WITHIN GROUP (ORDER BY expression)`."""
+
+    function = "percentile_cont"
+    name = "PercentileCont"
+    template = "%(function)s(%(fraction)s) WITHIN GROUP (ORDER BY %(expressions)s)"
+    output_field = FloatField()
+
+    def __init__(self, expression: Any, fraction: float, **extra: Any) -> None:
+        if not 0 <= fraction <= 1:
+            raise ValueError(f"a percentile fraction is within [0, 1], not {fraction}")
+        # Formatted here, not user input: a float literal in the SQL.
+        super().__init__(expression, fraction=repr(float(fraction)), **extra)
+
+    def as_sqlite(
+        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
+    ) -> Any:
+        connection.ensure_connection()
+        connection.connection.create_aggregate(SQLITE_FUNCTION, 2, _SQLitePercentile)
+        return self.as_sql(
+            compiler,
+            connection,
+            function=SQLITE_FUNCTION,
+            template="%(function)s(%(expressions)s, %(fraction)s)",
+            **extra,
+        )
+
+
+def _float(expression: Any) -> Any:
+    return Cast(expression, FloatField())
+
+
+def decode_rate() -> Expression:
+    """Output tokens per second: the server's tokens and decode time when it
+    reported both; else our clock, from the first token to the end, over its
+    tokens or (without a count) the estimated tokens of the text written."""
+    own_tokens = Case(
+        When(output_tokens__gt=0, then=_float(F("output_tokens"))),
+        default=_float(Length("content") + Length("thinking")) / CHARS_PER_TOKEN,
+        output_field=FloatField(),
+    )
+    return Case(
+        When(
+            output_tokens__gt=0,
+            eval_ms__gt=0,
+            then=_float(F("output_tokens")) * 1000 / F("eval_ms"),
+        ),
+        When(
+            Q(first_token_ms__isnull=False, total_ms__gt=F("first_token_ms")),
+            then=own_tokens * 1000 / (F("total_ms") - F("first_token_ms")),
+        ),
+        default=Value(None),
+        output_field=FloatField(),
+    )
+
+
+def prompt_rate() -> Expression:
+    """Prompt tokens per second, from the server's count and evaluation time."""
+    return Case(
+        When(
+            prompt_tokens__gt=0,
+            prompt_eval_ms__gt=0,
+            then=_float(F("prompt_tokens")) * 1000 / F("prompt_eval_ms"),
+        ),
+        default=Value(None),
+        output_field=FloatField(),
+    )
+
+
+# Per-answer figures that get percentiles: name -> expression.
+def _figures() -> dict[str, Any]:
+    return {
+        "decode_tps": decode_rate(),
+        "prompt_tps": prompt_rate(),
+        "ttft_ms": F("first_token_ms"),
+        "queue_ms": F("queue_wait_ms"),
+    }
+
+
+PERCENTILES = {"p50": 0.5, "p95": 0.95}
+
+
+@dataclass(frozen=True)
+class Window:
+    """Which answers to count: finished ones created in [start, end)."""
+
+    start: datetime
+    end: datetime
+    user_id: int | None = None
+    model_tag: str = ""
+
+    def answers(self) -> QuerySet[Message]:
+        answers = Message.objects.filter(
+            role=Message.Role.ASSISTANT,
+            created_at__gte=self.start,
+            created_at__lt=self.end,
+        ).exclude(status=Message.Status.STREAMING)
+        if self.user_id is not None:
+            answers = answers.filter(conversation__owner_id=self.user_id)
+        if self.model_tag:
+            answers = answers.filter(model_tag=self.model_tag)
+        return answers
+
+    @property
+    def hourly(self) -> bool:
+        """Chart by the hour up to two days, by the day beyond."""
+        return self.end - self.start <= timedelta(days=2)
+
+
+def _percentile_aggregates() -> dict[str, PercentileCont]:
+    return {
+        f"{name}_{label}": PercentileCont(name, fraction)
+        for name in _figures()
+        for label, fraction in PERCENTILES.items()
+    }
+
+
+def summary(window: Window) -> list[dict[str, Any]]:
+    """One row per model tag and thinking flag (on, off, or None: not asked)."""
+    Status = Message.Status
+    rows = (
+        window.answers()
+        .annotate(**_figures())
+        .values("model_tag", "thinking_enabled")
+        .annotate(
+            answers=Count("pk"),
+            output_tokens=Sum("output_tokens"),
+            errors=Count("pk", filter=Q(status=Status.ERROR)),
+            stopped=Count("pk", filter=Q(status=Status.STOPPED)),
+            interrupted=Count("pk", filter=Q(status=Status.INTERRUPTED)),
+            **_percentile_aggregates(),
+        )
+        .order_by("model_tag", "thinking_enabled")
+    )
+    return [dict(row) for row in rows]
+
+
+@dataclass(frozen=True)
+class Point:
+    at: datetime
+    decode_tps: float | None
+    ttft_ms: float | None
+
+
+def timeline(window: Window) -> list[Point]:
+    """Median decode rate and time to first token per hour (or day)."""
+    trunc = TruncHour if window.hourly else TruncDay
+    figures = _figures()
+    rows = (
+        window.answers()
+        .annotate(bucket=trunc("created_at"), **figures)
+        .values("bucket")
+        .annotate(
+            decode_p50=PercentileCont("decode_tps", 0.5),
+            ttft_p50=PercentileCont("ttft_ms", 0.5),
+        )
+        .order_by("bucket")
+    )
+    return [Point(row["bucket"], row["decode_p50"], row["ttft_p50"]) for row in rows]
+
+
+CSV_COLUMNS: Sequence[tuple[str, str]] = (
+    ("model_tag", "model"),
+    ("thinking_enabled", "thinking"),
+    ("answers", "answers"),
+    ("output_tokens", "output tokens"),
+    ("decode_tps_p50", "decode tok/s p50"),
+    ("decode_tps_p95", "decode tok/s p95"),
+    ("prompt_tps_p50", "prompt tok/s p50"),
+    ("prompt_tps_p95", "prompt tok/s p95"),
+    ("ttft_ms_p50", "first token ms p50"),
+    ("ttft_ms_p95", "first token ms p95"),
+    ("queue_ms_p50", "queue wait ms p50"),
+    ("queue_ms_p95", "queue wait ms p95"),
+    ("errors", "errors"),
+    ("stopped", "stopped"),
+    ("interrupted", "interrupted"),
+)
+
+
+def thinking_label(flag: bool | None) -> str:
+    return {True: "on", False: "off", None: "n/a"}[flag]
