@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from chat.models import Conversation, Message, ModelProfile
+from chat.models import Conversation, Message, ModelProfile, ShareLink, Team
 
 
 @admin.register(ModelProfile)
@@ -34,3 +34,30 @@ class ConversationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_filter = ["thinking"]
     search_fields = ["title", "owner__username"]
     inlines = [MessageInline]
+
+
+@admin.register(Team)
+class TeamAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ["name"]
+    search_fields = ["name", "members__username"]
+    filter_horizontal = ["members"]
+    # Owners share their conversations from the conversation page.
+    readonly_fields = ["conversations"]
+
+
+@admin.register(ShareLink)
+class ShareLinkAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ["__str__", "created_by", "mode", "expires_at", "revoked_at"]
+    list_filter = ["mode"]
+    search_fields = ["conversation__title", "created_by__username"]
+    fields = readonly_fields = (
+        "conversation",
+        "created_by",
+        "token_hint",
+        "mode",
+        "include_thinking",
+        "snapshot_upto",
+        "expires_at",
+        "revoked_at",
+        "created_at",
+    )

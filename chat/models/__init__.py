@@ -10,7 +10,9 @@ from chat.models.profiles import (
     ModelProfileQuerySet,
     ThinkingMode,
 )
+from chat.models.sharing import ShareLink
 from chat.models.site import SiteDefaults
+from chat.models.teams import Team
 
 __all__ = [
     "Conversation",
@@ -19,7 +21,9 @@ __all__ = [
     "MessageQuerySet",
     "ModelProfile",
     "ModelProfileQuerySet",
+    "ShareLink",
     "SiteDefaults",
+    "Team",
     "ThinkingMode",
     "Turn",
 ]

@@ -1,0 +1,140 @@
+"""The read-only socket of a live shared link: `ws/share/<token>/`.
+
+It hears the conversation like a `ChatConsumer` (the runner in this process, the
+conversation's group for other processes) and passes its viewer only read-only
+frames, with ordinals for message ids and thinking dropped unless the link
+includes it (`chat.share_frames`). A viewer may only `resume`; any other frame
+is answered with a `read_only` error frame and the socket stays open.
+
+Close codes:
+  4401  the site requires sign-in for shared links and the viewer is signed out
+  4404  no link has this token, or it is a snapshot link (nothing streams)
+  4410  the link was revoked or has expired (on connect, on revoke, on expiry)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from channels.db import database_sync_to_async
+
+from chat import frames
+from chat.consumers import ChatConsumer
+from chat.models import ShareLink, SiteDefaults
+from chat.runner import runner
+from chat.share_frames import Ordinals, for_viewer
+
+CLOSE_SIGN_IN = 4401
+CLOSE_NO_LINK = 4404
+CLOSE_GONE = 4410
+
+GONE_DETAIL = "This link was revoked or has expired."
+
+
+class ShareConsumer(ChatConsumer):
+    link: ShareLink | None = None
+    token: str
+    ordinals: Ordinals
+    closed: bool = False
+    expiry: asyncio.TimerHandle | None = None
+
+    async def connect(self) -> None:
+        self.token = self.scope["url_route"]["kwargs"]["token"]
+        # Accept first so the close code reaches the browser.
+        await self.accept()
+        link = await ShareLink.objects.by_token(self.token).afirst()
+        if link is None or not link.is_live:
+            await self.close(code=CLOSE_NO_LINK)
+            return
+        if not link.is_active:
+            await self.close(code=CLOSE_GONE)
+            return
+        user = self.scope.get("user")
+        if (await _sign_in_required()) and not (user and user.is_authenticated):
+            await self.close(code=CLOSE_SIGN_IN)
+            return
+        self.link = link
+        self.conversation_id = link.conversation_id
+        ids = link.visible_messages().values_list("pk", flat=True)
+        self.ordinals = Ordinals([pk async for pk in ids])
+        self.remote = {}
+        await runner.ensure_started()
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.channel_layer.group_add(link.group_name, self.channel_name)
+        runner.subscribe(self.conversation_id, self)
+        seconds = link.seconds_left()
+        if seconds is not None:
+            loop = asyncio.get_running_loop()
+            self.expiry = loop.call_later(
+                seconds, lambda: loop.create_task(self.share_gone({}))
+            )
+
+    async def disconnect(self, code: int) -> None:
+        if self.link is None:
+            return
+        if self.expiry is not None:
+            self.expiry.cancel()
+        await super().disconnect(code)
+        await self.channel_layer.group_discard(self.link.group_name, self.channel_name)
+
+    async def receive(
+        self, text_data: str | None = None, bytes_data: bytes | None = None
+    ) -> None:
+        try:
+            frame = frames.parse(text_data)
+        except frames.FrameError as exc:
+            await self.send_frame(frames.error(None, exc.code, exc.detail))
+            return
+        if frame["type"] != "resume":
+            await self.send_frame(
+                frames.error(
+                    None, "read_only", "This shared conversation is read-only."
+                )
+            )
+            return
+        message_id = self.ordinals.message_id(frame["message_id"])
+        if message_id is None:
+            await self.send_frame(
+                frames.error(None, "not_found", "That message is not in this link.")
+            )
+            return
+        await self.resume(
+            frames.ResumeFrame(
+                type="resume",
+                message_id=message_id,
+                offset=frame["offset"],
+                thinking_offset=frame["thinking_offset"],
+            )
+        )
+
+    async def send_frame(self, frame: dict[str, Any]) -> None:
+        if self.closed or self.link is None:
+            return
+        shown = for_viewer(frame, self.link, self.token, self.ordinals)
+        if shown is not None:
+            await self.send(text_data=json.dumps(shown, ensure_ascii=False))
+
+    async def share_gone(self, event: dict[str, Any]) -> None:
+        """The link was revoked (a `share.gone` event) or expired: cut off."""
+        if self.closed:
+            return
+        await self.send_frame(frames.error(None, "link_gone", GONE_DETAIL))
+        self.closed = True
+        runner.unsubscribe(self.conversation_id, self)
+        await self.close(code=CLOSE_GONE)
+
+
+@database_sync_to_async
+def _sign_in_required() -> bool:
+    return SiteDefaults.load().share_requires_sign_in
+
+
+async def notify_gone(link: ShareLink) -> None:
+    """Close every open socket of `link`, in any process."""
+    from channels.layers import get_channel_layer
+
+    layer = get_channel_layer()
+    if layer is not None:
+        await layer.group_send(link.group_name, {"type": "share.gone"})
