@@ -57,8 +57,7 @@ class ShareConsumer(ChatConsumer):
             return
         self.link = link
         self.conversation_id = link.conversation_id
-        ids = link.visible_messages().values_list("pk", flat=True)
-        self.ordinals = Ordinals([pk async for pk in ids])
+        self.ordinals = Ordinals(await _message_ids(link))
         self.remote = {}
         await runner.ensure_started()
         await self.channel_layer.group_add(self.group, self.channel_name)
@@ -124,6 +123,11 @@ class ShareConsumer(ChatConsumer):
         self.closed = True
         runner.unsubscribe(self.conversation_id, self)
         await self.close(code=CLOSE_GONE)
+
+
+@database_sync_to_async
+def _message_ids(link: ShareLink) -> list[int]:
+    return list(link.visible_messages().values_list("pk", flat=True))
 
 
 @database_sync_to_async

@@ -120,9 +120,10 @@ def my_links(request: SignedInRequest) -> HttpResponse:
 def share_with_team(request: SignedInRequest, pk: int) -> HttpResponse:
     """Share the conversation with one of the owner's teams, or stop sharing."""
     conversation = _owned(request, pk)
-    team = get_object_or_404(
-        Team.objects.of(request.user), pk=request.POST.get("team", "")
-    )
+    team_id = request.POST.get("team", "")
+    if not team_id.isdigit():
+        raise Http404("No such team.")
+    team = get_object_or_404(Team.objects.of(request.user), pk=int(team_id))
     if request.POST.get("shared") == "1":
         team.conversations.add(conversation)
     else:
