@@ -39,6 +39,7 @@ class ShareConsumer(ChatConsumer):
     ordinals: Ordinals
     closed: bool = False
     expiry: asyncio.TimerHandle | None = None
+    expiring: asyncio.Future[None] | None = None
 
     async def connect(self) -> None:
         self.token = self.scope["url_route"]["kwargs"]["token"]
@@ -65,10 +66,7 @@ class ShareConsumer(ChatConsumer):
         runner.subscribe(self.conversation_id, self)
         seconds = link.seconds_left()
         if seconds is not None:
-            loop = asyncio.get_running_loop()
-            self.expiry = loop.call_later(
-                seconds, lambda: loop.create_task(self.share_gone({}))
-            )
+            self.expiry = asyncio.get_running_loop().call_later(seconds, self._expire)
 
     async def disconnect(self, code: int) -> None:
         if self.link is None:
@@ -114,6 +112,9 @@ class ShareConsumer(ChatConsumer):
         shown = for_viewer(frame, self.link, self.token, self.ordinals)
         if shown is not None:
             await self.send(text_data=json.dumps(shown, ensure_ascii=False))
+
+    def _expire(self) -> None:
+        self.expiring = asyncio.ensure_future(self.share_gone({}))
 
     async def share_gone(self, event: dict[str, Any]) -> None:
         """The link was revoked (a `share.gone` event) or expired: cut off."""

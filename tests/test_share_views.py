@@ -309,3 +309,21 @@ def test_sharing_with_a_team_needs_membership(alice, alice_client, talk):
         response.status_code == 200 and "Mine can read it" in response.content.decode()
     )
     assert not mine.conversations.exists() and not other.conversations.exists()
+
+
+def test_teams_and_links_are_managed_in_the_admin(admin_client, alice, talk):
+    team = Team.objects.create(name="Research")
+    team.members.add(alice)
+    link, _ = ShareLink.create_for(talk)
+    for url in (
+        reverse("admin:chat_team_add"),
+        reverse("admin:chat_team_change", args=[team.pk]),
+        reverse("admin:chat_sharelink_changelist"),
+        reverse("admin:chat_sharelink_change", args=[link.pk]),
+    ):
+        assert admin_client.get(url).status_code == 200, url
+    response = admin_client.post(
+        reverse("admin:chat_team_add"), {"name": "Ops", "members": [alice.pk]}
+    )
+    assert response.status_code == 302
+    assert list(Team.objects.get(name="Ops").members.all()) == [alice]
