@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 from typing import Any
+from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 
@@ -38,35 +39,56 @@ class ShareConsumer(ChatConsumer):
     token: str
     ordinals: Ordinals
     closed: bool = False
+    held: list[dict[str, Any]] | None = None
     expiry: asyncio.TimerHandle | None = None
     expiring: asyncio.Future[None] | None = None
 
     async def connect(self) -> None:
         self.token = self.scope["url_route"]["kwargs"]["token"]
-        # Accept first so the close code reaches the browser.
-        await self.accept()
         link = await ShareLink.objects.by_token(self.token).afirst()
-        if link is None or not link.is_live:
-            await self.close(code=CLOSE_NO_LINK)
-            return
-        if not link.is_active:
-            await self.close(code=CLOSE_GONE)
-            return
-        user = self.scope.get("user")
-        if (await _sign_in_required()) and not (user and user.is_authenticated):
-            await self.close(code=CLOSE_SIGN_IN)
+        refusal = await _refusal(link, self.scope.get("user"))
+        if refusal is not None or link is None:
+            # Accept first so the close code reaches the browser.
+            await self.accept()
+            await self.close(code=refusal or CLOSE_NO_LINK)
             return
         self.link = link
         self.conversation_id = link.conversation_id
-        self.ordinals = Ordinals(await _message_ids(link))
         self.remote = {}
+        # Subscribed before the socket opens: what the conversation sends from
+        # here on is held until then, so an open socket has missed nothing since.
+        self.held = []
         await runner.ensure_started()
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.channel_layer.group_add(link.group_name, self.channel_name)
         runner.subscribe(self.conversation_id, self)
+        message_ids = await _message_ids(link)
+        self.ordinals = Ordinals(message_ids)
+        await self.accept()
+        held, self.held = self.held, None
+        for frame in held:
+            await self.send_frame(frame)
+        await self.catch_up(message_ids, _seen(self.scope, len(message_ids)))
         seconds = link.seconds_left()
         if seconds is not None:
             self.expiry = asyncio.get_running_loop().call_later(seconds, self._expire)
+
+    async def catch_up(self, message_ids: list[int], seen: int) -> None:
+        """Send the messages after the page's first `seen` (they came between the
+        page and the socket); a running answer is resumed from its start."""
+        generation = runner.generation(self.conversation_id)
+        for message_id in message_ids[seen:]:
+            if (
+                generation is not None
+                and generation.message_id == message_id
+                and self in generation.attached
+            ):
+                continue  # it started after we subscribed: all of it was held
+            await self.resume(
+                frames.ResumeFrame(
+                    type="resume", message_id=message_id, offset=0, thinking_offset=0
+                )
+            )
 
     async def disconnect(self, code: int) -> None:
         if self.link is None:
@@ -109,6 +131,9 @@ class ShareConsumer(ChatConsumer):
     async def send_frame(self, frame: dict[str, Any]) -> None:
         if self.closed or self.link is None:
             return
+        if self.held is not None:
+            self.held.append(frame)
+            return
         shown = for_viewer(frame, self.link, self.token, self.ordinals)
         if shown is not None:
             await self.send(text_data=json.dumps(shown, ensure_ascii=False))
@@ -134,6 +159,25 @@ def _message_ids(link: ShareLink) -> list[int]:
 @database_sync_to_async
 def _sign_in_required() -> bool:
     return SiteDefaults.load().share_requires_sign_in
+
+
+async def _refusal(link: ShareLink | None, user: Any) -> int | None:
+    """The close code for a socket that may not watch `link`, else None."""
+    if link is None or not link.is_live:
+        return CLOSE_NO_LINK
+    if not link.is_active:
+        return CLOSE_GONE
+    if await _sign_in_required() and not (user and user.is_authenticated):
+        return CLOSE_SIGN_IN
+    return None
+
+
+def _seen(scope: Any, default: int) -> int:
+    """How many messages the viewer's page shows (`?seen=N`)."""
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("seen")
+    if values and values[0].isdigit():
+        return min(int(values[0]), default)
+    return default
 
 
 async def notify_gone(link: ShareLink) -> None:

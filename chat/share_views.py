@@ -187,7 +187,7 @@ def shared(request: HttpRequest, token: str) -> HttpResponse:
         "title": conversation.display_title,
         "author": author_name(conversation.owner),
         "chat_messages": messages,
-        "ws_path": f"/ws/share/{token}/" if link.is_live else "",
+        "ws_path": f"/ws/share/{token}/?seen={len(messages)}" if link.is_live else "",
     }
     return _private(render(request, "chat/shared.html", context))
 

@@ -29,8 +29,9 @@ async def make_link(conversation, **kwargs) -> tuple[ShareLink, str]:
     return await database_sync_to_async(ShareLink.create_for)(conversation, **kwargs)
 
 
-async def open_viewer(token: str, user=None) -> WebsocketCommunicator:
-    viewer = WebsocketCommunicator(application, f"/ws/share/{token}/", headers=[ORIGIN])
+async def open_viewer(token: str, user=None, query: str = "") -> WebsocketCommunicator:
+    path = f"/ws/share/{token}/{query}"
+    viewer = WebsocketCommunicator(application, path, headers=[ORIGIN])
     viewer.scope["user"] = user or AnonymousUser()
     connected, _ = await viewer.connect()
     assert connected
@@ -144,6 +145,47 @@ async def test_a_viewer_joining_mid_answer_resumes_by_ordinal(
     }
     assert text_of(seen, "content") == answer.content
     assert not text_of(seen, "thinking")
+
+
+async def test_a_viewer_gets_what_came_between_its_page_and_its_socket(
+    alice, conversation, simulator
+):
+    simulator.config.tps = 100
+    simulator.config.answer_tokens = 80
+    await conversation.messages.acreate(role="user", content="Earlier question")
+    await conversation.messages.acreate(role="assistant", content="Earlier answer")
+    _, token = await make_link(conversation)
+    owner = await connect(alice, conversation)
+    await send(owner, "Next question")
+    await frames_until(owner, "content")
+    # The page showed the first two messages; the question and the running
+    # answer came before its socket opened.
+    viewer = await open_viewer(token, query="?seen=2")
+    seen = await frames_until(viewer, "done")
+    await frames_until(owner, "done")
+    await owner.disconnect()
+    await viewer.disconnect()
+
+    answer = await conversation.messages.filter(role="assistant").alast()
+    assert seen[0]["type"] == "message" and seen[0]["message"]["id"] == 3
+    assert seen[0]["message"]["content"] == "Next question"
+    assert seen[1]["type"] == "start" and seen[1]["message_id"] == 4
+    assert text_of(seen, "content") == answer.content  # all of it, once
+    assert "Earlier answer" not in json.dumps(seen)
+
+
+async def test_a_viewer_whose_page_was_current_gets_no_catch_up(conversation):
+    await conversation.messages.acreate(role="user", content="Question")
+    await conversation.messages.acreate(role="assistant", content="Answer")
+    _, token = await make_link(conversation)
+    for query in ("?seen=2", "", "?seen=x", "?seen=99"):
+        viewer = await open_viewer(token, query=query)
+        assert await viewer.receive_nothing(timeout=0.3)
+        await viewer.disconnect()
+    viewer = await open_viewer(token, query="?seen=1")
+    frame = await viewer.receive_json_from(timeout=5)
+    assert frame["message"]["id"] == 2 and frame["message"]["content"] == "Answer"
+    await viewer.disconnect()
 
 
 async def test_a_viewer_may_only_resume(alice, conversation, simulator):

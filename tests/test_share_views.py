@@ -217,7 +217,7 @@ def test_the_shared_page_leaks_no_ids_and_no_other_names(bob, talk):
     assert ids and not [pk for pk in ids if str(pk) in html]
     assert 'id="message-1"' in html and 'id="message-2"' in html
     assert f"/s/{token}/messages/2/source/" in html
-    assert f'data-ws-path="/ws/share/{token}/"' in html
+    assert f'data-ws-path="/ws/share/{token}/?seen=2"' in html
     for name in ("bob", "Bob", "alice", "alice@example.org"):
         assert name not in html
 
