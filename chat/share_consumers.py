@@ -31,7 +31,7 @@ CLOSE_SIGN_IN = 4401
 CLOSE_NO_LINK = 4404
 CLOSE_GONE = 4410
 
-GONE_DETAIL = "This link was revoked or has expired."
+GONE_DETAIL = "This link is no longer available."
 
 
 class ShareConsumer(ChatConsumer):
@@ -178,12 +178,3 @@ def _seen(scope: Any, default: int) -> int:
     if values and values[0].isdigit():
         return min(int(values[0]), default)
     return default
-
-
-async def notify_gone(link: ShareLink) -> None:
-    """Close every open socket of `link`, in any process."""
-    from channels.layers import get_channel_layer
-
-    layer = get_channel_layer()
-    if layer is not None:
-        await layer.group_send(link.group_name, {"type": "share.gone"})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from asgiref.sync import async_to_sync
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse
@@ -11,7 +10,6 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from chat.models import Message, ShareLink, SiteDefaults, Team
-from chat.share_consumers import notify_gone
 from chat.share_forms import ShareLinkForm
 from chat.share_frames import SharedMessage, shared_source_url
 from chat.views import SignedInRequest, _owned
@@ -102,7 +100,6 @@ def update_share_link(request: SignedInRequest, link_pk: int) -> HttpResponse:
 def revoke_share_link(request: SignedInRequest, link_pk: int) -> HttpResponse:
     link = _own_link(request, link_pk)
     link.revoke()
-    async_to_sync(notify_gone)(link)
     return _after_change(request, link)
 
 

@@ -64,7 +64,7 @@ def test_a_live_link_streams_to_a_signed_out_browser_until_revoked(
         expect(dialog.locator(".share-link")).to_contain_text("Revoked")
         expect(viewer.locator("#connection")).to_have_text("Link closed")
         expect(viewer.locator("#alert")).to_have_text(
-            "This link was revoked or has expired."
+            "This link is no longer available."
         )
         cut_at = streaming.inner_text()
         # The owner's answer goes on; the viewer's stops where it was cut.

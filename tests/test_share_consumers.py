@@ -222,13 +222,22 @@ async def test_revoking_closes_the_open_sockets(alice, conversation, simulator):
     assert response.status_code == 302
     gone = await viewer.receive_json_from(timeout=10)
     assert gone["type"] == "error" and gone["code"] == "link_gone"
-    assert "revoked or has expired" in gone["detail"]
+    assert gone["detail"] == "This link is no longer available."
     assert await closed_with(viewer) == CLOSE_GONE
     await viewer.disconnect()
     # And it cannot come back.
     again = await open_viewer(token)
     assert await closed_with(again) == CLOSE_GONE
     await again.disconnect()
+
+
+async def test_deleting_the_conversation_closes_its_links_sockets(alice, conversation):
+    _, token = await make_link(conversation)
+    viewer = await ready(await open_viewer(token))
+    await conversation.adelete()
+    assert (await viewer.receive_json_from(timeout=10))["code"] == "link_gone"
+    assert await closed_with(viewer) == CLOSE_GONE
+    await viewer.disconnect()
 
 
 async def test_an_expired_link_is_refused_and_a_passing_expiry_cuts_off(

@@ -327,3 +327,21 @@ def test_teams_and_links_are_managed_in_the_admin(admin_client, alice, talk):
     )
     assert response.status_code == 302
     assert list(Team.objects.get(name="Ops").members.all()) == [alice]
+
+
+def test_revoking_holds_when_the_channel_layer_is_away(
+    alice_client, talk, monkeypatch, caplog, django_capture_on_commit_callbacks
+):
+    class Away:
+        async def group_send(self, group, message):
+            raise ConnectionError("redis is away")
+
+    monkeypatch.setattr("chat.models.sharing.get_channel_layer", Away)
+    link, token = ShareLink.create_for(talk, mode=ShareLink.Mode.LIVE)
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        response = alice_client.post(reverse("revoke_share_link", args=[link.pk]))
+    assert response.status_code == 302 and callbacks
+    link.refresh_from_db()
+    assert link.status == "revoked"
+    assert Client().get(f"/s/{token}/").status_code == 410
+    assert "closing the sockets of" in caplog.text

@@ -10,15 +10,23 @@ its viewers (`chat.share_consumers`).
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 from datetime import datetime
+from typing import Any
 
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
+from django.db.models.signals import post_delete
+from django.dispatch import receiver
 from django.utils import timezone
 
 from chat.models.conversations import Conversation
 from chat.models.messages import Message
+
+logger = logging.getLogger(__name__)
 
 TOKEN_BYTES = 32  # 256 bits
 
@@ -137,9 +145,25 @@ class ShareLink(models.Model):
         self.save(update_fields=["snapshot_upto", "updated_at"])
 
     def revoke(self) -> None:
+        """Revoke the link and close its open sockets (`chat.share_consumers`)."""
         if self.revoked_at is None:
             self.revoked_at = timezone.now()
             self.save(update_fields=["revoked_at", "updated_at"])
+        transaction.on_commit(self.close_sockets)
+
+    async def aclose_sockets(self) -> None:
+        """Tell every open socket of this link, in any process, to close."""
+        layer = get_channel_layer()
+        if layer is not None:
+            await layer.group_send(self.group_name, {"type": "share.gone"})
+
+    def close_sockets(self) -> None:
+        try:
+            async_to_sync(self.aclose_sockets)()
+        except Exception:
+            # The link is closed for new viewers either way; open sockets are
+            # also closed when their expiry passes or they reconnect.
+            logger.warning("closing the sockets of %s failed", self, exc_info=True)
 
     def visible_messages(self) -> models.QuerySet[Message]:
         """What a viewer sees: everything of a live link; a snapshot's finished
@@ -152,3 +176,9 @@ class ShareLink(models.Model):
         return messages.filter(pk__lte=self.snapshot_upto).exclude(
             status=Message.Status.STREAMING
         )
+
+
+@receiver(post_delete, sender=ShareLink)
+def _close_deleted_links_sockets(sender: Any, instance: ShareLink, **_: Any) -> None:
+    """A link deleted (with its conversation, say) leaves no socket open."""
+    transaction.on_commit(instance.close_sockets)
