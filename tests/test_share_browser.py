@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from chat.models import Conversation, Message, ShareLink
+from chat.models import Conversation, Message, ShareLink, Team
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -81,3 +81,48 @@ def test_a_live_link_streams_to_a_signed_out_browser_until_revoked(
     dialog.locator("button:has-text('Close')").click()
     page.click("#stop-button")
     expect(page.locator('article.assistant[data-status="stopped"]')).to_be_visible()
+
+
+def test_two_teammates_share_a_conversation_and_one_continues_it(
+    live_server_url, browser, page, login, alice, bob, demo_profile, simulator
+):
+    team = Team.objects.create(name="Research")
+    team.members.add(alice, bob)
+    conversation = Conversation.objects.create(
+        owner=alice, model_profile=demo_profile, title="Reading list"
+    )
+    conversation.messages.create(role="user", content="Which papers first?")
+    conversation.messages.create(role="assistant", content="Start with **Raft**.")
+    login(page, alice)
+    page.goto(live_server_url + conversation.get_absolute_url())
+    page.click("#share-button")
+    team_box = page.locator("#share-dialog").get_by_label("Research can read it")
+    with page.expect_response(lambda r: r.url.endswith("/share/team/")) as saved:
+        team_box.check()
+    assert saved.value.status == 200
+    assert list(team.conversations.all()) == [conversation]
+
+    bob_context = browser.new_context()
+    try:
+        bob_page = bob_context.new_page()
+        login(bob_page, bob)
+        bob_page.goto(live_server_url + "/")
+        bob_page.click("text=Team")
+        bob_page.click("text=Reading list")
+        expect(bob_page.locator("article.assistant .answer strong")).to_have_text(
+            "Raft"
+        )
+        expect(bob_page.locator("#composer-input")).to_have_count(0)
+        bob_page.click("text=Continue in my own copy")
+        expect(bob_page.locator("#composer-input")).to_be_visible()
+        expect(bob_page.locator("#conversation-title")).to_have_text(
+            "Reading list (copy)"
+        )
+        copy = Conversation.objects.get(owner=bob)
+        assert bob_page.url.endswith(copy.get_absolute_url())
+        assert [m.content for m in copy.messages.all()] == [
+            "Which papers first?",
+            "Start with **Raft**.",
+        ]
+    finally:
+        bob_context.close()
