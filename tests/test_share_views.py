@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from html.parser import HTMLParser
 
 import pytest
 from django.core.management.color import no_style
@@ -345,3 +346,32 @@ def test_revoking_holds_when_the_channel_layer_is_away(
     assert link.status == "revoked"
     assert Client().get(f"/s/{token}/").status_code == 410
     assert "closing the sockets of" in caplog.text
+
+
+def test_model_output_is_inert_on_the_shared_page(client, talk):
+    hostile = (
+        '<script>alert(1)</script> <img src=x onerror="alert(2)"> '
+        "[a](javascript:alert(3))"
+    )
+    talk.messages.create(role="user", content=hostile)
+    talk.messages.create(role="assistant", content=hostile, thinking=hostile)
+    talk.title = "<script>alert(4)</script>"
+    talk.save()
+    html = client.get(f"/s/{share(talk, include_thinking=True)}/").content.decode()
+    tags = Tags()
+    tags.feed(html)
+    scripts = [attrs for tag, attrs in tags.seen if tag == "script"]
+    assert all("src" in attrs or attrs.get("type") == "module" for attrs in scripts)
+    assert not [(t, a) for t, a in tags.seen for name in a if name.startswith("on")]
+    hrefs = [a.get("href") or "" for t, a in tags.seen if t == "a"]
+    assert not [h for h in hrefs if h.lower().startswith("javascript:")]
+    assert html.count("alert(1)") == 3  # shown as text: question, answer, thinking
+
+
+class Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.seen.append((tag, dict(attrs)))
