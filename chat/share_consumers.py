@@ -45,8 +45,7 @@ class ShareConsumer(ChatConsumer):
 
     async def connect(self) -> None:
         self.token = self.scope["url_route"]["kwargs"]["token"]
-        link = await ShareLink.objects.by_token(self.token).afirst()
-        refusal = await _refusal(link, self.scope.get("user"))
+        link, refusal = await _find(self.token, self.scope.get("user"))
         if refusal is not None or link is None:
             # Accept first so the close code reaches the browser.
             await self.accept()
@@ -157,19 +156,17 @@ def _message_ids(link: ShareLink) -> list[int]:
 
 
 @database_sync_to_async
-def _sign_in_required() -> bool:
-    return SiteDefaults.load().share_requires_sign_in
-
-
-async def _refusal(link: ShareLink | None, user: Any) -> int | None:
-    """The close code for a socket that may not watch `link`, else None."""
+def _find(token: str, user: Any) -> tuple[ShareLink | None, int | None]:
+    """The link, and the close code for a socket that may not watch it."""
+    link = ShareLink.objects.by_token(token).first()
     if link is None or not link.is_live:
-        return CLOSE_NO_LINK
+        return link, CLOSE_NO_LINK
     if not link.is_active:
-        return CLOSE_GONE
-    if await _sign_in_required() and not (user and user.is_authenticated):
-        return CLOSE_SIGN_IN
-    return None
+        return link, CLOSE_GONE
+    signed_in = user is not None and user.is_authenticated
+    if SiteDefaults.load().share_requires_sign_in and not signed_in:
+        return link, CLOSE_SIGN_IN
+    return link, None
 
 
 def _seen(scope: Any, default: int) -> int:
