@@ -375,3 +375,11 @@ class Tags(HTMLParser):
 
     def handle_starttag(self, tag, attrs):
         self.seen.append((tag, dict(attrs)))
+
+
+def test_a_bad_form_is_answered_with_its_errors(alice_client, talk):
+    response = create(alice_client, talk, mode="everyone", expiry="forever")
+    assert response.status_code == 422
+    html = response.content.decode()
+    assert html.count("Select a valid choice.") == 2
+    assert not ShareLink.objects.exists()
