@@ -8,7 +8,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 
-from chat.models import Conversation, Message, ModelProfile, SiteDefaults
+from chat.models import (
+    Conversation,
+    Message,
+    ModelProfile,
+    ShareLink,
+    SiteDefaults,
+    Team,
+)
 
 
 @admin.register(ModelProfile)
@@ -103,3 +110,30 @@ class SiteDefaultsAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         """Straight to the one row."""
         site = SiteDefaults.load()
         return redirect(reverse("admin:chat_sitedefaults_change", args=[site.pk]))
+
+
+@admin.register(Team)
+class TeamAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ["name"]
+    search_fields = ["name", "members__username"]
+    filter_horizontal = ["members"]
+    # Owners share their conversations from the conversation page.
+    readonly_fields = ["conversations"]
+
+
+@admin.register(ShareLink)
+class ShareLinkAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ["__str__", "created_by", "mode", "expires_at", "revoked_at"]
+    list_filter = ["mode"]
+    search_fields = ["conversation__title", "created_by__username"]
+    fields = readonly_fields = (
+        "conversation",
+        "created_by",
+        "token_hint",
+        "mode",
+        "include_thinking",
+        "snapshot_upto",
+        "expires_at",
+        "revoked_at",
+        "created_at",
+    )

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from chat import views
+from chat import share_urls, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -27,3 +27,5 @@ urlpatterns = [
         name="message_source",
     ),
 ]
+
+urlpatterns += share_urls.urlpatterns

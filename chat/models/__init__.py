@@ -13,7 +13,9 @@ from chat.models.profiles import (
     ModelProfileQuerySet,
     ThinkingMode,
 )
+from chat.models.sharing import ShareLink
 from chat.models.site import SiteDefaults
+from chat.models.teams import Team
 
 __all__ = [
     "Conversation",
@@ -28,7 +30,9 @@ __all__ = [
     "MessageQuerySet",
     "ModelProfile",
     "ModelProfileQuerySet",
+    "ShareLink",
     "SiteDefaults",
+    "Team",
     "ThinkingMode",
     "Turn",
 ]

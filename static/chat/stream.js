@@ -18,8 +18,10 @@ const connection = document.getElementById("connection");
 const alertBox = document.getElementById("alert");
 const announcer = document.getElementById("announcer");
 const template = document.getElementById("answer-template");
+// Shared and team pages: no composer; a live shared link's socket only listens.
+const readOnly = chat.dataset.readOnly === "1";
 
-const CLOSE_CODES_FINAL = new Set([4401, 4403]);
+const CLOSE_CODES_FINAL = new Set([4401, 4403, 4404, 4410]);
 const THINKING_PREFERENCE = "chatsite.thinking"; // "open" | "closed" | absent
 const FIGURES_EVERY_MS = 250;
 const CATCH_UP_CHARS = 16000; // most text rendered in one frame (a reload's backlog)
@@ -381,7 +383,7 @@ function watchScrolling() {
     jumpButton.hidden = true;
     list.scrollTop = list.scrollHeight;
     requestFrame(); // again once blocks never shown have their real height
-    input.focus({ preventScroll: true });
+    input?.focus({ preventScroll: true });
   });
 }
 
@@ -419,6 +421,7 @@ function announceAnswer(message, state) {
 
 function setBusy(value) {
   busy = value;
+  if (readOnly) return;
   stopButton.hidden = !busy;
   sendButton.hidden = busy;
   chat.dataset.busy = busy ? "1" : "";
@@ -517,7 +520,8 @@ function connect() {
   socket.addEventListener("close", (event) => {
     socket = null;
     if (CLOSE_CODES_FINAL.has(event.code)) {
-      setConnection("closed", event.code === 4401 ? "Signed out" : "Not allowed");
+      const why = { 4401: "Signed out", 4404: "No such link", 4410: "Link closed" };
+      setConnection("closed", why[event.code] ?? "Not allowed");
       return;
     }
     scheduleReconnect();
@@ -643,7 +647,7 @@ function enhanceWhenVisible() {
 // ---------------------------------------------------------------- start
 
 function start() {
-  wireComposer();
+  if (!readOnly) wireComposer();
   wireList();
   watchScrolling();
   enhanceWhenVisible();
@@ -654,12 +658,12 @@ function start() {
   list.scrollTop = list.scrollHeight;
   requestFrame(); // render a checkpointed answer as markdown; scroll once laid out
   // Ready to type, except on touch screens, where that would open the keyboard.
-  if (window.matchMedia("(hover: hover) and (min-width: 761px)").matches) input.focus();
+  if (window.matchMedia("(hover: hover) and (min-width: 761px)").matches) input?.focus();
   window.addEventListener("online", reconnectNow);
   document.addEventListener("visibilitychange", () => {
     if (document.visibilityState === "visible") reconnectNow();
   });
-  connect();
+  if (chat.dataset.wsPath) connect(); // a snapshot has nothing to stream
 }
 
 start();

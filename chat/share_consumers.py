@@ -1,0 +1,177 @@
+"""The read-only socket of a live shared link: `ws/share/<token>/`.
+
+It hears the conversation like a `ChatConsumer` (the runner in this process, the
+conversation's group for other processes) and passes its viewer only read-only
+frames, with ordinals for message ids and thinking dropped unless the link
+includes it (`chat.share_frames`). A viewer may only `resume`; any other frame
+is answered with a `read_only` error frame and the socket stays open.
+
+Close codes:
+  4401  the site requires sign-in for shared links and the viewer is signed out
+  4404  no link has this token, or it is a snapshot link (nothing streams)
+  4410  the link was revoked or has expired (on connect, on revoke, on expiry)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+
+from chat import frames
+from chat.consumers import ChatConsumer
+from chat.models import ShareLink, SiteDefaults
+from chat.runner import runner
+from chat.share_frames import Ordinals, for_viewer
+
+CLOSE_SIGN_IN = 4401
+CLOSE_NO_LINK = 4404
+CLOSE_GONE = 4410
+
+GONE_DETAIL = "This link is no longer available."
+
+
+class ShareConsumer(ChatConsumer):
+    link: ShareLink | None = None
+    token: str
+    ordinals: Ordinals
+    closed: bool = False
+    held: list[dict[str, Any]] | None = None
+    expiry: asyncio.TimerHandle | None = None
+    expiring: asyncio.Future[None] | None = None
+
+    async def connect(self) -> None:
+        self.token = self.scope["url_route"]["kwargs"]["token"]
+        link, refusal = await _find(self.token, self.scope.get("user"))
+        if refusal is not None or link is None:
+            # Accept first so the close code reaches the browser.
+            await self.accept()
+            await self.close(code=refusal or CLOSE_NO_LINK)
+            return
+        self.link = link
+        self.conversation_id = link.conversation_id
+        self.remote = {}
+        # Subscribed before the socket opens: what the conversation sends from
+        # here on is held until then, so an open socket has missed nothing since.
+        self.held = []
+        await runner.ensure_started()
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.channel_layer.group_add(link.group_name, self.channel_name)
+        runner.subscribe(self.conversation_id, self)
+        message_ids = await _message_ids(link)
+        self.ordinals = Ordinals(message_ids)
+        await self.accept()
+        held, self.held = self.held, None
+        for frame in held:
+            await self.send_frame(frame)
+        await self.catch_up(message_ids, _seen(self.scope, len(message_ids)))
+        seconds = link.seconds_left()
+        if seconds is not None:
+            self.expiry = asyncio.get_running_loop().call_later(seconds, self._expire)
+
+    async def catch_up(self, message_ids: list[int], seen: int) -> None:
+        """Send the messages after the page's first `seen` (they came between the
+        page and the socket); a running answer is resumed from its start."""
+        generation = runner.generation(self.conversation_id)
+        for message_id in message_ids[seen:]:
+            if (
+                generation is not None
+                and generation.message_id == message_id
+                and self in generation.attached
+            ):
+                continue  # it started after we subscribed: all of it was held
+            await self.resume(
+                frames.ResumeFrame(
+                    type="resume", message_id=message_id, offset=0, thinking_offset=0
+                )
+            )
+
+    async def disconnect(self, code: int) -> None:
+        if self.link is None:
+            return
+        if self.expiry is not None:
+            self.expiry.cancel()
+        await super().disconnect(code)
+        await self.channel_layer.group_discard(self.link.group_name, self.channel_name)
+
+    async def receive(
+        self, text_data: str | None = None, bytes_data: bytes | None = None
+    ) -> None:
+        try:
+            frame = frames.parse(text_data)
+        except frames.FrameError as exc:
+            await self.send_frame(frames.error(None, exc.code, exc.detail))
+            return
+        if frame["type"] != "resume":
+            await self.send_frame(
+                frames.error(
+                    None, "read_only", "This shared conversation is read-only."
+                )
+            )
+            return
+        message_id = self.ordinals.message_id(frame["message_id"])
+        if message_id is None:
+            await self.send_frame(
+                frames.error(None, "not_found", "That message is not in this link.")
+            )
+            return
+        await self.resume(
+            frames.ResumeFrame(
+                type="resume",
+                message_id=message_id,
+                offset=frame["offset"],
+                thinking_offset=frame["thinking_offset"],
+            )
+        )
+
+    async def send_frame(self, frame: dict[str, Any]) -> None:
+        if self.closed or self.link is None:
+            return
+        if self.held is not None:
+            self.held.append(frame)
+            return
+        shown = for_viewer(frame, self.link, self.token, self.ordinals)
+        if shown is not None:
+            await self.send(text_data=json.dumps(shown, ensure_ascii=False))
+
+    def _expire(self) -> None:
+        self.expiring = asyncio.ensure_future(self.share_gone({}))
+
+    async def share_gone(self, event: dict[str, Any]) -> None:
+        """The link was revoked (a `share.gone` event) or expired: cut off."""
+        if self.closed:
+            return
+        await self.send_frame(frames.error(None, "link_gone", GONE_DETAIL))
+        self.closed = True
+        runner.unsubscribe(self.conversation_id, self)
+        await self.close(code=CLOSE_GONE)
+
+
+@database_sync_to_async
+def _message_ids(link: ShareLink) -> list[int]:
+    return list(link.visible_messages().values_list("pk", flat=True))
+
+
+@database_sync_to_async
+def _find(token: str, user: Any) -> tuple[ShareLink | None, int | None]:
+    """The link, and the close code for a socket that may not watch it."""
+    link = ShareLink.objects.by_token(token).first()
+    if link is None or not link.is_live:
+        return link, CLOSE_NO_LINK
+    if not link.is_active:
+        return link, CLOSE_GONE
+    signed_in = user is not None and user.is_authenticated
+    if SiteDefaults.load().share_requires_sign_in and not signed_in:
+        return link, CLOSE_SIGN_IN
+    return link, None
+
+
+def _seen(scope: Any, default: int) -> int:
+    """How many messages the viewer's page shows (`?seen=N`)."""
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("seen")
+    if values and values[0].isdigit():
+        return min(int(values[0]), default)
+    return default

@@ -1,0 +1,60 @@
+"""The form that makes a shared link."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django import forms
+from django.utils import timezone
+
+from chat.models import ShareLink
+
+EXPIRY_DAYS = {"1d": 1, "7d": 7, "30d": 30}
+
+
+class ShareLinkForm(forms.Form):
+    mode = forms.ChoiceField(
+        choices=[
+            (ShareLink.Mode.SNAPSHOT, "Snapshot: the conversation as it is now"),
+            (ShareLink.Mode.LIVE, "Live: follows the conversation as it is written"),
+        ],
+        initial=ShareLink.Mode.SNAPSHOT,
+        widget=forms.RadioSelect,
+    )
+    include_thinking = forms.BooleanField(required=False, label="Include thinking")
+    expiry = forms.ChoiceField(
+        choices=[
+            ("never", "Never"),
+            ("1d", "In 1 day"),
+            ("7d", "In 7 days"),
+            ("30d", "In 30 days"),
+            ("custom", "On…"),
+        ],
+        initial="7d",
+        label="Expires",
+    )
+    expires_on = forms.DateTimeField(
+        required=False,
+        label="Expires on",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
+    )
+
+    def clean(self) -> dict[str, object]:
+        data = super().clean() or {}
+        choice = data.get("expiry")
+        if choice == "custom":
+            moment = data.get("expires_on")
+            if moment is None:
+                self.add_error("expires_on", "Pick the date the link expires.")
+            elif moment <= timezone.now():
+                self.add_error("expires_on", "Pick a moment in the future.")
+        return data
+
+    def expires_at(self) -> datetime | None:
+        choice = self.cleaned_data["expiry"]
+        if choice in EXPIRY_DAYS:
+            return timezone.now() + timedelta(days=EXPIRY_DAYS[choice])
+        if choice == "custom":
+            moment: datetime = self.cleaned_data["expires_on"]
+            return moment
+        return None

@@ -1,0 +1,75 @@
+"""Conversations shared with my teams: read them, continue them in a copy."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from chat.models import Conversation, Team
+from chat.models.teams import copy_conversation, team_conversations
+from chat.share_frames import SharedMessage
+from chat.share_views import author_name
+from chat.views import SignedInRequest
+
+# Team members are shown the thinking the owner sees; copies keep it.
+TEAM_SEES_THINKING = True
+
+
+def _team_readable(request: SignedInRequest, pk: int) -> Conversation:
+    # Not shared with one of my teams: a 404, whether it exists or not.
+    return get_object_or_404(team_conversations(request.user), pk=pk)
+
+
+@login_required
+@require_GET
+def team_home(request: SignedInRequest) -> HttpResponse:
+    context = {
+        "teams": Team.objects.of(request.user).prefetch_related("members"),
+        "shared": team_conversations(request.user).order_by("-updated_at"),
+    }
+    return render(request, "chat/team_home.html", context)
+
+
+@login_required
+@require_GET
+def team_conversation(request: SignedInRequest, pk: int) -> HttpResponse:
+    conversation = _team_readable(request, pk)
+    context = {
+        "conversation": conversation,
+        "title": conversation.display_title,
+        "author": author_name(conversation.owner),
+        "chat_messages": [
+            SharedMessage.of(
+                message,
+                n,
+                include_thinking=TEAM_SEES_THINKING,
+                source_url=reverse("team_message_source", args=[pk, n]),
+            )
+            for n, message in enumerate(conversation.messages.all(), start=1)
+        ],
+    }
+    return render(request, "chat/team_conversation.html", context)
+
+
+@login_required
+@require_POST
+def continue_in_copy(request: SignedInRequest, pk: int) -> HttpResponseRedirect:
+    source = _team_readable(request, pk)
+    copy = copy_conversation(source, request.user, include_thinking=TEAM_SEES_THINKING)
+    return redirect(copy)
+
+
+@login_required
+@require_GET
+def team_message_source(
+    request: SignedInRequest, pk: int, ordinal: int
+) -> HttpResponse:
+    messages = list(_team_readable(request, pk).messages.all())
+    if not 1 <= ordinal <= len(messages):
+        raise Http404("No such message.")
+    return HttpResponse(
+        messages[ordinal - 1].content, content_type="text/plain; charset=utf-8"
+    )

@@ -1,0 +1,128 @@
+"""In Chromium: a live link streams an answer to a signed-out browser as it is
+written, and revoking the link cuts that viewer off."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from chat.models import Conversation, Message, ShareLink, Team
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_live_link_streams_to_a_signed_out_browser_until_revoked(
+    live_server_url, browser, page, login, alice, demo_profile, simulator
+):
+    simulator.config.tps = 20
+    simulator.config.think_tokens = 5
+    simulator.config.answer_tokens = 400
+    conversation = Conversation.objects.create(owner=alice, model_profile=demo_profile)
+    login(page, alice)
+    page.goto(live_server_url + conversation.get_absolute_url())
+    expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
+
+    # The owner makes a live link from the conversation page's dialog.
+    page.click("#share-button")
+    dialog = page.locator("#share-dialog")
+    expect(dialog).to_be_visible()
+    dialog.locator("input[name=mode][value=live]").check()
+    dialog.locator("select[name=expiry]").select_option("never")
+    dialog.locator("button:has-text('Create link')").click()
+    url = dialog.locator("#share-new-url").input_value()
+    assert re.fullmatch(re.escape(live_server_url) + r"/s/[A-Za-z0-9_-]{43}/", url)
+    link = ShareLink.objects.get()
+    assert link.is_live and link.expires_at is None
+    dialog.locator("button:has-text('Close')").click()
+
+    viewer_context = browser.new_context()  # no cookies: signed out
+    try:
+        viewer = viewer_context.new_page()
+        viewer.goto(url)
+        expect(viewer.locator("#chat")).to_have_attribute("data-connected", "1")
+        expect(viewer.locator("#composer-input")).to_have_count(0)
+
+        page.fill("#composer-input", "Tell the team about streams")
+        page.press("#composer-input", "Enter")
+
+        # The viewer reads the answer while it is still being written.
+        streaming = viewer.locator('article.assistant[data-status="streaming"] .answer')
+        expect(streaming).not_to_have_text("", timeout=15_000)
+        expect(viewer.locator("article.user")).to_have_text(
+            "Tell the team about streams"
+        )
+        assert Message.objects.get(role="assistant").status == "streaming"
+        # Messages are named by ordinal; thinking is not shared.
+        expect(viewer.locator("article.assistant")).to_have_attribute("id", "message-2")
+        expect(viewer.locator("details.thinking")).to_be_hidden()
+
+        # Revoking it (from the dialog) cuts the viewer off mid-answer.
+        page.click("#share-button")
+        dialog.locator("button:has-text('Revoke')").click()
+        expect(dialog.locator(".share-link")).to_contain_text("Revoked")
+        expect(viewer.locator("#connection")).to_have_text("Link closed")
+        expect(viewer.locator("#alert")).to_have_text(
+            "This link is no longer available."
+        )
+        cut_at = streaming.inner_text()
+        # The owner's answer goes on; the viewer's stops where it was cut.
+        owner = page.locator('article.assistant[data-status="streaming"] .answer')
+        longer = re.compile("^.{" + str(len(cut_at) + 40) + ",}", re.S)
+        expect(owner).to_have_text(longer, timeout=20_000)
+        assert streaming.inner_text() == cut_at
+
+        response = viewer.reload()
+        assert response is not None and response.status == 410
+        expect(viewer.locator("h1")).to_have_text("This link is no longer available")
+    finally:
+        viewer_context.close()
+    dialog.locator("button:has-text('Close')").click()
+    page.click("#stop-button")
+    expect(page.locator('article.assistant[data-status="stopped"]')).to_be_visible()
+
+
+def test_two_teammates_share_a_conversation_and_one_continues_it(
+    live_server_url, browser, page, login, alice, bob, demo_profile, simulator
+):
+    team = Team.objects.create(name="Research")
+    team.members.add(alice, bob)
+    conversation = Conversation.objects.create(
+        owner=alice, model_profile=demo_profile, title="Reading list"
+    )
+    conversation.messages.create(role="user", content="Which papers first?")
+    conversation.messages.create(role="assistant", content="Start with **Raft**.")
+    login(page, alice)
+    page.goto(live_server_url + conversation.get_absolute_url())
+    page.click("#share-button")
+    team_box = page.locator("#share-dialog").get_by_label("Research can read it")
+    with page.expect_response(lambda r: r.url.endswith("/share/team/")) as saved:
+        team_box.check()
+    assert saved.value.status == 200
+    assert list(team.conversations.all()) == [conversation]
+
+    bob_context = browser.new_context()
+    try:
+        bob_page = bob_context.new_page()
+        login(bob_page, bob)
+        bob_page.goto(live_server_url + "/")
+        bob_page.click("text=Team")
+        bob_page.click("text=Reading list")
+        expect(bob_page.locator("article.assistant .answer strong")).to_have_text(
+            "Raft"
+        )
+        expect(bob_page.locator("#composer-input")).to_have_count(0)
+        bob_page.click("text=Continue in my own copy")
+        expect(bob_page.locator("#composer-input")).to_be_visible()
+        expect(bob_page.locator("#conversation-title")).to_have_text(
+            "Reading list (copy)"
+        )
+        copy = Conversation.objects.get(owner=bob)
+        assert bob_page.url.endswith(copy.get_absolute_url())
+        assert [m.content for m in copy.messages.all()] == [
+            "Which papers first?",
+            "Start with **Raft**.",
+        ]
+    finally:
+        bob_context.close()
