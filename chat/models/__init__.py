@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chat.models.conversations import Conversation, Turn
+from chat.models.conversations import Conversation, Retry, Turn
 from chat.models.messages import Message, MessageQuerySet
 from chat.models.profiles import (
     HistoryPolicy,
@@ -19,6 +19,7 @@ __all__ = [
     "MessageQuerySet",
     "ModelProfile",
     "ModelProfileQuerySet",
+    "Retry",
     "SiteDefaults",
     "ThinkingMode",
     "Turn",
