@@ -139,9 +139,7 @@ def answered(alice, thinker):
 
 def test_regenerate_replaces_the_last_answer_and_does_not_send_it(answered):
     last_question, last_answer = answered.messages.order_by("pk")[2:4]
-    (question, answer, profile, history, titled), removed = (
-        answered.begin_regenerate()
-    )
+    (question, answer, profile, history, titled), removed = answered.begin_regenerate()
     assert removed == [last_question.pk, last_answer.pk]
     assert not Message.objects.filter(pk__in=removed).exists()
     assert question.content == "two" and question.client_id == "c"
