@@ -10,8 +10,12 @@ import nh3
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
-_markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable(
-    ["table", "strikethrough"]
+from chat.markdown_math import math_plugin
+
+_markdown = (
+    MarkdownIt("commonmark", {"html": False, "linkify": False})
+    .enable(["table", "strikethrough"])
+    .use(math_plugin)
 )
 
 _ALLOWED_ATTRIBUTES = {
@@ -20,6 +24,8 @@ _ALLOWED_ATTRIBUTES = {
     "th": {"align", "style"},
     "td": {"align", "style"},
     "ol": {"start"},
+    "span": {"class"},
+    "div": {"class"},
 }
 
 
