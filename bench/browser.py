@@ -593,6 +593,7 @@ async def run_browser_bench(
     *,
     ttft_samples: int = TTFT_SAMPLES,
     long_answer: bool = True,
+    chromium_args: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Start a site and Chromium, run the scenarios, return one row each."""
     from playwright.async_api import async_playwright
@@ -602,7 +603,9 @@ async def run_browser_bench(
     try:
         async with async_playwright() as playwright:
             browser = await playwright.chromium.launch(
-                executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+                executable_path=CHROMIUM,
+                args=CHROMIUM_ARGS if chromium_args is None else chromium_args,
+                headless=True,
             )
             try:
                 # Warm-up: the first answer of a process pays for imports.
@@ -679,9 +682,28 @@ def main() -> None:
     parser.add_argument(
         "--quick", action="store_true", help="single-tab streams and TTFT only"
     )
+    parser.add_argument(
+        "--only",
+        metavar="TEXT",
+        help="just the stream scenarios whose name holds TEXT (e.g. '10 tabs')",
+    )
+    parser.add_argument(
+        "--chromium-arg",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="an extra Chromium flag (repeatable), to compare their cost",
+    )
     args = parser.parse_args()
     chosen = [s for s in SCENARIOS if not (args.quick and s.tabs > 1)]
-    rows = run(scenarios=chosen, long_answer=not args.quick)
+    if args.only:
+        chosen = [s for s in SCENARIOS if args.only in s.name]
+    rows = run(
+        scenarios=chosen,
+        long_answer=not (args.quick or args.only),
+        ttft_samples=0 if args.only else TTFT_SAMPLES,
+        chromium_args=CHROMIUM_ARGS + args.chromium_arg,
+    )
     print_table(rows)
     out = Path(__file__).resolve().parent / "results"
     out.mkdir(exist_ok=True)
