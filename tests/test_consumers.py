@@ -602,3 +602,30 @@ async def test_bad_edits_are_refused_and_change_nothing(
     assert error[0]["detail"]
     assert await conversation.messages.filter(content="question").aexists()
     assert await conversation.messages.acount() == 2
+
+
+async def test_a_failed_regenerate_keeps_the_question_and_can_be_retried(
+    alice, conversation, simulator
+):
+    communicator = await connect(alice, conversation)
+    await answered_once(communicator, "question")
+    simulator.config.status = 503
+    await communicator.send_json_to({"type": "regenerate"})
+    failed = await frames_until(communicator, "done")
+    await communicator.receive_json_from(timeout=5)
+    simulator.config.status = None
+    await communicator.send_json_to({"type": "regenerate"})
+    retried = await frames_until(communicator, "done")
+    await communicator.disconnect()
+
+    assert next(f for f in failed if f["type"] == "error")["code"] == "upstream_busy"
+    assert failed[-1]["status"] == "error" and retried[-1]["status"] == "done"
+    assert retried[0]["message_ids"] == [
+        failed[1]["message"]["id"],
+        failed[-1]["message_id"],
+    ]
+    stored = [(m.role, m.content, m.status) async for m in conversation.messages.all()]
+    assert stored == [
+        ("user", "question", "done"),
+        ("assistant", text_of(retried, "content"), "done"),
+    ]
