@@ -99,6 +99,7 @@ def test_edit_and_resend_the_last_question_by_keyboard(
         )
         expect(page.locator(".edit-input")).to_have_count(0)
         wait_until_done(page, 2)
+    expect(first.locator("#composer-input")).to_be_focused()
     assert simulator.log[-1].body["messages"][-1] == {
         "role": "user",
         "content": "second question",

@@ -598,7 +598,9 @@ function removeMessages(ids) {
   for (const id of ids) {
     if (live.has(id)) forget(id);
     if (id === streamingId) streamingId = null;
-    document.getElementById(`message-${id}`)?.remove();
+    const article = document.getElementById(`message-${id}`);
+    if (article?.contains(document.activeElement)) input.focus({ preventScroll: true });
+    article?.remove();
   }
 }
 
