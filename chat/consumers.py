@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -15,13 +16,21 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from chat import frames
 from chat.fanout import RemoteView, conversation_group
-from chat.models import Conversation, Message, Turn
+from chat.models import Conversation, Message, Retry, Turn
 from chat.runner import runner
 
 logger = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
+
+# A refused turn's error code, by the model's exception.
+REFUSALS: dict[type[Exception], str] = {
+    Conversation.NoModel: "no_model",
+    Conversation.Busy: "busy",
+    Conversation.NothingToRegenerate: "nothing_to_regenerate",
+    Conversation.NotLastQuestion: "not_last_question",
+}
 
 
 class ChatConsumer(AsyncWebsocketConsumer):
@@ -69,24 +78,40 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await runner.request_stop(self.conversation_id)
         elif frame["type"] == "resume":
             await self.resume(frame)
+        elif frame["type"] == "regenerate":
+            await self.start_answer("", "", retry=Conversation.begin_regenerate)
+        elif frame["type"] == "edit":
+            message_id, content = frame["message_id"], frame["content"]
+            await self.start_answer(
+                "", "", retry=lambda c: c.begin_edit(message_id, content)
+            )
 
     async def send_frame(self, frame: dict[str, Any]) -> None:
         await self.send(text_data=json.dumps(frame, ensure_ascii=False))
 
-    async def start_answer(self, content: str, client_id: str) -> None:
+    async def start_answer(
+        self,
+        content: str,
+        client_id: str,
+        retry: Callable[[Conversation], Retry] | None = None,
+    ) -> None:
+        """A new turn: a sent question, or with `retry` a regenerate or an edit
+        (which replaces the last question and answer)."""
         if not runner.claim(self.conversation_id):
             await self.send_frame(
                 frames.error(None, "busy", "Wait for the current answer, or stop it.")
             )
             return
         try:
-            turn = await database_sync_to_async(_begin_turn)(
-                self.conversation_id, content, client_id
-            )
-        except (Conversation.NoModel, Conversation.Busy) as exc:
+            if retry is None:
+                turn = await database_sync_to_async(_begin_turn)(
+                    self.conversation_id, content, client_id
+                )
+            else:
+                turn = await self.begin_retry(retry)
+        except tuple(REFUSALS) as exc:
             runner.release(self.conversation_id)
-            code = "no_model" if isinstance(exc, Conversation.NoModel) else "busy"
-            await self.send_frame(frames.error(None, code, str(exc)))
+            await self.send_frame(frames.error(None, REFUSALS[type(exc)], str(exc)))
             return
         except BaseException:
             runner.release(self.conversation_id)
@@ -97,6 +122,13 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 self.conversation_id, frames.conversation(turn.question.conversation)
             )
         await runner.start(turn.profile, turn.answer, turn.history, turn.options)
+
+    async def begin_retry(self, begin: Callable[[Conversation], Retry]) -> Turn:
+        """Begin a regenerate or an edit, and tell every tab which messages
+        the new turn replaces."""
+        retry = await database_sync_to_async(_begin_retry)(self.conversation_id, begin)
+        await runner.broadcast(self.conversation_id, frames.removed(retry.removed))
+        return retry.turn
 
     async def resume(self, frame: frames.ResumeFrame) -> None:
         resumed = await runner.resume(
@@ -174,3 +206,7 @@ def _begin_turn(conversation_id: int, content: str, client_id: str) -> Turn:
         pk=conversation_id
     )
     return conversation.begin_turn(content, client_id)
+
+
+def _begin_retry(conversation_id: int, begin: Callable[[Conversation], Retry]) -> Retry:
+    return begin(Conversation.objects.get(pk=conversation_id))

@@ -4,6 +4,8 @@ Client -> server:
   {"type": "send", "content": "...", "client_id": "<uuid>"}
   {"type": "stop"}
   {"type": "resume", "message_id": N, "offset": K, "thinking_offset": T}
+  {"type": "regenerate"}                       ask the last question again
+  {"type": "edit", "message_id": N, "content": "..."}   change the last question
 Server -> client:
   {"type": "message", "message": {...}}       a stored message (echo or final answer)
   {"type": "start", "message_id": N, "model": "...", "thinking": bool | null}
@@ -11,6 +13,8 @@ Server -> client:
   {"type": "done", "message_id": N, "status": "done" | "stopped" | "error", "stats": {}}
   {"type": "error", "message_id": N | null, "code": "...", "detail": "..."}
   {"type": "conversation", "id": N, "title": "..."}   the conversation was renamed
+  {"type": "removed", "message_ids": [N, ...]}  messages replaced by a regenerate or
+                                                an edit (their new turn follows)
 
 Offsets count Unicode code points of the answer (or thinking) text the client has.
 """
@@ -52,7 +56,17 @@ class ResumeFrame(TypedDict):
     thinking_offset: int
 
 
-ClientFrame = SendFrame | StopFrame | ResumeFrame
+class RegenerateFrame(TypedDict):
+    type: Literal["regenerate"]
+
+
+class EditFrame(TypedDict):
+    type: Literal["edit"]
+    message_id: int
+    content: str
+
+
+ClientFrame = SendFrame | StopFrame | ResumeFrame | RegenerateFrame | EditFrame
 
 
 def max_frame_chars() -> int:
@@ -86,10 +100,29 @@ def parse(text: str | None) -> ClientFrame:
             offset=_non_negative_int(data, "offset"),
             thinking_offset=_non_negative_int(data, "thinking_offset", default=0),
         )
+    if kind == "regenerate":
+        return RegenerateFrame(type="regenerate")
+    if kind == "edit":
+        return EditFrame(
+            type="edit",
+            message_id=_non_negative_int(data, "message_id"),
+            content=_content(data),
+        )
     raise FrameError("unknown_type", f"Unknown frame type: {str(kind)[:40]!r}.")
 
 
 def _parse_send(data: dict[str, Any]) -> SendFrame:
+    content = _content(data)
+    client_id = data.get("client_id", "")
+    if not isinstance(client_id, str) or len(client_id) > 64:
+        raise FrameError(
+            "bad_frame", "client_id must be a string of 64 characters at most."
+        )
+    return SendFrame(type="send", content=content, client_id=client_id)
+
+
+def _content(data: dict[str, Any]) -> str:
+    """A message's text: not blank, not over the size limit."""
     content = data.get("content")
     if not isinstance(content, str) or not content.strip():
         raise FrameError("empty_message", "Type a message before sending.")
@@ -99,12 +132,7 @@ def _parse_send(data: dict[str, Any]) -> SendFrame:
             f"The message is {len(content):,} characters; the limit is "
             f"{settings.MESSAGE_MAX_CHARS:,}.",
         )
-    client_id = data.get("client_id", "")
-    if not isinstance(client_id, str) or len(client_id) > 64:
-        raise FrameError(
-            "bad_frame", "client_id must be a string of 64 characters at most."
-        )
-    return SendFrame(type="send", content=content, client_id=client_id)
+    return content
 
 
 def _non_negative_int(
@@ -149,6 +177,10 @@ def error(message_id: int | None, code: str, detail: str) -> dict[str, Any]:
 
 def conversation(conversation: Conversation) -> dict[str, Any]:
     return {"type": "conversation", "id": conversation.pk, "title": conversation.title}
+
+
+def removed(message_ids: list[int]) -> dict[str, Any]:
+    return {"type": "removed", "message_ids": message_ids}
 
 
 def message(message: Message) -> dict[str, Any]:

@@ -17,13 +17,17 @@ import nh3
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
+from chat.markdown_math import math_plugin
+
 logger = logging.getLogger(__name__)
 
 # Longer answers are rendered in a helper process (see `prerender`).
 OFF_LOOP_CHARS = 16_000
 
-_markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable(
-    ["table", "strikethrough"]
+_markdown = (
+    MarkdownIt("commonmark", {"html": False, "linkify": False})
+    .enable(["table", "strikethrough"])
+    .use(math_plugin)
 )
 
 _ALLOWED_ATTRIBUTES = {
@@ -32,6 +36,8 @@ _ALLOWED_ATTRIBUTES = {
     "th": {"align", "style"},
     "td": {"align", "style"},
     "ol": {"start"},
+    "span": {"class"},
+    "div": {"class"},
 }
 
 

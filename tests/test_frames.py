@@ -23,6 +23,19 @@ def test_parse_resume_defaults_thinking_offset():
     }
 
 
+def test_parse_regenerate_and_edit():
+    assert frames.parse('{"type":"regenerate"}') == {"type": "regenerate"}
+    assert frames.parse('{"type":"edit","message_id":4,"content":"again"}') == {
+        "type": "edit",
+        "message_id": 4,
+        "content": "again",
+    }
+
+
+def test_removed_lists_the_replaced_messages():
+    assert frames.removed([3, 4]) == {"type": "removed", "message_ids": [3, 4]}
+
+
 @pytest.mark.parametrize(
     ("text", "code"),
     [
@@ -34,6 +47,9 @@ def test_parse_resume_defaults_thinking_offset():
         ('{"type":"send","content":"x","client_id":7}', "bad_frame"),
         ('{"type":"resume","message_id":true,"offset":0}', "bad_frame"),
         ('{"type":"resume","message_id":1,"offset":"3"}', "bad_frame"),
+        ('{"type":"edit","message_id":1,"content":" "}', "empty_message"),
+        ('{"type":"edit","message_id":-1,"content":"x"}', "bad_frame"),
+        ('{"type":"edit","content":"x"}', "bad_frame"),
     ],
 )
 def test_parse_rejects_with_a_code(text, code):

@@ -125,3 +125,100 @@ def test_orphaned_streaming_answers_are_marked_interrupted_with_text_kept(alice)
 def test_decode_rate_comes_from_the_servers_figures():
     assert Message(output_tokens=100, eval_ms=2000).decode_tps == 50
     assert Message(output_tokens=100).decode_tps is None
+
+
+@pytest.fixture
+def answered(alice, thinker):
+    """A conversation of two finished turns."""
+    conversation = Conversation.objects.create(owner=alice, title="Kept")
+    for question, answer in (("one", "first"), ("two", "second")):
+        conversation.messages.create(role="user", content=question, client_id="c")
+        conversation.messages.create(role="assistant", content=answer, thinking="t")
+    return conversation
+
+
+def test_regenerate_replaces_the_last_answer_and_does_not_send_it(answered):
+    last_question, last_answer = answered.messages.order_by("pk")[2:4]
+    (question, answer, profile, history, titled), removed = answered.begin_regenerate()
+    assert removed == [last_question.pk, last_answer.pk]
+    assert not Message.objects.filter(pk__in=removed).exists()
+    assert question.content == "two" and question.client_id == "c"
+    assert answer.status == Message.Status.STREAMING and answer.pk > question.pk
+    assert history == [
+        {"role": "user", "content": "one"},
+        {"role": "assistant", "content": "first"},
+        {"role": "user", "content": "two"},
+    ]
+    assert not titled
+    answered.refresh_from_db()
+    assert answered.title == "Kept"
+    assert list(answered.messages.values_list("content", flat=True)) == [
+        "one",
+        "first",
+        "two",
+        "",
+    ]
+
+
+def test_regenerate_after_a_failed_answer_asks_again(answered):
+    answered.messages.filter(content="second").update(status="error", content="")
+    _, removed = answered.begin_regenerate()
+    assert len(removed) == 2
+    assert answered.messages.filter(status="error").count() == 0
+
+
+def test_regenerate_is_refused_while_an_answer_streams(answered):
+    answered.messages.filter(content="second").update(status="streaming")
+    with pytest.raises(Conversation.Busy):
+        answered.begin_regenerate()
+    assert answered.messages.count() == 4
+
+
+def test_regenerate_with_nothing_asked_yet_is_refused(alice, thinker):
+    conversation = Conversation.objects.create(owner=alice)
+    with pytest.raises(Conversation.NothingToRegenerate):
+        conversation.begin_regenerate()
+    assert not Message.objects.exists()
+
+
+def test_regenerate_without_any_model_deletes_nothing(answered, thinker):
+    thinker.enabled = False
+    thinker.save()
+    with pytest.raises(Conversation.NoModel):
+        answered.begin_regenerate()
+    assert answered.messages.count() == 4
+
+
+def test_edit_changes_the_last_question_and_replaces_its_answer(answered):
+    last_question = answered.messages.filter(role="user").last()
+    (question, answer, _, history, _), removed = answered.begin_edit(
+        last_question.pk, "two, reworded"
+    )
+    assert removed == [last_question.pk, last_question.pk + 1]
+    assert question.content == "two, reworded"
+    assert history[-1] == {"role": "user", "content": "two, reworded"}
+    assert [m["content"] for m in history] == ["one", "first", "two, reworded"]
+    assert answer.status == Message.Status.STREAMING
+
+
+def test_only_the_last_question_can_be_edited(answered):
+    first = answered.messages.filter(role="user").first()
+    last_answer = answered.messages.filter(role="assistant").last()
+    for message_id in (first.pk, last_answer.pk, 10_000):
+        with pytest.raises(Conversation.NotLastQuestion):
+            answered.begin_edit(message_id, "changed")
+    assert list(answered.messages.values_list("content", flat=True)) == [
+        "one",
+        "first",
+        "two",
+        "second",
+    ]
+
+
+def test_edit_is_refused_while_an_answer_streams(answered):
+    answered.messages.filter(content="second").update(status="streaming")
+    last_question = answered.messages.filter(role="user").last()
+    with pytest.raises(Conversation.Busy):
+        answered.begin_edit(last_question.pk, "changed")
+    last_question.refresh_from_db()
+    assert last_question.content == "two"

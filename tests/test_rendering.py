@@ -91,3 +91,69 @@ async def test_a_failed_helper_process_falls_back_to_inline_rendering():
     assert render_markdown(LONG).count("<strong>bold</strong>") == 400
     await rendering.prerender(LONG)
     assert LONG in rendering._prerendered
+
+
+MATRIX = r"\begin{pmatrix} a_1 & b_2 \\ c_3 & *d* \end{pmatrix}"
+
+
+@pytest.mark.parametrize(
+    ("text", "source"),
+    [
+        (f"$${MATRIX}$$", f"$${MATRIX}$$"),
+        (f"$$\n{MATRIX}\n$$", f"$${MATRIX}$$"),
+        (f"\\[\n{MATRIX}\n\\]", f"\\[{MATRIX}\\]"),
+        ("so $x_1 \\\\ y_2$ holds", "$x_1 \\\\ y_2$"),
+        ("so \\(x_1 * y_2 * z\\) holds", "\\(x_1 * y_2 * z\\)"),
+    ],
+)
+def test_math_keeps_its_tex_for_the_browser(text, source):
+    """Markdown must not touch TeX: `\\\\` stays two backslashes, `_` and `*` stay
+    TeX (the browser typesets the `math-source` spans with KaTeX)."""
+    spans = MathSources()
+    spans.feed(render_markdown(text))
+    assert spans.found == [source]
+
+
+def test_display_math_is_a_block_like_the_browsers():
+    html = render_markdown(f"Before\n\n$$\n{MATRIX}\n$$\n\nAfter")
+    assert '<div class="math-display"><span class="math-source">$$' in html
+    assert html.startswith("<p>Before</p>") and html.rstrip().endswith("<p>After</p>")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["it costs $5 and $10.", "a $ b $ c", r"escaped \$x\$ dollars", "`$x$` in code"],
+)
+def test_dollars_that_are_not_math_stay_text(text):
+    spans = MathSources()
+    spans.feed(render_markdown(text))
+    assert spans.found == []
+
+
+def test_math_cannot_carry_markup():
+    html = render_markdown('$<img src=x onerror="alert(1)">$ and $$</span><script>$$')
+    elements = Elements()
+    elements.feed(html)
+    assert {tag for tag, _ in elements.found} <= {"p", "span"}
+    assert "&lt;img" in html and "&lt;script&gt;" in html
+
+
+class MathSources(HTMLParser):
+    """The text of every `math-source` element."""
+
+    def __init__(self):
+        super().__init__()
+        self.found = []
+        self.inside = False
+
+    def handle_starttag(self, tag, attrs):
+        if ("class", "math-source") in attrs:
+            self.inside = True
+            self.found.append("")
+
+    def handle_endtag(self, tag):
+        self.inside = False
+
+    def handle_data(self, data):
+        if self.inside:
+            self.found[-1] += data

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chat.models.conversations import Conversation, Turn
+from chat.models.conversations import Conversation, Retry, Turn
 from chat.models.effective import Effective, EffectiveSettings, History, Level
 from chat.models.history import Prompt
 from chat.models.messages import Message, MessageQuerySet
@@ -30,6 +30,7 @@ __all__ = [
     "MessageQuerySet",
     "ModelProfile",
     "ModelProfileQuerySet",
+    "Retry",
     "ShareLink",
     "SiteDefaults",
     "Team",

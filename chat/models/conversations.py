@@ -25,6 +25,12 @@ class Conversation(models.Model):
     class Busy(Exception):
         pass
 
+    class NothingToRegenerate(Exception):
+        pass
+
+    class NotLastQuestion(Exception):
+        pass
+
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
     )
@@ -205,6 +211,42 @@ class Conversation(models.Model):
         notices: list[Message | SettingsChange] = list(self.settings_changes.all())
         return list(heapq.merge(messages, notices, key=_created_at))
 
+    @transaction.atomic
+    def begin_regenerate(self) -> Retry:
+        """Ask the last question again: its answer is deleted (not kept as an
+        earlier version) and a new turn begins, so the replaced answer is not in
+        the history sent to the model."""
+        question = self._last_question_for_retry()
+        if question is None:
+            raise Conversation.NothingToRegenerate(
+                "There is no answer to regenerate yet."
+            )
+        return self._retry(question, question.content)
+
+    @transaction.atomic
+    def begin_edit(self, message_id: int, content: str) -> Retry:
+        """Replace the last question's text and its answer with a new turn."""
+        question = self._last_question_for_retry()
+        if question is None or question.pk != message_id:
+            raise Conversation.NotLastQuestion("Only your last message can be edited.")
+        return self._retry(question, content)
+
+    def _last_question_for_retry(self) -> Message | None:
+        # Checked before the row lock too, so a missing model deletes nothing.
+        self.model_for_next_answer()
+        Conversation.objects.select_for_update().filter(pk=self.pk).first()
+        if self.messages.filter(status=Message.Status.STREAMING).exists():
+            raise Conversation.Busy("Wait for the current answer, or stop it.")
+        return self.messages.filter(role=Message.Role.USER).order_by("pk").last()
+
+    def _retry(self, question: Message, content: str) -> Retry:
+        """The question and everything after it make way for a new turn (the
+        question is stored again, as the newest message, with `content`)."""
+        replaced = self.messages.filter(pk__gte=question.pk)
+        removed = sorted(replaced.values_list("pk", flat=True))
+        replaced.delete()
+        return Retry(self.begin_turn(content, question.client_id), removed)
+
     def history_for_prompt(self) -> list[dict[str, str]]:
         """The messages to send with the newest question: the system prompt, then
         what the history policy keeps (see `chat.models.history`)."""
@@ -222,3 +264,8 @@ class Turn(NamedTuple):
     history: list[dict[str, str]]
     titled: bool  # the conversation took its title from this question
     options: dict[str, Any] | None = None  # the request's options (num_ctx, ...)
+
+
+class Retry(NamedTuple):
+    turn: Turn
+    removed: list[int]  # the messages the new turn replaces, oldest first

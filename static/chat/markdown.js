@@ -539,7 +539,18 @@ export function enhanceAnswer(answer) {
   answer.dataset.enhanced = "1";
   decorate(answer, true);
   for (const link of answer.querySelectorAll("a[href]")) link.target = "_blank";
+  if (katex) typesetSources(answer);
   if (katex && answer.textContent.includes("$")) typesetText(answer);
+}
+
+// The server's math spans (chat/markdown_math.py): the TeX with its delimiters.
+function typesetSources(root) {
+  for (const span of root.querySelectorAll(".math-source")) {
+    const text = span.textContent;
+    const found = matchInlineMath(text, 0);
+    if (!found || found.end !== text.length) continue;
+    span.replaceWith(DOMPurify.sanitize(renderMath(found.content, found.open, {}), PURIFY));
+  }
 }
 
 function typesetText(root) {

@@ -463,6 +463,9 @@ const handlers = {
     state.add("content", frame.delta, performance.now());
     deltaArrived(state);
   },
+  removed(frame) {
+    removeMessages(frame.message_ids);
+  },
   done(frame) {
     if (frame.message_id === streamingId) {
       streamingId = null;
@@ -591,6 +594,89 @@ function wireComposer() {
   });
 }
 
+// ---------------------------------------------------------------- regenerate, edit
+
+// Messages a regenerate or an edit replaced (in this tab or another): gone from
+// the page at once; the new turn's frames follow.
+function removeMessages(ids) {
+  for (const id of ids) {
+    if (live.has(id)) forget(id);
+    if (id === streamingId) streamingId = null;
+    const article = document.getElementById(`message-${id}`);
+    if (article?.contains(document.activeElement)) input.focus({ preventScroll: true });
+    article?.remove();
+  }
+}
+
+// A turn that replaces the last one: the server refuses it with an error frame
+// (nothing changed) when it cannot be done.
+function sendReplacing(frame) {
+  if (busy) {
+    showAlert("Wait for the current answer, or stop it.");
+    return false;
+  }
+  if (!socket || socket.readyState !== WebSocket.OPEN) {
+    showAlert("Not connected: try again once reconnected.");
+    return false;
+  }
+  showAlert("");
+  socket.send(JSON.stringify(frame));
+  following = true;
+  setBusy(true);
+  return true;
+}
+
+function regenerate() {
+  if (sendReplacing({ type: "regenerate" })) input.focus({ preventScroll: true });
+}
+
+// The question's text as typed (the server's partial breaks lines with <br>).
+function typedText(element) {
+  return Array.from(element.childNodes, (node) => (node.nodeName === "BR" ? "\n" : node.textContent)).join("");
+}
+
+// The last question becomes a field: Enter resends it, Esc gives it back.
+function startEditing(article) {
+  if (article.classList.contains("editing")) return;
+  const form = document.getElementById("edit-template").content.firstElementChild.cloneNode(true);
+  const field = form.querySelector("textarea");
+  field.value = typedText(article.querySelector(".user-text"));
+  article.classList.add("editing");
+  article.append(form);
+  const cancel = () => stopEditing(article);
+  form.querySelector(".edit-cancel").addEventListener("click", cancel);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    resendEdited(article, field.value);
+  });
+  field.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") {
+      event.preventDefault();
+      cancel();
+    } else if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      resendEdited(article, field.value);
+    }
+  });
+  field.focus();
+  field.setSelectionRange(field.value.length, field.value.length);
+}
+
+function stopEditing(article) {
+  article.querySelector(".edit-form")?.remove();
+  article.classList.remove("editing");
+  article.querySelector(".edit-message")?.focus();
+}
+
+// The field stays until the server replaces the question (a refusal keeps it).
+function resendEdited(article, content) {
+  if (!content.trim()) {
+    showAlert("Type a message before resending.");
+    return;
+  }
+  sendReplacing({ type: "edit", message_id: Number(article.dataset.messageId), content });
+}
+
 // ---------------------------------------------------------------- clicks in the list
 
 async function copyFrom(button, source) {
@@ -621,6 +707,10 @@ function wireList() {
       copyFrom(button, button.closest(".code-block").querySelector("code").textContent);
     } else if (button?.classList.contains("copy-answer")) {
       copyFrom(button, answerSource(button));
+    } else if (button?.classList.contains("regenerate")) {
+      regenerate();
+    } else if (button?.classList.contains("edit-message")) {
+      startEditing(button.closest("article"));
     }
     // The reader opening or closing live thoughts says what they want next time.
     const summary = event.target.closest("details.thinking > summary");

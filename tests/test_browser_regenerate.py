@@ -1,0 +1,173 @@
+"""Regenerate, edit and resend, in headless Chromium, with a second tab watching."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from chat.models import Message
+from tests.test_browser import ask, open_conversation, wait_until_done
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def two_tabs(live_server_url, context, login, conversation, alice):
+    """The same conversation open in two tabs."""
+    first = context.new_page()
+    second = context.new_page()
+    for page in (first, second):
+        open_conversation(page, login, live_server_url, conversation, alice)
+    return first, second
+
+
+def shown_answer(page):
+    return page.locator('article.assistant[data-status="done"] .answer')
+
+
+def test_regenerate_replaces_the_answer_on_screen_in_both_tabs(
+    two_tabs, conversation, simulator
+):
+    simulator.config.think_tokens = 0
+    simulator.config.answer_text = "The old answer."
+    first, second = two_tabs
+    ask(first, "first question")
+    wait_until_done(first)
+    ask(first, "second question")
+    wait_until_done(first, 2)
+    wait_until_done(second, 2)
+    old = Message.objects.filter(role="assistant").last()
+    # Only the last answer offers to be regenerated.
+    expect(first.locator(".regenerate:visible")).to_have_count(1)
+    last = first.locator("article.assistant").last
+    expect(last.locator(".regenerate")).to_be_visible()
+
+    simulator.config.answer_text = "A fresh answer."
+    first.locator(".regenerate:visible").click()
+    for page in (first, second):
+        expect(page.locator(f"#message-{old.pk}")).to_have_count(0)
+        expect(shown_answer(page)).to_have_text(["The old answer.", "A fresh answer."])
+        expect(page.locator("article.user .user-text")).to_have_text(
+            ["first question", "second question"]
+        )
+        expect(page.locator(".regenerate:visible")).to_have_count(1)
+    assert len(simulator.log) == 3
+    assert simulator.log[-1].body["messages"] == [
+        {"role": "user", "content": "first question"},
+        {"role": "assistant", "content": "The old answer."},
+        {"role": "user", "content": "second question"},
+    ]
+    assert Message.objects.count() == 4
+
+
+def test_edit_and_resend_the_last_question_by_keyboard(
+    two_tabs, conversation, simulator
+):
+    simulator.config.think_tokens = 0
+    first, second = two_tabs
+    ask(first, "first question")
+    wait_until_done(first)
+    ask(first, "secnd\nquestion")
+    wait_until_done(first, 2)
+    # Only the last question offers an edit.
+    edit = first.locator(".edit-message:visible")
+    expect(edit).to_have_count(1)
+    expect(first.locator("article.user").last.locator(".edit-message")).to_be_visible()
+
+    edit.focus()
+    first.keyboard.press("Enter")
+    field = first.locator(".edit-input")
+    expect(field).to_be_focused()
+    expect(field).to_have_value("secnd\nquestion")
+    first.keyboard.press("Escape")  # cancel: nothing sent, nothing changed
+    expect(field).to_have_count(0)
+    expect(edit).to_be_focused()
+    assert len(simulator.log) == 2
+
+    first.keyboard.press("Enter")
+    field.fill("   ")
+    field.press("Enter")  # a blank question is not sent, and the field stays
+    expect(first.locator("#alert")).to_have_text("Type a message before resending.")
+    field.fill("second question")
+    field.press("Shift+Enter")  # a new line, not a send
+    expect(field).to_have_value("second question\n")
+    field.press("Backspace")
+    field.press("Enter")
+    for page in (first, second):
+        expect(page.locator("article.user .user-text")).to_have_text(
+            ["first question", "second question"]
+        )
+        expect(page.locator(".edit-input")).to_have_count(0)
+        wait_until_done(page, 2)
+    expect(first.locator("#composer-input")).to_be_focused()
+    assert simulator.log[-1].body["messages"][-1] == {
+        "role": "user",
+        "content": "second question",
+    }
+    assert list(Message.objects.values_list("role", flat=True)) == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+
+
+def test_a_refused_edit_keeps_the_field_and_its_text(two_tabs, conversation, simulator):
+    simulator.config.think_tokens = 0
+    first, second = two_tabs
+    ask(first, "question")
+    wait_until_done(first)
+    first.locator(".edit-message").click()
+    first.locator(".edit-input").fill("question, reworded")
+    # Meanwhile the other tab asks something else, slowly.
+    simulator.config.tps = 20
+    simulator.config.answer_tokens = 400
+    ask(second, "another question")
+    expect(first.locator('article[data-status="streaming"]')).to_have_count(1)
+    first.locator(".edit-resend").click()
+    expect(first.locator("#alert")).to_have_text(
+        "Wait for the current answer, or stop it."
+    )
+    second.locator("#stop-button").click()
+    expect(first.locator('article.assistant[data-status="stopped"]')).to_have_count(1)
+    # No longer the last question: the server refuses, the text stays.
+    first.locator(".edit-resend").click()
+    expect(first.locator("#alert")).to_have_text(
+        "Only your last message can be edited."
+    )
+    expect(first.locator(".edit-input")).to_have_value("question, reworded")
+    assert Message.objects.filter(content="question").exists()
+    assert len(simulator.log) == 2
+
+
+MATRIX_ANSWER = r"""A matrix:
+
+$$
+\begin{pmatrix} a_1 & b \\ c & d_2 \end{pmatrix}
+$$
+
+and inline $x_1 \\ y_2$ too."""
+
+TEX_SOURCES = """() => [...document.querySelectorAll(
+  'article.assistant .answer annotation[encoding="application/x-tex"]'
+)].map((e) => e.textContent.trim())"""
+
+
+def test_math_typesets_the_same_after_a_reload(
+    live_server_url, page, login, conversation, alice, simulator
+):
+    """The server's markdown keeps TeX intact (`\\\\` rows, `_` subscripts)."""
+    simulator.config.think_tokens = 0
+    simulator.config.answer_text = MATRIX_ANSWER
+    open_conversation(page, login, live_server_url, conversation, alice)
+    ask(page)
+    wait_until_done(page)
+    streamed = page.evaluate(TEX_SOURCES)
+    assert streamed == [
+        r"\begin{pmatrix} a_1 & b \\ c & d_2 \end{pmatrix}",
+        r"x_1 \\ y_2",
+    ]
+    page.reload()
+    expect(page.locator("article.assistant .katex")).to_have_count(2)
+    assert page.evaluate(TEX_SOURCES) == streamed
+    expect(page.locator("article.assistant .math-source")).to_have_count(0)
