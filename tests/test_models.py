@@ -139,7 +139,9 @@ def answered(alice, thinker):
 
 def test_regenerate_replaces_the_last_answer_and_does_not_send_it(answered):
     last_question, last_answer = answered.messages.order_by("pk")[2:4]
-    (question, answer, profile, history, titled), removed = answered.begin_regenerate()
+    (question, answer, profile, history, titled, _), removed = (
+        answered.begin_regenerate()
+    )
     assert removed == [last_question.pk, last_answer.pk]
     assert not Message.objects.filter(pk__in=removed).exists()
     assert question.content == "two" and question.client_id == "c"
@@ -191,7 +193,7 @@ def test_regenerate_without_any_model_deletes_nothing(answered, thinker):
 
 def test_edit_changes_the_last_question_and_replaces_its_answer(answered):
     last_question = answered.messages.filter(role="user").last()
-    (question, answer, _, history, _), removed = answered.begin_edit(
+    (question, answer, _, history, _, _), removed = answered.begin_edit(
         last_question.pk, "two, reworded"
     )
     assert removed == [last_question.pk, last_question.pk + 1]
