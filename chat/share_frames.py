@@ -17,7 +17,16 @@ from chat.models import Message, ShareLink
 
 # Server -> viewer frame types; anything else the runner sends is not for viewers.
 READ_ONLY_FRAMES = frozenset(
-    {"message", "start", "thinking", "content", "done", "error", "conversation"}
+    {
+        "message",
+        "start",
+        "thinking",
+        "content",
+        "done",
+        "error",
+        "conversation",
+        "removed",
+    }
 )
 
 
@@ -114,8 +123,9 @@ def shared_source_url(token: str, ordinal: int) -> str:
 
 
 class Ordinals:
-    """Message id <-> ordinal for one viewer. Messages only ever get added, in id
-    order, so a new id takes the next ordinal."""
+    """Message id <-> ordinal for one viewer. Messages get added in id order, so
+    a new id takes the next ordinal; only the newest ones are ever removed (a
+    regenerate or an edit), so their ordinals are given again, as a reload would."""
 
     def __init__(self, message_ids: list[int]) -> None:
         self.by_id = {pk: n for n, pk in enumerate(message_ids, start=1)}
@@ -131,6 +141,13 @@ class Ordinals:
 
     def message_id(self, ordinal: int) -> int | None:
         return self.by_ordinal.get(ordinal)
+
+    def remove(self, message_ids: list[int]) -> list[int]:
+        """Forget the removed messages; return the ordinals they had."""
+        gone = sorted(self.by_id.pop(pk) for pk in message_ids if pk in self.by_id)
+        for ordinal in gone:
+            del self.by_ordinal[ordinal]
+        return gone
 
 
 def for_viewer(
@@ -148,6 +165,9 @@ def for_viewer(
         return SharedMessage.from_frame(data, ordinal, link, token).frame()
     if kind == "conversation":
         return {"type": "conversation", "title": frame["title"]}
+    if kind == "removed":
+        gone = ordinals.remove(frame["message_ids"])
+        return {"type": "removed", "message_ids": gone} if gone else None
     out = dict(frame)
     if out.get("message_id") is not None:
         out["message_id"] = ordinals.of(out["message_id"])

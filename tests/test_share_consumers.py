@@ -311,3 +311,27 @@ async def test_frames_from_other_processes_are_filtered_too(conversation):
     assert delta == {"type": "content", "message_id": 2, "delta": "Hello"}
     assert await viewer.receive_nothing(timeout=0.3)
     await viewer.disconnect()
+
+
+async def test_a_regenerated_answer_replaces_the_old_one_for_a_viewer(
+    alice, conversation, simulator
+):
+    _, token = await make_link(conversation)
+    viewer = await ready(await open_viewer(token))
+    owner = await connect(alice, conversation)
+    await send(owner, "First try")
+    await frames_until(owner, "done")
+    await frames_until(viewer, "done")
+    await viewer.receive_json_from(timeout=5)  # the stored answer
+    await owner.send_json_to({"type": "regenerate"})
+    await frames_until(owner, "done")
+    seen = await frames_until(viewer, "done")
+    await owner.disconnect()
+    await viewer.disconnect()
+
+    # The old question and answer (ordinals 1, 2) go; their replacements take
+    # the same ordinals, as a reload of the shared page would number them.
+    assert seen[0] == {"type": "removed", "message_ids": [1, 2]}
+    assert seen[1]["type"] == "message" and seen[1]["message"]["id"] == 1
+    assert seen[1]["message"]["content"] == "First try"
+    assert ids_in(seen[1:]) == {1, 2}
