@@ -21,7 +21,7 @@ from chat.upstream.events import Event, UpstreamError
 
 # Pauses before the second, third and fourth try; `UPSTREAM_BUSY_RETRY_DELAYS`
 # in the settings overrides them.
-BUSY_RETRY_DELAYS: tuple[float, ...] = (0.5, 1.0, 2.0)
+BUSY_RETRY_DELAYS: tuple[float, ...] = (0.25, 0.5, 1.0)
 
 # A server's `Retry-After` is obeyed up to this many seconds.
 MAX_RETRY_AFTER = 10.0

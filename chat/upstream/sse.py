@@ -33,7 +33,7 @@ class SSEDecoder:
         lines = data.split(b"\n")
         if len(lines) == 1:
             self._buffer += data
-            self._check_size(len(self._buffer))
+            self._check_size(self._size + len(self._buffer))
             return []
         if self._buffer:
             self._buffer += lines[0]
