@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chat.upstream import UpstreamError
@@ -78,6 +78,8 @@ DATA = st.text(st.characters(codec="utf-8", blacklist_characters="\r\n"), max_si
 LINE_END = st.sampled_from([b"\n", b"\r\n"])
 
 
+# No deadline: the machine is shared, and speed is the benchmark's business.
+@settings(deadline=None)
 @given(
     events=st.lists(st.lists(DATA, min_size=1, max_size=3), max_size=8),
     end=LINE_END,
