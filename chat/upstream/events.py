@@ -95,6 +95,15 @@ def sentence(text: str) -> str:
     return text if text.endswith((".", "!", "?", "…")) else text + "."
 
 
+def cut_short(base_url: str) -> UpstreamError:
+    """The error of a body that ended before the answer's final chunk."""
+    detail = (
+        f"The model server at {base_url} stopped before the answer was "
+        "complete (the connection closed without a final chunk)."
+    )
+    return UpstreamError("stream_cut", detail)
+
+
 def error_for_status(
     status: int, message: str, *, base_url: str, path: str, model: str | None
 ) -> UpstreamError:

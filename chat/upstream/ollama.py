@@ -22,12 +22,14 @@ from chat.upstream.events import (
     Finished,
     Stage,
     UpstreamError,
+    cut_short,
     error_for_status,
     error_for_transport,
     error_text,
     sentence,
     server_message,
 )
+from chat.upstream.lines import complete_lines
 from chat.upstream.retry import retry_after, retry_busy
 
 logger = logging.getLogger("chat.upstream")
@@ -62,20 +64,10 @@ class NDJSONDecoder:
 
         Raises `UpstreamError("malformed")` if a line grows past `max_line`.
         """
-        lines = data.split(b"\n")
-        if len(lines) == 1:
-            self._buffer += data
-            self._check_size()
-            return []
+        lines = complete_lines(self._buffer, data)
         if self._buffer:
-            self._buffer += lines[0]
-            lines[0] = bytes(self._buffer)
-            self._buffer.clear()
-        tail = lines.pop()
-        if tail:
-            self._buffer += tail
             self._check_size()
-        return self._parse(lines)
+        return self._parse(lines) if lines else []
 
     def close(self) -> list[dict[str, Any]]:
         """Return the object of a last line that had no `\\n`, if any."""
@@ -332,11 +324,7 @@ class OllamaClient:
                 "Ollama server."
             )
             return events, UpstreamError("malformed", detail)
-        detail = (
-            f"The model server at {self.base_url} stopped before the answer was "
-            "complete (the connection closed without a final chunk)."
-        )
-        return events, UpstreamError("stream_cut", detail)
+        return events, cut_short(self.base_url)
 
     async def _get_json(
         self,

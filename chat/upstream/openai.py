@@ -29,6 +29,7 @@ from chat.upstream.events import (
     Finished,
     Stage,
     UpstreamError,
+    cut_short,
     error_for_status,
     error_for_transport,
     error_text,
@@ -278,11 +279,7 @@ class StreamReader:
                 "and the profile's backend."
             )
             return events, UpstreamError("malformed", detail)
-        detail = (
-            f"The model server at {self.base_url} stopped before the answer was "
-            "complete (the connection closed without a final chunk)."
-        )
-        return events, UpstreamError("stream_cut", detail)
+        return events, cut_short(self.base_url)
 
     def _event(self, payload: str, events: list[Event]) -> None:
         if payload.strip() == "[DONE]":
