@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chat.models import Conversation, ModelProfile
+from chat.models import ModelProfile
 from chat.upstream import OllamaClient, OpenAIClient, ThinkingControl
 from chat.upstream.pool import aclose_all, client_for, thinking_control
 
@@ -39,12 +39,10 @@ def test_a_profile_that_sets_sampling_gets_no_qwen3_defaults():
     assert options == {"top_p": 0.9, "seed": 1, "num_ctx": 8192}
 
 
-def test_profile_options_and_conversation_overrides():
+def test_profile_options_come_on_top_of_the_qwen3_defaults():
     qwen = profile(options={"num_predict": 512, "stop": ["<|im_end|>"]})
-    options = qwen.request_options(False, {"temperature": 0.2, "top_k": None})
-    assert options == {
+    assert qwen.request_options(False) == {
         **NON_THINKING,
-        "temperature": 0.2,
         "num_predict": 512,
         "stop": ["<|im_end|>"],
         "num_ctx": 8192,
@@ -53,11 +51,6 @@ def test_profile_options_and_conversation_overrides():
 
 def test_num_ctx_is_the_profiles_context_length_whatever_the_options_say():
     assert profile(options={"num_ctx": 2048}).request_options()["num_ctx"] == 8192
-
-
-def test_conversation_sampling_overrides():
-    assert Conversation().sampling_overrides() == {}
-    assert Conversation(temperature=0.0).sampling_overrides() == {"temperature": 0.0}
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from django.db import models
@@ -134,20 +133,16 @@ class ModelProfile(models.Model):
             mode = self.default_thinking
         return mode == ThinkingMode.ON
 
-    def request_options(
-        self, think: bool | None = None, overrides: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]:
+    def request_options(self, think: bool | None = None) -> dict[str, Any]:
         """The options of one request, named as Ollama names them (the OpenAI
-        client renames them): Qwen3's recommended sampling for the mode when the
-        profile sets none, the profile's options, then the conversation's
-        `overrides`; `num_ctx` always, so Ollama never truncates silently."""
+        client renames them): Qwen3's recommended sampling for the `think` mode
+        when the profile sets none, then the profile's options; `num_ctx`
+        always, so Ollama never truncates silently."""
         options: dict[str, Any] = {}
         if self.is_qwen3 and not any(name in self.options for name in SAMPLING_OPTIONS):
             thinking = think if think is not None else "instruct" not in self.tag
             options.update(QWEN3_SAMPLING[bool(thinking)])
         options.update(self.options)
-        if overrides:
-            options.update({k: v for k, v in overrides.items() if v is not None})
         options["num_ctx"] = self.context_length
         return options
 
