@@ -30,7 +30,7 @@ from chat.upstream.events import (
     server_message,
 )
 from chat.upstream.lines import complete_lines
-from chat.upstream.retry import retry_after, retry_busy
+from chat.upstream.retry import busy_retried, retry_after
 
 logger = logging.getLogger("chat.upstream")
 
@@ -206,7 +206,7 @@ class OllamaClient:
         self.base_url = base_url.rstrip("/")
         self._http = http
 
-    def chat(
+    async def chat(
         self,
         model: str,
         messages: list[dict[str, str]],
@@ -215,26 +215,15 @@ class OllamaClient:
         options: dict[str, Any],
         keep_alive: str | int | None = None,
     ) -> AsyncGenerator[list[Event], None]:
-        """Stream an answer (see `_chat_once`); a busy server (503, 429) is asked
-        again after a pause while nothing was yielded yet (see `retry`)."""
-        return retry_busy(
-            lambda: self._chat_once(model, messages, think, options, keep_alive)
-        )
-
-    async def _chat_once(
-        self,
-        model: str,
-        messages: list[dict[str, str]],
-        think: bool | None,
-        options: dict[str, Any],
-        keep_alive: str | int | None,
-    ) -> AsyncGenerator[list[Event], None]:
         """Stream an answer: yield, per network read, the non-empty list of its events.
 
         The list holding `Finished` is the last. Resuming after it only waits for
         the end of the body (Ollama sends it at once) so that the connection goes
         back to the pool; stopping there, or at any point, closes the request and
         Ollama stops generating. Use `contextlib.aclosing` so that happens at once.
+
+        A busy server (503, 429) is asked again after a pause, before anything
+        was yielded (see `retry`).
 
         A line that is not JSON is skipped with a warning, as one bad line should
         not cost the user a whole answer; but if the body ends and no line at all
@@ -246,11 +235,13 @@ class OllamaClient:
         stage: Stage = "request"
         finished = False
         try:
-            async with self._http.stream(
-                "POST", self.base_url + "/api/chat", json=body, headers=_HEADERS
+            async with busy_retried(
+                self._http,
+                self.base_url + "/api/chat",
+                body,
+                _HEADERS,
+                lambda response: self._status_error(response, "/api/chat", model),
             ) as response:
-                if response.status_code != 200:
-                    raise await self._status_error(response, "/api/chat", model)
                 stage = "waiting"
                 decoder = NDJSONDecoder()
                 async for data in response.aiter_bytes():

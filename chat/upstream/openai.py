@@ -36,7 +36,7 @@ from chat.upstream.events import (
     sentence,
     server_message,
 )
-from chat.upstream.retry import retry_after, retry_busy
+from chat.upstream.retry import busy_retried, retry_after
 from chat.upstream.sse import SSEDecoder
 from chat.upstream.thinktags import ThinkTagSplitter
 
@@ -104,7 +104,7 @@ class OpenAIClient:
         self.thinking = thinking or ThinkingControl()
         self._http = http
 
-    def chat(
+    async def chat(
         self,
         model: str,
         messages: list[dict[str, str]],
@@ -123,41 +123,16 @@ class OpenAIClient:
         Raises `UpstreamError`, also after some events were yielded.
         """
         body = self.request_body(model, messages, think=think, options=options)
-        return retry_busy(lambda: self._stream(body, model, think))
-
-    def request_body(
-        self,
-        model: str,
-        messages: list[dict[str, str]],
-        *,
-        think: bool | None,
-        options: Mapping[str, Any],
-    ) -> dict[str, Any]:
-        control = self.thinking
-        if think is not None and control.soft_switch:
-            messages = soft_switched(messages, think)
-        body: dict[str, Any] = {
-            "model": model,
-            "messages": messages,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            **openai_options(options),
-        }
-        if think is not None and control.template_kwargs:
-            body["chat_template_kwargs"] = {"enable_thinking": think}
-        return body
-
-    async def _stream(
-        self, body: dict[str, Any], model: str, think: bool | None
-    ) -> AsyncGenerator[list[Event], None]:
         stage: Stage = "request"
         reader = StreamReader(self.base_url, self._splitter(think))
         try:
-            async with self._http.stream(
-                "POST", self.base_url + PATH, json=body, headers=_HEADERS
+            async with busy_retried(
+                self._http,
+                self.base_url + PATH,
+                body,
+                _HEADERS,
+                lambda response: self._status_error(response, model, think),
             ) as response:
-                if response.status_code != 200:
-                    raise await self._status_error(response, model, think)
                 stage = "waiting"
                 async for data in response.aiter_bytes():
                     if reader.finished:
@@ -180,6 +155,28 @@ class OpenAIClient:
                 raise error_for_transport(
                     exc, base_url=self.base_url, stage=stage, timeout=timeout
                 ) from exc
+
+    def request_body(
+        self,
+        model: str,
+        messages: list[dict[str, str]],
+        *,
+        think: bool | None,
+        options: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        control = self.thinking
+        if think is not None and control.soft_switch:
+            messages = soft_switched(messages, think)
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            **openai_options(options),
+        }
+        if think is not None and control.template_kwargs:
+            body["chat_template_kwargs"] = {"enable_thinking": think}
+        return body
 
     def _splitter(self, think: bool | None) -> ThinkTagSplitter | None:
         control = self.thinking
