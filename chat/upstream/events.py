@@ -122,7 +122,7 @@ def error_for_status(
     if status == 404:
         detail = (
             f"{server} has no {path} (HTTP 404): {said} "
-            "Check that the address points at an Ollama server."
+            f"Check that the address points at {_kind_of_server(path)}."
         )
         return UpstreamError("upstream_error", detail, status=status)
     if 400 <= status < 500:
@@ -180,6 +180,12 @@ def error_for_transport(
         return UpstreamError("upstream_unreachable", detail)
     detail = f"The connection to the model server at {base_url} broke mid-answer: "
     return UpstreamError("stream_cut", detail + _reason(exc) + ".")
+
+
+def _kind_of_server(path: str) -> str:
+    if path.startswith("/v1/"):
+        return "an OpenAI-compatible server"
+    return "an Ollama server"
 
 
 def _secs(value: float | None) -> str:

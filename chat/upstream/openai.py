@@ -156,6 +156,39 @@ class OpenAIClient:
                     exc, base_url=self.base_url, stage=stage, timeout=timeout
                 ) from exc
 
+    async def models(self) -> list[dict[str, Any]]:
+        """Return the served models (`/v1/models` entries); raises `UpstreamError`."""
+        path = "/v1/models"
+        try:
+            response = await self._http.get(self.base_url + path, headers=_HEADERS)
+        except _HTTP_ERRORS as exc:
+            timeout = self._http.timeout
+            raise error_for_transport(
+                exc, base_url=self.base_url, stage="request", timeout=timeout
+            ) from exc
+        if response.status_code != 200:
+            message = server_message(response.content, response.reason_phrase)
+            raise error_for_status(
+                response.status_code,
+                message,
+                base_url=self.base_url,
+                path=path,
+                model=None,
+            )
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        models = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(models, list):
+            detail = (
+                f"The model server at {self.base_url} answered {path} with something "
+                "other than an OpenAI-compatible model list. Check the address and "
+                "the profile's backend."
+            )
+            raise UpstreamError("malformed", detail)
+        return [entry for entry in models if isinstance(entry, dict)]
+
     def request_body(
         self,
         model: str,
