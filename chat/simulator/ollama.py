@@ -82,7 +82,6 @@ def _parse_think(value: Any) -> bool | str | None:
 
 _DURATION_RE = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|ms|s|m|h)")
 
-
 _DURATION_UNITS = {
     "ns": 1e-9,
     "us": 1e-6,
@@ -405,9 +404,7 @@ class _Plan:
 
 _THINK_MID = b'","message":{"role":"assistant","content":"","thinking":'
 
-
 _CONTENT_MID = b'","message":{"role":"assistant","content":'
-
 
 _CHUNK_END = b'},"done":false}\n'
 
