@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from chat.upstream import Delta, Event, Finished, OpenAIClient, UpstreamError
@@ -366,6 +366,31 @@ def test_any_split_of_a_stream_gives_the_same_events(pieces, pings, crlf, data):
     for kind in ("thinking", "content"):
         assert text(events, kind) == text(whole, kind)
     assert text(events, "thinking") == "".join(t for f, t in pieces if f != "content")
+
+
+@settings(deadline=None)
+@given(
+    reasoning=st.text(st.sampled_from("ab <>/\n\u00e9"), max_size=15),
+    answer=st.text(st.sampled_from("cd <>/\n\U0001f680"), max_size=15),
+    opened=st.booleans(),
+    data=st.data(),
+)
+def test_inline_tags_split_anywhere_in_events_and_reads(
+    reasoning, answer, opened, data
+):
+    assume("think>" not in reasoning + answer)
+    raw = ("" if opened else "<think>\n") + reasoning + "\n</think>\n\n" + answer
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=10)))
+    pieces = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
+    body = b"".join(event(chunk(content=p)) for p in pieces if p) + DONE
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(body)), max_size=20)))
+    reads = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
+
+    events, error, _ = decode(reads, splitter=ThinkTagSplitter(opened=opened))
+
+    assert error is None
+    assert text(events, "thinking") == reasoning.strip()
+    assert text(events, "content") == answer.lstrip()
 
 
 # --- the request ---------------------------------------------------------------
