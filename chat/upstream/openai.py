@@ -319,6 +319,12 @@ class StreamReader:
             chunk = json.loads(payload)
         except (ValueError, RecursionError):
             chunk = None
+        if chunk is None and "\n" in payload:
+            # A server that leaves out the blank line between events: each
+            # `data:` line is an event of its own.
+            for line in payload.split("\n"):
+                self._event(line, events)
+            return
         if not isinstance(chunk, dict):
             self._skip(payload)
             return

@@ -215,6 +215,14 @@ FRAMES = {
         [event(chunk("stop", content="a"))],
         [Delta("content", "a"), STOP],
     ),
+    "events without the blank line between them": (
+        [
+            b'data: {"choices":[{"delta":{"content":"a"}}]}\n'
+            b'data: {"choices":[{"delta":{"content":"b"}}]}\n'
+            b"data: [DONE]\n\n"
+        ],
+        [Delta("content", "a"), Delta("content", "b"), Finished(done_reason="")],
+    ),
     "CRLF line ends": (
         [event(chunk(content="a")).replace(b"\n", b"\r\n"), b"data: [DONE]\r\n\r\n"],
         [Delta("content", "a"), Finished(done_reason="")],
