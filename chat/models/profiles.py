@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import models
+
+from chat.models.sampling import (
+    QWEN3_SAMPLING,
+    SAMPLING_OPTIONS,
+    validate_keep_alive,
+    validate_options,
+)
 
 
 class ThinkingMode(models.TextChoices):
@@ -34,14 +42,6 @@ class ThinkTags(models.TextChoices):
     PARSE = "parse", "Split <think>…</think> out of the answer"
     CLOSE_ONLY = "close_only", "Split; the answer may only close the tag"
     OFF = "off", "Leave the answer as it is"
-
-
-# Qwen's recommended sampling per mode (Qwen3 model card, "Best practices").
-QWEN3_SAMPLING: dict[bool, dict[str, Any]] = {
-    True: {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "min_p": 0.0},
-    False: {"temperature": 0.7, "top_p": 0.8, "top_k": 20, "min_p": 0.0},
-}
-SAMPLING_OPTIONS = ("temperature", "top_p", "top_k", "min_p")
 
 
 class ModelProfileQuerySet(models.QuerySet["ModelProfile"]):
@@ -132,6 +132,19 @@ class ModelProfile(models.Model):
         if mode == ThinkingMode.DEFAULT:
             mode = self.default_thinking
         return mode == ThinkingMode.ON
+
+    def clean(self) -> None:
+        errors = {}
+        for name, validate in (
+            ("options", validate_options),
+            ("keep_alive", validate_keep_alive),
+        ):
+            try:
+                validate(getattr(self, name))
+            except ValidationError as error:
+                errors[name] = error.error_list
+        if errors:
+            raise ValidationError(errors)
 
     def request_options(self, think: bool | None = None) -> dict[str, Any]:
         """The options of one request, named as Ollama names them (the OpenAI
