@@ -222,7 +222,12 @@ class OpenAIClient:
     ) -> UpstreamError:
         message = server_message(await response.aread(), response.reason_phrase)
         status = response.status_code
-        if status == 400 and think is not None and _about_thinking(message):
+        if (
+            status == 400
+            and think is not None
+            and _about_thinking(message)
+            and "does not support thinking" not in message
+        ):
             # vLLM and llama.cpp word this their own way; Ollama's text is mapped
             # by `error_for_status` itself.
             message = f'"{model}" does not support thinking ({message})'

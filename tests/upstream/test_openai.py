@@ -635,6 +635,15 @@ async def test_chat_status_errors(make_client, status, content, code, detail):
     assert detail in error.detail
 
 
+async def test_ollama_v1_thinking_refusal_reads_as_the_server_said(make_client):
+    server = answer(400, error_body('"llama3.2" does not support thinking'))
+    _, error = await collect_until_error(make_client(server), think=True)
+    assert error.detail == (
+        f'The model server at {BASE} refused thinking: "llama3.2" does not '
+        "support thinking. Turn thinking off for this chat."
+    )
+
+
 async def test_400_about_thinking_without_thinking_sent_is_a_bad_request(make_client):
     server = answer(400, b'{"error":{"message":"thinking budget must be positive"}}')
     _, error = await collect_until_error(make_client(server), think=None)
