@@ -367,3 +367,18 @@ def test_management_command_picks_the_reasoning_style() -> None:
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0
+
+
+def test_cold_model_loads_once_and_shows_in_ps(
+    sim: SimulatorServer, client: httpx.Client
+) -> None:
+    sim.config.load_ms = 300
+    body = {"model": PLAIN, "messages": HELLO}
+    started = time.monotonic()
+    client.post(PATH, json=body).raise_for_status()
+    assert time.monotonic() - started >= 0.3
+    ready_at = sim.state.loaded[PLAIN].ready_at
+    client.post(PATH, json=body).raise_for_status()
+    assert sim.state.loaded[PLAIN].ready_at == ready_at  # no second load
+    [loaded] = client.get("/api/ps").json()["models"]
+    assert (loaded["name"], loaded["context_length"]) == (PLAIN, 4096)
