@@ -72,6 +72,7 @@ def test_keep_alive_as_ollama_takes_it(value, sent):
             ThinkingControl(template_kwargs=False, soft_switch=True, parse_tags=False),
         ),
         ("both", "close_only", ThinkingControl(soft_switch=True, opened=True)),
+        ("none", "parse", ThinkingControl(template_kwargs=False)),
     ],
 )
 def test_thinking_control(switch, tags, control):

@@ -34,6 +34,7 @@ class ThinkingSwitch(models.TextChoices):
     TEMPLATE = "template", "chat_template_kwargs.enable_thinking"
     SOFT = "soft", "/think or /no_think after the question (Qwen3)"
     BOTH = "both", "Both"
+    NONE = "none", "Nothing (the server's own default)"
 
 
 class ThinkTags(models.TextChoices):

@@ -234,6 +234,11 @@ class OpenAIClient:
         error = error_for_status(
             status, message, base_url=self.base_url, path=PATH, model=model
         )
+        if error.code == "thinking_unsupported" and "chat_template_kwargs" in message:
+            error.detail += (
+                " If the server takes no chat_template_kwargs at all, an admin can "
+                'set the model profile\'s thinking switch to "Nothing".'
+            )
         error.retry_after = retry_after(response.headers.get("Retry-After"))
         return error
 

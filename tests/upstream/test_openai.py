@@ -644,6 +644,14 @@ async def test_ollama_v1_thinking_refusal_reads_as_the_server_said(make_client):
     )
 
 
+async def test_server_without_template_kwargs_points_at_the_profile(make_client):
+    message = "Unrecognized request argument supplied: chat_template_kwargs"
+    server = answer(400, error_body(message))
+    _, error = await collect_until_error(make_client(server), think=False)
+    assert error.code == "thinking_unsupported"
+    assert error.detail.endswith('thinking switch to "Nothing".')
+
+
 async def test_400_about_thinking_without_thinking_sent_is_a_bad_request(make_client):
     server = answer(400, b'{"error":{"message":"thinking budget must be positive"}}')
     _, error = await collect_until_error(make_client(server), think=None)
