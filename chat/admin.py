@@ -36,7 +36,19 @@ class ModelProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     formfield_overrides = {models.URLField: {"assume_scheme": "http"}}
     fieldsets = [
         (None, {"fields": ["tag", "display_name", "enabled", "is_demo"]}),
-        ("Server", {"fields": ["backend", "base_url", "parallel_slots"]}),
+        (
+            "Server",
+            {
+                "fields": [
+                    "backend",
+                    "base_url",
+                    "parallel_slots",
+                    "keep_alive",
+                    "thinking_switch",
+                    "think_tags",
+                ]
+            },
+        ),
         (
             "Model",
             {"fields": ["supports_thinking", "context_length", "chars_per_token"]},

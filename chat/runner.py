@@ -504,7 +504,8 @@ class Runner:
             profile.tag,
             history,
             think=generation.think,
-            options=generation.options or profile.request_options(),
+            options=generation.options or profile.request_options(generation.think),
+            keep_alive=profile.keep_alive_value,
         )
         # aclosing: leaving the loop (done, stop, error) closes the upstream request,
         # which is how a model server learns to stop generating.

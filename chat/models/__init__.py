@@ -12,6 +12,8 @@ from chat.models.profiles import (
     ModelProfile,
     ModelProfileQuerySet,
     ThinkingMode,
+    ThinkingSwitch,
+    ThinkTags,
 )
 from chat.models.sharing import ShareLink
 from chat.models.site import SiteDefaults
@@ -35,5 +37,7 @@ __all__ = [
     "SiteDefaults",
     "Team",
     "ThinkingMode",
+    "ThinkingSwitch",
+    "ThinkTags",
     "Turn",
 ]

@@ -148,7 +148,7 @@ class Conversation(models.Model):
 
     def request_options(self, profile: ModelProfile) -> dict[str, Any]:
         """The model's options with this conversation's own on top."""
-        options = profile.request_options()
+        options = profile.request_options(self.effective_thinking(profile).value)
         temperature = self.effective_temperature(profile)
         if temperature.level == Level.CONVERSATION:
             options["temperature"] = temperature.value

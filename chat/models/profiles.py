@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from django.core.exceptions import ValidationError
 from django.db import models
+
+from chat.models.sampling import (
+    QWEN3_SAMPLING,
+    SAMPLING_OPTIONS,
+    validate_keep_alive,
+    validate_options,
+)
 
 if TYPE_CHECKING:
     from chat.models.messages import Message
@@ -30,6 +38,23 @@ class HistoryPolicy(models.TextChoices):
     LAST_N = "last_n", "Last N messages"
     FIT = "fit", "Fit the model's context"
     NONE = "none", "None (each question alone)"
+
+
+class ThinkingSwitch(models.TextChoices):
+    """How an OpenAI-compatible server is told to think or not."""
+
+    TEMPLATE = "template", "chat_template_kwargs.enable_thinking"
+    SOFT = "soft", "/think or /no_think after the question (Qwen3)"
+    BOTH = "both", "Both"
+    NONE = "none", "Nothing (the server's own default)"
+
+
+class ThinkTags(models.TextChoices):
+    """Whether inline <think>...</think> in an OpenAI-compatible answer is reasoning."""
+
+    PARSE = "parse", "Split <think>…</think> out of the answer"
+    CLOSE_ONLY = "close_only", "Split; the answer may only close the tag"
+    OFF = "off", "Leave the answer as it is"
 
 
 class ModelProfileQuerySet(models.QuerySet["ModelProfile"]):
@@ -82,6 +107,25 @@ class ModelProfile(models.Model):
         help_text="Characters per token, measured from the server's prompt token "
         "counts; blank until the first answer (then about 4 is assumed).",
     )
+    keep_alive = models.CharField(
+        max_length=20,
+        blank=True,
+        help_text="Ollama: how long the model stays loaded after an answer, "
+        'e.g. "30m", "-1" (always). Blank: the server\'s default.',
+    )
+    thinking_switch = models.CharField(
+        max_length=10,
+        choices=ThinkingSwitch,
+        default=ThinkingSwitch.TEMPLATE,
+        help_text="OpenAI-compatible servers: how thinking is turned on and off.",
+    )
+    think_tags = models.CharField(
+        max_length=10,
+        choices=ThinkTags,
+        default=ThinkTags.PARSE,
+        help_text="OpenAI-compatible servers: reasoning inline in the answer. "
+        "Qwen3-Thinking-2507 and DeepSeek-R1 only close the tag.",
+    )
 
     objects = ModelProfileQuerySet.as_manager()
 
@@ -108,10 +152,6 @@ class ModelProfile(models.Model):
         if mode == ThinkingMode.DEFAULT:
             mode = self.default_thinking
         return mode == ThinkingMode.ON
-
-    def request_options(self) -> dict[str, Any]:
-        # num_ctx is always explicit so Ollama never truncates silently.
-        return {**self.options, "num_ctx": self.context_length}
 
     # The history builder's token estimates.
 
@@ -155,3 +195,44 @@ class ModelProfile(models.Model):
             chars_per_token=self.chars_per_token
         )
         return True
+
+    def clean(self) -> None:
+        errors = {}
+        for name, validate in (
+            ("options", validate_options),
+            ("keep_alive", validate_keep_alive),
+        ):
+            try:
+                validate(getattr(self, name))
+            except ValidationError as error:
+                errors[name] = error.error_list
+        if errors:
+            raise ValidationError(errors)
+
+    def request_options(self, think: bool | None = None) -> dict[str, Any]:
+        """The options of one request, named as Ollama names them (the OpenAI
+        client renames them): Qwen3's recommended sampling for the `think` mode
+        when the profile sets none, then the profile's options; `num_ctx`
+        always, so Ollama never truncates silently."""
+        options: dict[str, Any] = {}
+        if self.is_qwen3 and not any(name in self.options for name in SAMPLING_OPTIONS):
+            thinking = think if think is not None else "instruct" not in self.tag
+            options.update(QWEN3_SAMPLING[bool(thinking)])
+        options.update(self.options)
+        options["num_ctx"] = self.context_length
+        return options
+
+    @property
+    def is_qwen3(self) -> bool:
+        return "qwen3" in self.tag.lower().replace("-", "")
+
+    @property
+    def keep_alive_value(self) -> str | int | None:
+        """`keep_alive` as Ollama takes it: seconds as a number, else a duration."""
+        value = self.keep_alive.strip()
+        if not value:
+            return None
+        try:
+            return int(value)
+        except ValueError:
+            return value

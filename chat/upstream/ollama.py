@@ -22,12 +22,15 @@ from chat.upstream.events import (
     Finished,
     Stage,
     UpstreamError,
+    cut_short,
     error_for_status,
     error_for_transport,
     error_text,
     sentence,
     server_message,
 )
+from chat.upstream.lines import complete_lines
+from chat.upstream.retry import busy_retried, retry_after
 
 logger = logging.getLogger("chat.upstream")
 
@@ -61,20 +64,10 @@ class NDJSONDecoder:
 
         Raises `UpstreamError("malformed")` if a line grows past `max_line`.
         """
-        lines = data.split(b"\n")
-        if len(lines) == 1:
-            self._buffer += data
-            self._check_size()
-            return []
+        lines = complete_lines(self._buffer, data)
         if self._buffer:
-            self._buffer += lines[0]
-            lines[0] = bytes(self._buffer)
-            self._buffer.clear()
-        tail = lines.pop()
-        if tail:
-            self._buffer += tail
             self._check_size()
-        return self._parse(lines)
+        return self._parse(lines) if lines else []
 
     def close(self) -> list[dict[str, Any]]:
         """Return the object of a last line that had no `\\n`, if any."""
@@ -229,6 +222,9 @@ class OllamaClient:
         back to the pool; stopping there, or at any point, closes the request and
         Ollama stops generating. Use `contextlib.aclosing` so that happens at once.
 
+        A busy server (503, 429) is asked again after a pause, before anything
+        was yielded (see `retry`).
+
         A line that is not JSON is skipped with a warning, as one bad line should
         not cost the user a whole answer; but if the body ends and no line at all
         was JSON, the server is not speaking this protocol: "malformed".
@@ -239,11 +235,13 @@ class OllamaClient:
         stage: Stage = "request"
         finished = False
         try:
-            async with self._http.stream(
-                "POST", self.base_url + "/api/chat", json=body, headers=_HEADERS
+            async with busy_retried(
+                self._http,
+                self.base_url + "/api/chat",
+                body,
+                _HEADERS,
+                lambda response: self._status_error(response, "/api/chat", model),
             ) as response:
-                if response.status_code != 200:
-                    raise await self._status_error(response, "/api/chat", model)
                 stage = "waiting"
                 decoder = NDJSONDecoder()
                 async for data in response.aiter_bytes():
@@ -325,11 +323,7 @@ class OllamaClient:
                 "Ollama server."
             )
             return events, UpstreamError("malformed", detail)
-        detail = (
-            f"The model server at {self.base_url} stopped before the answer was "
-            "complete (the connection closed without a final chunk)."
-        )
-        return events, UpstreamError("stream_cut", detail)
+        return events, cut_short(self.base_url)
 
     async def _get_json(
         self,
@@ -359,13 +353,15 @@ class OllamaClient:
         self, response: httpx.Response, path: str, model: str | None
     ) -> UpstreamError:
         message = server_message(await response.aread(), response.reason_phrase)
-        return error_for_status(
+        error = error_for_status(
             response.status_code,
             message,
             base_url=self.base_url,
             path=path,
             model=model,
         )
+        error.retry_after = retry_after(response.headers.get("Retry-After"))
+        return error
 
     def _transport_error(self, exc: Exception, stage: Stage) -> UpstreamError:
         timeout = self._http.timeout

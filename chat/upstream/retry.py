@@ -1,0 +1,82 @@
+"""Asking a busy model server again, before anything was streamed.
+
+A server answers 503 while its queue is full or its model loads, and a proxy
+in front may answer 429; both become `UpstreamError("upstream_busy")`. Such an
+answer comes before the first token, so asking again after a pause costs the
+user nothing but the wait. Once the body started there is no retry: the
+answer would start over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+from django.conf import settings
+
+from chat.upstream.events import UpstreamError
+
+# Pauses before the second, third and fourth try; `UPSTREAM_BUSY_RETRY_DELAYS`
+# in the settings overrides them.
+BUSY_RETRY_DELAYS: tuple[float, ...] = (0.25, 0.5, 1.0)
+
+# A server's `Retry-After` is obeyed up to this many seconds.
+MAX_RETRY_AFTER = 10.0
+
+
+def retry_delays() -> Sequence[float]:
+    return tuple(getattr(settings, "UPSTREAM_BUSY_RETRY_DELAYS", BUSY_RETRY_DELAYS))
+
+
+@asynccontextmanager
+async def busy_retried(
+    http: httpx.AsyncClient,
+    url: str,
+    body: dict[str, Any],
+    headers: Mapping[str, str],
+    status_error: Callable[[httpx.Response], Awaitable[UpstreamError]],
+    delays: Sequence[float] | None = None,
+) -> AsyncIterator[httpx.Response]:
+    """POST `body` to `url` and give the streamed 200 response (closed on exit).
+
+    Another status raises `status_error(response)`'s error, except that while
+    it is "upstream_busy" the request is sent again after each delay (or the
+    server's longer `Retry-After`, up to `MAX_RETRY_AFTER`). The retries happen
+    before the body is read, so never once a token was yielded, and the reads
+    of the body pass through nothing of this. httpx's exceptions propagate.
+    """
+    pauses = list(retry_delays() if delays is None else delays)
+    while True:
+        request = http.build_request("POST", url, json=body, headers=headers)
+        response = await http.send(request, stream=True)
+        try:
+            if response.status_code == 200:
+                yield response
+                return
+            error = await status_error(response)
+        finally:
+            await response.aclose()
+        if error.code != "upstream_busy" or not pauses:
+            raise error
+        await asyncio.sleep(
+            max(pauses.pop(0), min(error.retry_after or 0.0, MAX_RETRY_AFTER))
+        )
+
+
+def retry_after(value: str | None) -> float | None:
+    """Return the seconds of a `Retry-After` header (seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
