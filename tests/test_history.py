@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def profile():
     return ModelProfile.objects.create(
-        tag="qwen3:8b",
+        tag="deepseek-r1:8b",
         base_url="http://127.0.0.1:11434",
         supports_thinking=True,
         context_length=1000,

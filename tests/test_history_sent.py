@@ -42,7 +42,14 @@ async def test_last_4_messages_sends_exactly_those(alice, conversation, simulato
         {"role": "assistant", "content": "answer 5"},
         {"role": "user", "content": "question 6"},
     ]
-    assert request["options"] == {"num_ctx": 8192, "temperature": 0.25}
+    # The conversation's temperature over the Qwen3 model's recommended sampling.
+    assert request["options"] == {
+        "num_ctx": 8192,
+        "temperature": 0.25,
+        "top_p": 0.95,
+        "top_k": 20,
+        "min_p": 0.0,
+    }
 
     answer = await answer_of(conversation)
     assert (answer.history_sent, answer.history_total) == (5, 11)

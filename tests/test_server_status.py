@@ -82,13 +82,20 @@ async def test_unreachable_server_is_reported_with_the_reason(demo_profile, admi
 
 
 async def test_openai_compatible_server_is_probed_on_v1_models(simulator, admin_user):
-    # The simulator speaks Ollama only: /v1/models answers 404.
     await ModelProfile.objects.acreate(
         tag="m", base_url=simulator.url, backend=ModelProfile.Backend.OPENAI
     )
-    [status] = await server_statuses()
-    assert not status.reachable and "/v1/models answered HTTP 404" in status.error
-    assert status.loaded == []
+    # An address where nothing answers /v1/models.
+    wrong = simulator.url + "/not-here"
+    await ModelProfile.objects.acreate(
+        tag="m", base_url=wrong, backend=ModelProfile.Backend.OPENAI
+    )
+    statuses = {s.url: s for s in await server_statuses()}
+    assert statuses[simulator.url].reachable
+    assert statuses[simulator.url].loaded == []  # no /api/ps on this backend
+    status = statuses[wrong]
+    assert not status.reachable and "/v1/models" in status.error
+    assert "404" in status.error
 
 
 async def test_disabled_profiles_are_not_probed(demo_profile):
