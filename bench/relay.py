@@ -140,8 +140,10 @@ class Site:
         script = (
             "from django.contrib.auth.models import User;"
             "from django.contrib.sessions.backends.db import SessionStore;"
-            "from chat.models import ModelProfile;"
+            "from chat.models import ModelProfile, SiteDefaults;"
             "u = User.objects.create_user('bench', password='x');"
+            # One user streams every answer: no per-user limit.
+            "SiteDefaults(generations_per_user=0).save();"
             "ModelProfile.objects.create("
             f"tag='llama-demo:3b', base_url='{self.sim_url}');"
             "s = SessionStore(); s['_auth_user_id'] = str(u.pk);"

@@ -162,6 +162,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         view = self.remote.setdefault(message_id, RemoteView())
         view.resuming = False
         await self.send_frame(event["start"])
+        if event.get("queued"):
+            await self.send_frame(event["queued"])
         for kind in ("thinking", "content"):
             start, text = event[kind]
             new = view.take(kind, start, text)

@@ -30,7 +30,7 @@ from channels.layers import BaseChannelLayer, get_channel_layer
 from django.db import DatabaseError, connections, router, transaction
 from django.utils import timezone
 
-from chat import fanout, frames
+from chat import admission, fanout, frames
 from chat.models import Message, ModelProfile
 from chat.upstream import Delta, Event, Finished, UpstreamError, client_for
 
@@ -71,6 +71,7 @@ class Generation:
     task: asyncio.Task[None] | None = None
     # (thinking_len, content_len) at the last checkpoint.
     checkpointed: tuple[int, int] = (0, 0)
+    queue_position: int | None = None  # while waiting for a slot (chat.admission)
 
     @property
     def message_id(self) -> int:
@@ -272,6 +273,8 @@ class Runner:
             ],
             "content": [event["offset"], _tail(generation.content, event["offset"])],
         }
+        if generation.queue_position is not None:
+            catchup["queued"] = frames.queued(generation)
         try:
             await self._layer.send(event["reply_to"], catchup)
         except Exception:
@@ -349,6 +352,8 @@ class Runner:
         if generation is None:
             return False
         await sink.send_frame(frames.start(generation))
+        if generation.queue_position is not None:
+            await sink.send_frame(frames.queued(generation))
         # Catch up until nothing new arrived during our own sends; attaching right
         # after that check (no await in between) leaves no gap and no overlap.
         while True:
@@ -447,6 +452,12 @@ class Runner:
     ) -> None:
         status, error = Message.Status.DONE, None
         try:
+            await admission.wait_for_slot(
+                generation.message_id,
+                profile.pk,
+                lambda position: self._tell_queued(generation, position),
+            )
+            generation.queue_position = None
             await self._relay(generation, profile, history)
         except asyncio.CancelledError:
             status = Message.Status.STOPPED
@@ -478,6 +489,14 @@ class Runner:
         group = fanout.conversation_group(generation.conversation_id)
         for frame in closing:
             await self._group_send(group, dict(fanout.frame_event(self.id, frame)))
+        await admission.release(
+            generation.message_id, served=generation.upstream_at is not None
+        )
+
+    async def _tell_queued(self, generation: Generation, position: int) -> None:
+        """The answer waits for a model slot: its viewers see its place in line."""
+        generation.queue_position = position
+        await self.broadcast(generation.conversation_id, frames.queued(generation))
 
     async def _relay(
         self,

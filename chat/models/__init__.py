@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from chat.models.admission import Ticket
 from chat.models.conversations import Conversation, Turn
 from chat.models.messages import Message, MessageQuerySet
 from chat.models.profiles import (
@@ -21,5 +22,6 @@ __all__ = [
     "ModelProfileQuerySet",
     "SiteDefaults",
     "ThinkingMode",
+    "Ticket",
     "Turn",
 ]
