@@ -8,6 +8,7 @@ import asyncio
 import signal
 
 import pytest
+from asgiref.sync import sync_to_async
 
 from chat.admission import Entry, plan
 from chat.models import Conversation, Message, SiteDefaults, Ticket
@@ -144,9 +145,9 @@ def request_of(simulator, content: str):
 async def test_model_slots_queue_the_next_answer_until_one_frees(
     alice, bob, limits, conversations, simulator
 ):
-    await asyncio.to_thread(limits, 0, 1)
-    [mine] = await asyncio.to_thread(conversations, alice)
-    [theirs] = await asyncio.to_thread(conversations, bob)
+    await sync_to_async(limits)(0, 1)
+    [mine] = await sync_to_async(conversations)(alice)
+    [theirs] = await sync_to_async(conversations)(bob)
     slow_answers(simulator)
     first, _ = await running(alice, mine, "first")
     second, waited = await queued(bob, theirs, "second")
@@ -173,9 +174,9 @@ async def test_model_slots_queue_the_next_answer_until_one_frees(
 async def test_per_user_limit_queues_that_user_only(
     alice, bob, limits, conversations, simulator
 ):
-    await asyncio.to_thread(limits, 1, 0)
-    first_conv, second_conv = await asyncio.to_thread(conversations, alice, 2)
-    [bobs] = await asyncio.to_thread(conversations, bob)
+    await sync_to_async(limits)(1, 0)
+    first_conv, second_conv = await sync_to_async(conversations)(alice, 2)
+    [bobs] = await sync_to_async(conversations)(bob)
     slow_answers(simulator)
     first, _ = await running(alice, first_conv, "alice 1")
     second, waited = await queued(alice, second_conv, "alice 2")
@@ -194,9 +195,9 @@ async def test_per_user_limit_queues_that_user_only(
 
 @on_database
 async def test_queue_is_fair_across_users(alice, bob, limits, conversations, simulator):
-    await asyncio.to_thread(limits, 0, 1)
-    a1, a2, a3 = await asyncio.to_thread(conversations, alice, 3)
-    [b1] = await asyncio.to_thread(conversations, bob)
+    await sync_to_async(limits)(0, 1)
+    a1, a2, a3 = await sync_to_async(conversations)(alice, 3)
+    [b1] = await sync_to_async(conversations)(bob)
     slow_answers(simulator, tps=30, tokens=45)
     sockets = [(await running(alice, a1, "a1"))[0]]
     for conversation, content, position in ((a2, "a2", 1), (a3, "a3", 2)):
@@ -221,8 +222,8 @@ async def test_queue_is_fair_across_users(alice, bob, limits, conversations, sim
 async def test_positions_move_up_as_answers_finish(
     alice, limits, conversations, simulator
 ):
-    await asyncio.to_thread(limits, 0, 1)
-    c1, c2, c3 = await asyncio.to_thread(conversations, alice, 3)
+    await sync_to_async(limits)(0, 1)
+    c1, c2, c3 = await sync_to_async(conversations)(alice, 3)
     slow_answers(simulator)
     first, _ = await running(alice, c1)
     second, _ = await queued(alice, c2)
@@ -242,8 +243,8 @@ async def test_positions_move_up_as_answers_finish(
 async def test_stop_while_queued_cancels_the_wait_and_frees_the_place(
     alice, limits, conversations, simulator
 ):
-    await asyncio.to_thread(limits, 0, 1)
-    c1, c2, c3 = await asyncio.to_thread(conversations, alice, 3)
+    await sync_to_async(limits)(0, 1)
+    c1, c2, c3 = await sync_to_async(conversations)(alice, 3)
     slow_answers(simulator)
     first, _ = await running(alice, c1, "runs")
     second, waited = await queued(alice, c2, "stopped in line")
@@ -273,8 +274,8 @@ async def test_stop_while_queued_cancels_the_wait_and_frees_the_place(
 async def test_a_reloaded_tab_sees_its_place_in_line(
     alice, limits, conversations, simulator
 ):
-    await asyncio.to_thread(limits, 0, 1)
-    c1, c2 = await asyncio.to_thread(conversations, alice, 2)
+    await sync_to_async(limits)(0, 1)
+    c1, c2 = await sync_to_async(conversations)(alice, 2)
     slow_answers(simulator)
     first, _ = await running(alice, c1)
     second, waited = await queued(alice, c2)
@@ -310,15 +311,15 @@ async def test_two_processes_share_the_model_slots(
     session_cookie,
     simulator,
 ):
-    await asyncio.to_thread(limits, 0, 1)
-    [mine] = await asyncio.to_thread(conversations, alice)
-    [theirs] = await asyncio.to_thread(conversations, bob)
+    await sync_to_async(limits)(0, 1)
+    [mine] = await sync_to_async(conversations)(alice)
+    [theirs] = await sync_to_async(conversations)(bob)
     slow_answers(simulator)
     alices = await open_socket(
-        daphnes[0], mine, await asyncio.to_thread(session_cookie, alice)
+        daphnes[0], mine, await sync_to_async(session_cookie)(alice)
     )
     bobs = await open_socket(
-        daphnes[1], theirs, await asyncio.to_thread(session_cookie, bob)
+        daphnes[1], theirs, await sync_to_async(session_cookie)(bob)
     )
     await socket_send(alices, "on process 0")
     await socket_frames_until(alices, "content")
@@ -347,15 +348,15 @@ async def test_a_killed_process_gives_its_slot_back(
     session_cookie,
     simulator,
 ):
-    await asyncio.to_thread(limits, 0, 1)
-    [mine] = await asyncio.to_thread(conversations, alice)
-    [theirs] = await asyncio.to_thread(conversations, bob)
+    await sync_to_async(limits)(0, 1)
+    [mine] = await sync_to_async(conversations)(alice)
+    [theirs] = await sync_to_async(conversations)(bob)
     slow_answers(simulator, tps=20, tokens=2000)
     alices = await open_socket(
-        daphnes[0], mine, await asyncio.to_thread(session_cookie, alice)
+        daphnes[0], mine, await sync_to_async(session_cookie)(alice)
     )
     bobs = await open_socket(
-        daphnes[1], theirs, await asyncio.to_thread(session_cookie, bob)
+        daphnes[1], theirs, await sync_to_async(session_cookie)(bob)
     )
     await socket_send(alices, "dies")
     started = await socket_frames_until(alices, "content")
