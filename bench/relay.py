@@ -44,6 +44,7 @@ class StreamResult:
     frames: int = 0
     started: float = 0.0
     first_token: float | None = None
+    queue_wait_ms: float | None = None  # chatsite's own figure, from `done`
 
 
 def answer_text(tokens: int) -> str:
@@ -197,6 +198,7 @@ async def through_chatsite(
                 if result.first_token is None:
                     result.first_token = now
             elif frame["type"] in ("done", "error"):
+                result.queue_wait_ms = (frame.get("stats") or {}).get("queue_wait_ms")
                 break
     result.arrivals = assign_arrivals(ends, chunks)
     return result
@@ -309,10 +311,12 @@ async def run_scenario(site: Site, scenario: Scenario) -> dict[str, Any]:
     cpu_before = cpu_seconds(site.daphne_pid)
     sim_before = cpu_seconds(site.sim_pid)
     client_before = client_cpu_seconds()
+    began = time.monotonic()
     with gc_paused():
         relayed = await asyncio.gather(
             *(through_chatsite(site, pk, ends) for pk in conversations)
         )
+    elapsed = time.monotonic() - began
     cpu_used = cpu_seconds(site.daphne_pid) - cpu_before
     sim_used = cpu_seconds(site.sim_pid) - sim_before
     client_used = client_cpu_seconds() - client_before
@@ -337,5 +341,47 @@ async def run_scenario(site: Site, scenario: Scenario) -> dict[str, Any]:
     row["sim_cpu_s_per_1k_tokens"] = sim_used / max(tokens, 1) * 1000
     row["client_cpu_s_per_1k_tokens"] = client_used / max(tokens, 1) * 1000
     row["daphne_rss_mib"] = rss_mib(site.daphne_pid)
+    row["offered_tps"] = scenario.streams * scenario.tps
+    row["delivered_tps"] = tokens / elapsed
+    # Admission (no limits here): the time from the question to the upstream request.
+    waits = [r.queue_wait_ms for r in relayed if r.queue_wait_ms is not None]
+    row["queue_wait_p50_ms"] = percentile(waits, 0.5)
+    row["queue_wait_max_ms"] = percentile(waits, 1.0)
     row["complete"] = tokens == scenario.streams * scenario.tokens
     return row
+
+
+# The ramp: more and more 40 tok/s streams until the added latency's p99 passes
+# RAMP_LIMIT_MS; the aggregate tok/s there is the relay's capacity on this machine.
+RAMP_TPS = 40.0
+RAMP_TOKENS = 120
+RAMP_LIMIT_MS = 50.0
+
+
+def ramp_scenarios(start: int, step: int, most: int) -> Iterator[Scenario]:
+    for streams in range(start, most + 1, step):
+        name = f"ramp {streams} @ {RAMP_TPS:g} tok/s"
+        yield Scenario(name, streams=streams, tps=RAMP_TPS, tokens=RAMP_TOKENS)
+
+
+async def run_ramp(
+    site: Site, start: int = 50, step: int = 50, most: int = 500
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The ramp's rows, and where the p99 passed the limit (the last step under
+    it and the first over it; None when the ramp never passed it)."""
+    rows: list[dict[str, Any]] = []
+    for scenario in ramp_scenarios(start, step, most):
+        row = await run_scenario(site, scenario)
+        rows.append(row)
+        if row["added_p99_ms"] > RAMP_LIMIT_MS:
+            break
+    under = [r for r in rows if r["added_p99_ms"] <= RAMP_LIMIT_MS]
+    over = [r for r in rows if r["added_p99_ms"] > RAMP_LIMIT_MS]
+    summary = {
+        "limit_p99_ms": RAMP_LIMIT_MS,
+        "last_under": under[-1]["scenario"] if under else None,
+        "last_under_delivered_tps": under[-1]["delivered_tps"] if under else None,
+        "first_over": over[0]["scenario"] if over else None,
+        "first_over_delivered_tps": over[0]["delivered_tps"] if over else None,
+    }
+    return rows, summary
