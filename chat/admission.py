@@ -33,6 +33,7 @@ from typing import TypeVar
 from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer, get_channel_layer
 from django.db import DatabaseError, transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from chat.models import Conversation, Message, ModelProfile, SiteDefaults, Ticket
@@ -49,6 +50,10 @@ KEEP_SERVED = timedelta(hours=1)
 STREAMING = Message.Status.STREAMING
 
 T = TypeVar("T")
+
+# Decisions taken with the turn (`take_ticket`), by message id, until the
+# answer's task picks them up.
+_first_decisions: dict[int, Plan] = {}
 
 
 @dataclass(frozen=True)
@@ -130,25 +135,59 @@ def plan(entries: Iterable[Entry], per_user: int, slots: dict[int, int]) -> Plan
 
 def _decide() -> Plan:
     """Admit every waiting answer that fits now (inside a transaction)."""
-    SiteDefaults.load()
-    site = SiteDefaults.objects.select_for_update().get(pk=1)
-    rows = Ticket.objects.order_by("pk").values_list(
-        "message_id", "user_id", "profile_id", "served", "message__status"
+    site = _locked_site()
+    rows = Ticket.objects.filter(message__status=STREAMING).values_list(
+        "message_id", "user_id", "profile_id", "served"
     )
-    entries = [
-        Entry(message_id, user_id, profile_id, served, status == STREAMING)
-        for message_id, user_id, profile_id, served, status in rows
+    # In the order they asked: answers' ids grow.
+    entries = sorted((Entry(*row) for row in rows), key=lambda e: e.message_id)
+    waiting = [e for e in entries if e.served is None]
+    if not waiting:
+        return Plan([], {})
+    # Whose turn it is: when each waiting user was last served at that model.
+    served = (
+        Ticket.objects.filter(
+            user_id__in={e.user_id for e in waiting},
+            profile_id__in={e.profile_id for e in waiting},
+            served__isnull=False,
+        )
+        .values_list("user_id", "profile_id")
+        .annotate(last=Max("served"))
+    )
+    history = [
+        Entry(0, user, profile, last, live=False) for user, profile, last in served
     ]
-    profile_ids = {entry.profile_id for entry in entries}
     slots = dict(
-        ModelProfile.objects.filter(pk__in=profile_ids).values_list(
+        ModelProfile.objects.filter(pk__in={e.profile_id for e in entries}).values_list(
             "pk", "parallel_slots"
         )
     )
-    decided = plan(entries, site.generations_per_user, slots)
-    turn = max((e.served for e in entries if e.served is not None), default=0)
-    for number, message_id in enumerate(decided.admit, start=turn + 1):
-        Ticket.objects.filter(message_id=message_id).update(served=number)
+    decided = plan([*history, *entries], site.generations_per_user, slots)
+    if decided.admit:
+        turn = Ticket.objects.aggregate(last=Max("served"))["last"] or 0
+        for number, message_id in enumerate(decided.admit, start=turn + 1):
+            Ticket.objects.filter(message_id=message_id).update(served=number)
+    return decided
+
+
+def _locked_site() -> SiteDefaults:
+    """The site defaults' row, locked until the transaction ends: whoever holds
+    it decides, every other process waits its turn (PostgreSQL; SQLite has one
+    writer at a time anyway)."""
+    try:
+        return SiteDefaults.objects.select_for_update().get(pk=1)
+    except SiteDefaults.DoesNotExist:
+        SiteDefaults.load()
+        return SiteDefaults.objects.select_for_update().get(pk=1)
+
+
+def take_ticket(answer: Message, profile: ModelProfile, user_id: int) -> Plan:
+    """In the transaction that stores the question and its answer's placeholder
+    (no commit of its own): the answer's ticket and the first decision, which
+    `wait_for_slot` picks up."""
+    Ticket.objects.create(message=answer, user_id=user_id, profile=profile)
+    decided = _decide()
+    _first_decisions[answer.pk] = decided
     return decided
 
 
@@ -202,7 +241,10 @@ async def wait_for_slot(
     `release`."""
     layer = get_channel_layer()
     try:
-        decided = await _unless_stopped(enqueue(message_id, profile_id))
+        first = _first_decisions.pop(message_id, None)
+        if first is None:
+            first = await _unless_stopped(enqueue(message_id, profile_id))
+        decided = first
     except DatabaseError as exc:
         logger.warning("answer %s could not join the queue: %s", message_id, exc)
         raise UpstreamError(

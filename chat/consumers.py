@@ -12,8 +12,9 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.db import transaction
 
-from chat import frames
+from chat import admission, frames
 from chat.fanout import RemoteView, conversation_group
 from chat.models import Conversation, Message, Turn
 from chat.runner import runner
@@ -175,4 +176,8 @@ def _begin_turn(conversation_id: int, content: str, client_id: str) -> Turn:
     conversation = Conversation.objects.select_related("model_profile").get(
         pk=conversation_id
     )
-    return conversation.begin_turn(content, client_id)
+    # One commit for the question, the answer's placeholder and its place in line.
+    with transaction.atomic():
+        turn = conversation.begin_turn(content, client_id)
+        admission.take_ticket(turn.answer, turn.profile, conversation.owner_id)
+    return turn

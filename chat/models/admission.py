@@ -26,7 +26,7 @@ class Ticket(models.Model):
     profile = models.ForeignKey(ModelProfile, on_delete=models.CASCADE)
     # The admission's number (1, 2, 3, ... across the site): None while
     # waiting. The last one of each user says whose turn is next.
-    served = models.PositiveBigIntegerField(null=True)
+    served = models.PositiveBigIntegerField(null=True, db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
