@@ -365,7 +365,7 @@ def ramp_scenarios(start: int, step: int, most: int) -> Iterator[Scenario]:
 
 
 async def run_ramp(
-    site: Site, start: int = 50, step: int = 50, most: int = 500
+    site: Site, start: int = 25, step: int = 25, most: int = 500
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The ramp's rows, and where the p99 passed the limit (the last step under
     it and the first over it; None when the ramp never passed it)."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import logging
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -144,16 +145,19 @@ def _decide() -> Plan:
     waiting = [e for e in entries if e.served is None]
     if not waiting:
         return Plan([], {})
-    # Whose turn it is: when each waiting user was last served at that model.
-    served = (
-        Ticket.objects.filter(
-            user_id__in={e.user_id for e in waiting},
-            profile_id__in={e.profile_id for e in waiting},
-            served__isnull=False,
+    if len(waiting) == 1:  # nobody to be fair to (the usual case)
+        served: Iterable[tuple[int, int, int]] = ()
+    else:
+        # Whose turn it is: when each waiting user was last served at that model.
+        served = (
+            Ticket.objects.filter(
+                user_id__in={e.user_id for e in waiting},
+                profile_id__in={e.profile_id for e in waiting},
+                served__isnull=False,
+            )
+            .values_list("user_id", "profile_id")
+            .annotate(last=Max("served"))
         )
-        .values_list("user_id", "profile_id")
-        .annotate(last=Max("served"))
-    )
     history = [
         Entry(0, user, profile, last, live=False) for user, profile, last in served
     ]
@@ -185,10 +189,27 @@ def take_ticket(answer: Message, profile: ModelProfile, user_id: int) -> Plan:
     """In the transaction that stores the question and its answer's placeholder
     (no commit of its own): the answer's ticket and the first decision, which
     `wait_for_slot` picks up."""
+    _prune()
     Ticket.objects.create(message=answer, user_id=user_id, profile=profile)
     decided = _decide()
     _first_decisions[answer.pk] = decided
     return decided
+
+
+_pruned_at = 0.0
+
+
+def _prune() -> None:
+    """Forget finished answers' tickets older than KEEP_SERVED (at most once a
+    minute per process)."""
+    global _pruned_at
+    now = time.monotonic()
+    if now - _pruned_at < 60:
+        return
+    _pruned_at = now
+    Ticket.objects.exclude(message__status=STREAMING).filter(
+        created_at__lt=timezone.now() - KEEP_SERVED
+    ).delete()
 
 
 @database_sync_to_async
@@ -219,16 +240,9 @@ def is_admitted(message_id: int) -> bool:
 
 
 @database_sync_to_async
-def _drop(message_id: int, served: bool) -> Plan:
-    with transaction.atomic():
-        # An answer never served tells nothing; a served one says whose turn it
-        # is, for a while.
-        if not served:
-            Ticket.objects.filter(message_id=message_id).delete()
-        Ticket.objects.exclude(message__status=STREAMING).filter(
-            created_at__lt=timezone.now() - KEEP_SERVED
-        ).delete()
-        return _decide()
+def _drop(message_id: int) -> None:
+    """An answer never served (stopped in line) tells nothing: its ticket goes."""
+    Ticket.objects.filter(message_id=message_id).delete()
 
 
 async def wait_for_slot(
@@ -288,12 +302,19 @@ async def wait_for_slot(
 
 async def release(message_id: int, *, served: bool) -> None:
     """The answer is over (saved): its slot or place in line goes to the next,
-    and every waiter hears of it. `served`: it reached the model server."""
-    try:
-        await _drop(message_id, served)
-    except Exception:
-        # Its answer is no longer streaming, so the ticket counts for nothing.
-        logger.warning("releasing the ticket of %s failed", message_id, exc_info=True)
+    and every waiter, on any process, hears of it and decides again.
+
+    `served`: it reached the model server. Its ticket then needs no change (a
+    finished answer holds no slot; the ticket says whose turn it was), so the
+    usual end of an answer costs no trip to the database."""
+    if not served:
+        try:
+            await _drop(message_id)
+        except Exception:
+            # Its answer is no longer streaming: the ticket counts for nothing.
+            logger.warning(
+                "dropping the ticket of %s failed", message_id, exc_info=True
+            )
     layer = get_channel_layer()
     if layer is not None:
         await _quietly(layer.group_send(WAKE_GROUP, WAKE_EVENT))
