@@ -302,31 +302,37 @@ async def test_a_reloaded_tab_sees_its_place_in_line(
 # Two real Daphne processes sharing the database and Redis.
 
 
-@on_database
-async def test_two_processes_share_the_model_slots(
-    daphnes,  # noqa: F811
-    alice,
-    bob,
-    limits,
-    conversations,
-    session_cookie,
-    simulator,
-):
-    await sync_to_async(limits)(0, 1)
-    [mine] = await sync_to_async(conversations)(alice)
-    [theirs] = await sync_to_async(conversations)(bob)
-    slow_answers(simulator)
-    alices = await open_socket(
-        daphnes[0], mine, await sync_to_async(session_cookie)(alice)
-    )
-    bobs = await open_socket(
-        daphnes[1], theirs, await sync_to_async(session_cookie)(bob)
-    )
-    await socket_send(alices, "on process 0")
-    await socket_frames_until(alices, "content")
-    await socket_send(bobs, "on process 1")
+@pytest.fixture
+def one_slot_two_processes(daphnes, alice, bob, limits, conversations, session_cookie):  # noqa: F811
+    """One model slot; Alice's socket on process 0, Bob's on process 1."""
+
+    async def open_both():
+        await sync_to_async(limits)(0, 1)
+        sockets = []
+        for daphne, user in ((daphnes[0], alice), (daphnes[1], bob)):
+            [conversation] = await sync_to_async(conversations)(user)
+            cookie = await sync_to_async(session_cookie)(user)
+            sockets.append(await open_socket(daphne, conversation, cookie))
+        return sockets
+
+    return open_both
+
+
+async def first_runs_second_waits(alices, bobs, first: str, second: str):
+    """Alice's answer runs; Bob's waits in line: (Alice's, Bob's frames)."""
+    await socket_send(alices, first)
+    started = await socket_frames_until(alices, "content")
+    await socket_send(bobs, second)
     waited = await socket_frames_until(bobs, "queued")
     assert waited[-1]["position"] == 1
+    return started, waited
+
+
+@on_database
+async def test_two_processes_share_the_model_slots(one_slot_two_processes, simulator):
+    alices, bobs = await one_slot_two_processes()
+    slow_answers(simulator)
+    await first_runs_second_waits(alices, bobs, "on process 0", "on process 1")
 
     assert (await socket_frames_until(alices, "done"))[-1]["status"] == "done"
     rest = await socket_frames_until(bobs, "done")
@@ -342,28 +348,12 @@ async def test_two_processes_share_the_model_slots(
 @on_database
 async def test_a_killed_process_gives_its_slot_back(
     daphnes,  # noqa: F811
-    alice,
-    bob,
-    limits,
-    conversations,
-    session_cookie,
+    one_slot_two_processes,
     simulator,
 ):
-    await sync_to_async(limits)(0, 1)
-    [mine] = await sync_to_async(conversations)(alice)
-    [theirs] = await sync_to_async(conversations)(bob)
+    alices, bobs = await one_slot_two_processes()
     slow_answers(simulator, tps=20, tokens=2000)
-    alices = await open_socket(
-        daphnes[0], mine, await sync_to_async(session_cookie)(alice)
-    )
-    bobs = await open_socket(
-        daphnes[1], theirs, await sync_to_async(session_cookie)(bob)
-    )
-    await socket_send(alices, "dies")
-    started = await socket_frames_until(alices, "content")
-    await socket_send(bobs, "waits")
-    waited = await socket_frames_until(bobs, "queued")
-    assert waited[-1]["position"] == 1
+    started, waited = await first_runs_second_waits(alices, bobs, "dies", "waits")
 
     daphnes[0].stop(signal.SIGKILL)
     # The survivor's sweep marks the silent answer interrupted; that frees the slot.
