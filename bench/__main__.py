@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 from bench.relay import Scenario, Site, run_ramp, run_scenario
 
@@ -82,7 +83,7 @@ def print_table(rows: list[dict[str, object]]) -> None:
 
 async def main(
     selected: list[Scenario], ramp: bool
-) -> tuple[list[dict[str, object]], dict[str, object] | None]:
+) -> tuple[list[dict[str, object]], dict[str, Any] | None]:
     site = Site()
     site.start()
     try:
@@ -101,21 +102,24 @@ async def main(
         site.stop()
 
 
-def print_ramp(summary: dict[str, object]) -> None:
+def print_ramp(summary: dict[str, Any]) -> None:
     limit = summary["limit_p99_ms"]
     if summary["first_over"] is None:
         print(f"Ramp: the added p99 stayed under {limit} ms at every step.")
         return
     print(
         f"Ramp: the added p99 passed {limit} ms at {summary['first_over']} "
-        f"({summary['first_over_delivered_tps']:.0f} tok/s delivered); the last step "
-        f"under it was {summary['last_under']} "
-        + (
-            f"({summary['last_under_delivered_tps']:.0f} tok/s)."
-            if summary["last_under"] is not None
-            else "(none)."
-        )
+        f"({summary['first_over_offered_tps']:.0f} tok/s offered, "
+        f"{summary['first_over_delivered_tps']:.0f} delivered incl. connecting)."
     )
+    if summary["last_under"] is None:
+        print("Ramp: no step stayed under it.")
+    else:
+        print(
+            f"Ramp: the last step under it: {summary['last_under']} "
+            f"({summary['last_under_offered_tps']:.0f} tok/s offered, "
+            f"{summary['last_under_delivered_tps']:.0f} delivered)."
+        )
 
 
 if __name__ == "__main__":

@@ -358,30 +358,50 @@ RAMP_TOKENS = 120
 RAMP_LIMIT_MS = 50.0
 
 
-def ramp_scenarios(start: int, step: int, most: int) -> Iterator[Scenario]:
-    for streams in range(start, most + 1, step):
-        name = f"ramp {streams} @ {RAMP_TPS:g} tok/s"
-        yield Scenario(name, streams=streams, tps=RAMP_TPS, tokens=RAMP_TOKENS)
+def ramp_scenario(streams: int) -> Scenario:
+    name = f"ramp {streams} @ {RAMP_TPS:g} tok/s"
+    return Scenario(name, streams=streams, tps=RAMP_TPS, tokens=RAMP_TOKENS)
 
 
 async def run_ramp(
-    site: Site, start: int = 25, step: int = 25, most: int = 500
+    site: Site, start: int = 10, most: int = 640, refine: int = 2
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The ramp's rows, and where the p99 passed the limit (the last step under
-    it and the first over it; None when the ramp never passed it)."""
+    """Double the streams from `start` until the added p99 passes the limit, then
+    halve the gap between the last step under it and the first over it `refine`
+    times. Returns the rows, by streams, and where the p99 passed the limit (the
+    highest step under it and the lowest over it)."""
     rows: list[dict[str, Any]] = []
-    for scenario in ramp_scenarios(start, step, most):
-        row = await run_scenario(site, scenario)
+
+    async def step(streams: int) -> bool:
+        row = await run_scenario(site, ramp_scenario(streams))
+        row["streams"] = streams
         rows.append(row)
-        if row["added_p99_ms"] > RAMP_LIMIT_MS:
+        return bool(row["added_p99_ms"] > RAMP_LIMIT_MS)
+
+    low, high, streams = 0, 0, start
+    while streams <= most:
+        if await step(streams):
+            high = streams
             break
-    under = [r for r in rows if r["added_p99_ms"] <= RAMP_LIMIT_MS]
-    over = [r for r in rows if r["added_p99_ms"] > RAMP_LIMIT_MS]
+        low, streams = streams, streams * 2
+    for _ in range(refine if low and high else 0):
+        middle = (low + high) // 2
+        if middle in (low, high):
+            break
+        if await step(middle):
+            high = middle
+        else:
+            low = middle
+    rows.sort(key=lambda r: r["streams"])
+    under = [r for r in rows if r["streams"] <= low and low]
+    over = [r for r in rows if r["streams"] >= high and high]
     summary = {
         "limit_p99_ms": RAMP_LIMIT_MS,
         "last_under": under[-1]["scenario"] if under else None,
+        "last_under_offered_tps": under[-1]["offered_tps"] if under else None,
         "last_under_delivered_tps": under[-1]["delivered_tps"] if under else None,
-        "first_over": over[0]["scenario"] if over else None,
+        "first_over": over[0]["scenario"] if over else None,  # the lowest
+        "first_over_offered_tps": over[0]["offered_tps"] if over else None,
         "first_over_delivered_tps": over[0]["delivered_tps"] if over else None,
     }
     return rows, summary

@@ -134,8 +134,9 @@ def plan(entries: Iterable[Entry], per_user: int, slots: dict[int, int]) -> Plan
     return Plan(admit, positions)
 
 
-def _decide() -> Plan:
-    """Admit every waiting answer that fits now (inside a transaction)."""
+def _decide(slots: dict[int, int] | None = None) -> Plan:
+    """Admit every waiting answer that fits now (inside a transaction).
+    `slots`: parallel slots of profiles the caller has at hand."""
     site = _locked_site()
     rows = Ticket.objects.filter(message__status=STREAMING).values_list(
         "message_id", "user_id", "profile_id", "served"
@@ -161,11 +162,14 @@ def _decide() -> Plan:
     history = [
         Entry(0, user, profile, last, live=False) for user, profile, last in served
     ]
-    slots = dict(
-        ModelProfile.objects.filter(pk__in={e.profile_id for e in entries}).values_list(
-            "pk", "parallel_slots"
+    slots = dict(slots or {})
+    unknown = {e.profile_id for e in waiting} - slots.keys()
+    if unknown:
+        slots.update(
+            ModelProfile.objects.filter(pk__in=unknown).values_list(
+                "pk", "parallel_slots"
+            )
         )
-    )
     decided = plan([*history, *entries], site.generations_per_user, slots)
     if decided.admit:
         turn = Ticket.objects.aggregate(last=Max("served"))["last"] or 0
@@ -191,7 +195,7 @@ def take_ticket(answer: Message, profile: ModelProfile, user_id: int) -> Plan:
     `wait_for_slot` picks up."""
     _prune()
     Ticket.objects.create(message=answer, user_id=user_id, profile=profile)
-    decided = _decide()
+    decided = _decide({profile.pk: profile.parallel_slots})
     _first_decisions[answer.pk] = decided
     return decided
 
