@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 
 from chat.admission import Entry, plan
 from chat.models import Conversation, Message, SiteDefaults, Ticket
+from chat.runner import runner
 from tests.test_consumers import connect, frames_until, send, wait_for_status
 from tests.test_processes import daphnes, open_socket  # noqa: F401 (a fixture)
 from tests.test_processes import frames_until as socket_frames_until
@@ -297,6 +298,31 @@ async def test_a_reloaded_tab_sees_its_place_in_line(
     answer = await Message.objects.aget(pk=message_id)
     assert answer.status == Message.Status.DONE
     assert "".join(f["delta"] for f in rest if f["type"] == "content") == answer.content
+
+
+@on_database
+async def test_an_answer_started_without_a_ticket_takes_one_and_waits(
+    alice, limits, conversations, simulator
+):
+    await sync_to_async(limits)(0, 1)
+    c1, c2 = await sync_to_async(conversations)(alice, 2)
+    slow_answers(simulator)
+    first, _ = await running(alice, c1, "first")
+    # Started by other means than a question on the socket: no ticket yet.
+    turn = await sync_to_async(c2.begin_turn)("second")
+    watcher = await connect(alice, c2)
+    assert runner.claim(c2.pk)
+    await runner.start(turn.profile, turn.answer, turn.history)
+
+    waited = await frames_until(watcher, "queued")
+    assert waited[-1] == {"type": "queued", "message_id": turn.answer.pk, "position": 1}
+    assert (await frames_until(watcher, "done"))[-1]["status"] == "done"
+    await frames_until(first, "done")
+    await first.disconnect()
+    await watcher.disconnect()
+    assert (
+        request_of(simulator, "second").started >= request_of(simulator, "first").ended
+    )
 
 
 # Two real Daphne processes sharing the database and Redis.
