@@ -325,6 +325,27 @@ async def test_an_answer_started_without_a_ticket_takes_one_and_waits(
     )
 
 
+@on_database
+async def test_a_shutdown_while_queued_keeps_the_answer_as_interrupted(
+    alice, limits, conversations, simulator
+):
+    await sync_to_async(limits)(0, 1)
+    c1, c2 = await sync_to_async(conversations)(alice, 2)
+    slow_answers(simulator, tokens=400)
+    first, _ = await running(alice, c1)
+    second, waited = await queued(alice, c2)
+    message_id = waited[-1]["message_id"]
+
+    await runner.shutdown()
+    answer = await wait_for_status(message_id)
+    assert answer.status == Message.Status.INTERRUPTED
+    assert answer.error_detail  # the reader is told why
+    await released(message_id)
+    assert [e.body["messages"][-1]["content"] for e in simulator.log] == ["Hello there"]
+    await first.disconnect()
+    await second.disconnect()
+
+
 # Two real Daphne processes sharing the database and Redis.
 
 
