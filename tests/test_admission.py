@@ -110,6 +110,18 @@ def conversations(demo_profile):
     return make
 
 
+@pytest.fixture
+def one_slot(alice, limits, conversations, simulator):
+    """One model slot, no per-user limit, slow answers: Alice's conversations."""
+
+    async def setup(count: int, **answers: float) -> list[Conversation]:
+        await sync_to_async(limits)(0, 1)
+        slow_answers(simulator, **answers)
+        return await sync_to_async(conversations)(alice, count)
+
+    return setup
+
+
 def slow_answers(simulator, tps: float = 40, tokens: int = 30) -> None:
     simulator.config.tps = tps
     simulator.config.think_tokens = 0
@@ -221,12 +233,8 @@ async def test_queue_is_fair_across_users(alice, bob, limits, conversations, sim
 
 
 @on_database
-async def test_positions_move_up_as_answers_finish(
-    alice, limits, conversations, simulator
-):
-    await sync_to_async(limits)(0, 1)
-    c1, c2, c3 = await sync_to_async(conversations)(alice, 3)
-    slow_answers(simulator)
+async def test_positions_move_up_as_answers_finish(alice, one_slot, simulator):
+    c1, c2, c3 = await one_slot(3)
     first, _ = await running(alice, c1)
     second, _ = await queued(alice, c2)
     third, waited = await queued(alice, c3)
@@ -243,11 +251,9 @@ async def test_positions_move_up_as_answers_finish(
 
 @on_database
 async def test_stop_while_queued_cancels_the_wait_and_frees_the_place(
-    alice, limits, conversations, simulator
+    alice, one_slot, simulator
 ):
-    await sync_to_async(limits)(0, 1)
-    c1, c2, c3 = await sync_to_async(conversations)(alice, 3)
-    slow_answers(simulator)
+    c1, c2, c3 = await one_slot(3)
     first, _ = await running(alice, c1, "runs")
     second, waited = await queued(alice, c2, "stopped in line")
     message_id = waited[-1]["message_id"]
@@ -273,12 +279,8 @@ async def test_stop_while_queued_cancels_the_wait_and_frees_the_place(
 
 
 @on_database
-async def test_a_reloaded_tab_sees_its_place_in_line(
-    alice, limits, conversations, simulator
-):
-    await sync_to_async(limits)(0, 1)
-    c1, c2 = await sync_to_async(conversations)(alice, 2)
-    slow_answers(simulator)
+async def test_a_reloaded_tab_sees_its_place_in_line(alice, one_slot, simulator):
+    c1, c2 = await one_slot(2)
     first, _ = await running(alice, c1)
     second, waited = await queued(alice, c2)
     message_id = waited[-1]["message_id"]
@@ -302,11 +304,9 @@ async def test_a_reloaded_tab_sees_its_place_in_line(
 
 @on_database
 async def test_an_answer_started_without_a_ticket_takes_one_and_waits(
-    alice, limits, conversations, simulator
+    alice, one_slot, simulator
 ):
-    await sync_to_async(limits)(0, 1)
-    c1, c2 = await sync_to_async(conversations)(alice, 2)
-    slow_answers(simulator)
+    c1, c2 = await one_slot(2)
     first, _ = await running(alice, c1, "first")
     # Started by other means than a question on the socket: no ticket yet.
     turn = await sync_to_async(c2.begin_turn)("second")
@@ -327,11 +327,9 @@ async def test_an_answer_started_without_a_ticket_takes_one_and_waits(
 
 @on_database
 async def test_a_shutdown_while_queued_keeps_the_answer_as_interrupted(
-    alice, limits, conversations, simulator
+    alice, one_slot, simulator
 ):
-    await sync_to_async(limits)(0, 1)
-    c1, c2 = await sync_to_async(conversations)(alice, 2)
-    slow_answers(simulator, tokens=400)
+    c1, c2 = await one_slot(2, tokens=400)
     first, _ = await running(alice, c1)
     second, waited = await queued(alice, c2)
     message_id = waited[-1]["message_id"]
