@@ -6,8 +6,9 @@ import argparse
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
-from bench.relay import Scenario, Site, run_scenario
+from bench.relay import Scenario, Site, run_ramp, run_scenario
 
 SCENARIOS = [
     Scenario("1 stream @ 80 tok/s", streams=1, tps=80, tokens=400),
@@ -35,6 +36,8 @@ COLUMNS = [
     ("sim_cpu_s_per_1k_tokens", "{:>7.3f}"),
     ("client_cpu_s_per_1k_tokens", "{:>7.3f}"),
     ("daphne_rss_mib", "{:>7.1f}"),
+    ("delivered_tps", "{:>7.0f}"),
+    ("queue_wait_p50_ms", "{:>7.2f}"),
 ]
 HEADERS = [
     "scenario",
@@ -51,6 +54,8 @@ HEADERS = [
     "sim/1k",
     "cli/1k",
     "rss MiB",
+    "tok/s",
+    "queue",
 ]
 
 
@@ -77,8 +82,8 @@ def print_table(rows: list[dict[str, object]]) -> None:
 
 
 async def main(
-    selected: list[Scenario], backend: str = "ollama"
-) -> list[dict[str, object]]:
+    selected: list[Scenario], ramp: bool, backend: str = "ollama"
+) -> tuple[list[dict[str, object]], dict[str, Any] | None]:
     site = Site(backend)
     site.start()
     try:
@@ -88,15 +93,49 @@ async def main(
         rows = []
         for scenario in selected:
             rows.append(await run_scenario(site, scenario))
-        return rows
+        summary = None
+        if ramp:
+            ramp_rows, summary = await run_ramp(site)
+            rows += ramp_rows
+        return rows, summary
     finally:
         site.stop()
+
+
+def print_ramp(summary: dict[str, Any]) -> None:
+    limit = summary["limit_p99_ms"]
+    if summary["first_over"] is None:
+        print(f"Ramp: the added p99 stayed under {limit} ms at every step.")
+        return
+    print(
+        f"Ramp: the added p99 passed {limit} ms at {summary['first_over']} "
+        f"({summary['first_over_offered_tps']:.0f} tok/s offered, "
+        f"{summary['first_over_delivered_tps']:.0f} delivered incl. connecting)."
+    )
+    if summary["last_under"] is None:
+        print("Ramp: no step stayed under it.")
+    else:
+        print(
+            f"Ramp: the last step under it: {summary['last_under']} "
+            f"({summary['last_under_offered_tps']:.0f} tok/s offered, "
+            f"{summary['last_under_delivered_tps']:.0f} delivered)."
+        )
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
-        "--quick", action="store_true", help="single-stream scenarios only"
+        "--quick", action="store_true", help="single-stream scenarios only, no ramp"
+    )
+    parser.add_argument(
+        "--only", metavar="TEXT", help="only the scenarios whose name contains TEXT"
+    )
+    parser.add_argument(
+        "--ramp",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the ramp (more 40 tok/s streams until the added p99 passes 50 ms); "
+        "on by default unless --quick or --only",
     )
     parser.add_argument(
         "--backend",
@@ -106,12 +145,16 @@ if __name__ == "__main__":
     )
     args = parser.parse_args()
     chosen = [s for s in SCENARIOS if not (args.quick and s.streams > 1)]
-    results = asyncio.run(main(chosen, args.backend))
+    chosen = [s for s in chosen if args.only is None or args.only in s.name]
+    ramp = args.ramp if args.ramp is not None else not (args.quick or args.only)
+    results, summary = asyncio.run(main(chosen, ramp, args.backend))
     print(
         "Added latency per token (ms): chatsite's WebSocket minus reading the "
         "simulator directly, same run."
     )
     print_table(results)
+    if summary is not None:
+        print_ramp(summary)
     print(
         "cpu/1k, sim/1k, cli/1k: CPU seconds per 1,000 relayed tokens of the Daphne "
         "process, the simulator and this load client (all on this machine)."
@@ -119,4 +162,6 @@ if __name__ == "__main__":
     out = Path(__file__).resolve().parent / "results"
     out.mkdir(exist_ok=True)
     name = "relay.json" if args.backend == "ollama" else f"relay-{args.backend}.json"
-    (out / name).write_text(json.dumps(results, indent=2))
+    (out / name).write_text(
+        json.dumps({"scenarios": results, "ramp": summary}, indent=2)
+    )

@@ -351,8 +351,10 @@ class Site:
         self.session_key = self.shell(
             "from django.contrib.auth.models import User;"
             "from django.contrib.sessions.backends.db import SessionStore;"
-            "from chat.models import ModelProfile;"
+            "from chat.models import ModelProfile, SiteDefaults;"
             "u = User.objects.create_user('bench', password='x');"
+            # One user streams every answer: no per-user limit.
+            "SiteDefaults(generations_per_user=0).save();"
             f"ModelProfile.objects.create(tag={MODEL!r}, base_url={self.sim_url!r});"
             "s = SessionStore(); s['_auth_user_id'] = str(u.pk);"
             "s['_auth_user_backend'] = 'django.contrib.auth.backends.ModelBackend';"

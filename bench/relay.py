@@ -44,6 +44,7 @@ class StreamResult:
     frames: int = 0
     started: float = 0.0
     first_token: float | None = None
+    queue_wait_ms: float | None = None  # chatsite's own figure, from `done`
 
 
 def answer_text(tokens: int) -> str:
@@ -145,8 +146,10 @@ class Site:
         script = (
             "from django.contrib.auth.models import User;"
             "from django.contrib.sessions.backends.db import SessionStore;"
-            "from chat.models import ModelProfile;"
+            "from chat.models import ModelProfile, SiteDefaults;"
             "u = User.objects.create_user('bench', password='x');"
+            # One user streams every answer: no per-user limit.
+            "SiteDefaults(generations_per_user=0).save();"
             "ModelProfile.objects.create(tag='llama-demo:3b', "
             f"backend='{self.backend}', base_url='{self.profile_url}');"
             "s = SessionStore(); s['_auth_user_id'] = str(u.pk);"
@@ -200,6 +203,7 @@ async def through_chatsite(
                 if result.first_token is None:
                     result.first_token = now
             elif frame["type"] in ("done", "error"):
+                result.queue_wait_ms = (frame.get("stats") or {}).get("queue_wait_ms")
                 break
     result.arrivals = assign_arrivals(ends, chunks)
     return result
@@ -327,10 +331,12 @@ async def run_scenario(site: Site, scenario: Scenario) -> dict[str, Any]:
     cpu_before = cpu_seconds(site.daphne_pid)
     sim_before = cpu_seconds(site.sim_pid)
     client_before = client_cpu_seconds()
+    began = time.monotonic()
     with gc_paused():
         relayed = await asyncio.gather(
             *(through_chatsite(site, pk, ends) for pk in conversations)
         )
+    elapsed = time.monotonic() - began
     cpu_used = cpu_seconds(site.daphne_pid) - cpu_before
     sim_used = cpu_seconds(site.sim_pid) - sim_before
     client_used = client_cpu_seconds() - client_before
@@ -355,5 +361,67 @@ async def run_scenario(site: Site, scenario: Scenario) -> dict[str, Any]:
     row["sim_cpu_s_per_1k_tokens"] = sim_used / max(tokens, 1) * 1000
     row["client_cpu_s_per_1k_tokens"] = client_used / max(tokens, 1) * 1000
     row["daphne_rss_mib"] = rss_mib(site.daphne_pid)
+    row["offered_tps"] = scenario.streams * scenario.tps
+    row["delivered_tps"] = tokens / elapsed
+    # Admission (no limits here): the time from the question to the upstream request.
+    waits = [r.queue_wait_ms for r in relayed if r.queue_wait_ms is not None]
+    row["queue_wait_p50_ms"] = percentile(waits, 0.5)
+    row["queue_wait_max_ms"] = percentile(waits, 1.0)
     row["complete"] = tokens == scenario.streams * scenario.tokens
     return row
+
+
+# The ramp: more and more 40 tok/s streams until the added latency's p99 passes
+# RAMP_LIMIT_MS; the aggregate tok/s there is the relay's capacity on this machine.
+RAMP_TPS = 40.0
+RAMP_TOKENS = 120
+RAMP_LIMIT_MS = 50.0
+
+
+def ramp_scenario(streams: int) -> Scenario:
+    name = f"ramp {streams} @ {RAMP_TPS:g} tok/s"
+    return Scenario(name, streams=streams, tps=RAMP_TPS, tokens=RAMP_TOKENS)
+
+
+async def run_ramp(
+    site: Site, start: int = 10, most: int = 640, refine: int = 2
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Double the streams from `start` until the added p99 passes the limit, then
+    halve the gap between the last step under it and the first over it `refine`
+    times. Returns the rows, by streams, and where the p99 passed the limit (the
+    highest step under it and the lowest over it)."""
+    rows: list[dict[str, Any]] = []
+
+    async def step(streams: int) -> bool:
+        row = await run_scenario(site, ramp_scenario(streams))
+        row["streams"] = streams
+        rows.append(row)
+        return bool(row["added_p99_ms"] > RAMP_LIMIT_MS)
+
+    low, high, streams = 0, 0, start
+    while streams <= most:
+        if await step(streams):
+            high = streams
+            break
+        low, streams = streams, streams * 2
+    for _ in range(refine if low and high else 0):
+        middle = (low + high) // 2
+        if middle in (low, high):
+            break
+        if await step(middle):
+            high = middle
+        else:
+            low = middle
+    rows.sort(key=lambda r: r["streams"])
+    under = [r for r in rows if r["streams"] <= low and low]
+    over = [r for r in rows if r["streams"] >= high and high]
+    summary = {
+        "limit_p99_ms": RAMP_LIMIT_MS,
+        "last_under": under[-1]["scenario"] if under else None,
+        "last_under_offered_tps": under[-1]["offered_tps"] if under else None,
+        "last_under_delivered_tps": under[-1]["delivered_tps"] if under else None,
+        "first_over": over[0]["scenario"] if over else None,  # the lowest
+        "first_over_offered_tps": over[0]["offered_tps"] if over else None,
+        "first_over_delivered_tps": over[0]["delivered_tps"] if over else None,
+    }
+    return rows, summary

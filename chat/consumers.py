@@ -13,8 +13,9 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.db import transaction
 
-from chat import frames
+from chat import admission, frames
 from chat.fanout import RemoteView, conversation_group
 from chat.models import Conversation, Message, Retry, Turn
 from chat.runner import runner
@@ -194,6 +195,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         view = self.remote.setdefault(message_id, RemoteView())
         view.resuming = False
         await self.send_frame(event["start"])
+        if event.get("queued"):
+            await self.send_frame(event["queued"])
         for kind in ("thinking", "content"):
             start, text = event[kind]
             new = view.take(kind, start, text)
@@ -205,8 +208,17 @@ def _begin_turn(conversation_id: int, content: str, client_id: str) -> Turn:
     conversation = Conversation.objects.select_related("model_profile").get(
         pk=conversation_id
     )
-    return conversation.begin_turn(content, client_id)
+    # One commit for the question, the answer's placeholder and its place in line.
+    with transaction.atomic():
+        turn = conversation.begin_turn(content, client_id)
+        admission.take_ticket(turn.answer, turn.profile, conversation.owner_id)
+    return turn
 
 
 def _begin_retry(conversation_id: int, begin: Callable[[Conversation], Retry]) -> Retry:
-    return begin(Conversation.objects.get(pk=conversation_id))
+    conversation = Conversation.objects.get(pk=conversation_id)
+    with transaction.atomic():
+        retry = begin(conversation)
+        turn = retry.turn
+        admission.take_ticket(turn.answer, turn.profile, conversation.owner_id)
+    return retry

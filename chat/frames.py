@@ -15,6 +15,8 @@ Server -> client:
   {"type": "conversation", "id": N, "title": "..."}   the conversation was renamed
   {"type": "removed", "message_ids": [N, ...]}  messages replaced by a regenerate or
                                                 an edit (their new turn follows)
+  {"type": "queued", "message_id": N, "position": P}  after `start`, while the answer
+      waits for a model slot (P = 1 is next); sent again when P changes
 
 Offsets count Unicode code points of the answer (or thinking) text the client has.
 """
@@ -159,6 +161,14 @@ def start(generation: Generation) -> dict[str, Any]:
         "message_id": generation.message_id,
         "model": generation.model,
         "thinking": generation.think,
+    }
+
+
+def queued(generation: Generation) -> dict[str, Any]:
+    return {
+        "type": "queued",
+        "message_id": generation.message_id,
+        "position": generation.queue_position,
     }
 
 

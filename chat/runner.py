@@ -30,7 +30,7 @@ from channels.layers import BaseChannelLayer, get_channel_layer
 from django.db import DatabaseError, connections, router, transaction
 from django.utils import timezone
 
-from chat import fanout, frames, rendering
+from chat import admission, fanout, frames, rendering
 from chat.metrics import observe_answer
 from chat.models import Message, ModelProfile
 from chat.upstream import Delta, Event, Finished, UpstreamError, client_for
@@ -76,6 +76,7 @@ class Generation:
     closing: list[dict[str, Any]] | None = None
     # The request's options (the conversation's on top of the profile's).
     options: dict[str, Any] | None = None
+    queue_position: int | None = None  # while waiting for a slot (chat.admission)
 
     @property
     def message_id(self) -> int:
@@ -277,6 +278,8 @@ class Runner:
             ],
             "content": [event["offset"], _tail(generation.content, event["offset"])],
         }
+        if generation.queue_position is not None:
+            catchup["queued"] = frames.queued(generation)
         try:
             await self._layer.send(event["reply_to"], catchup)
         except Exception:
@@ -356,6 +359,8 @@ class Runner:
         if generation is None:
             return False
         await sink.send_frame(frames.start(generation))
+        if generation.queue_position is not None:
+            await sink.send_frame(frames.queued(generation))
         # Catch up until nothing new arrived during our own sends; attaching right
         # after that check (no await in between) leaves no gap and no overlap.
         while True:
@@ -459,6 +464,12 @@ class Runner:
     ) -> None:
         status, error = Message.Status.DONE, None
         try:
+            await admission.wait_for_slot(
+                generation.message_id,
+                profile.pk,
+                lambda position: self._tell_queued(generation, position),
+            )
+            generation.queue_position = None
             await self._relay(generation, profile, history)
         except asyncio.CancelledError:
             status = Message.Status.STOPPED
@@ -490,7 +501,15 @@ class Runner:
         group = fanout.conversation_group(generation.conversation_id)
         for frame in closing:
             await self._group_send(group, dict(fanout.frame_event(self.id, frame)))
+        await admission.release(
+            generation.message_id, served=generation.upstream_at is not None
+        )
         await _learn_token_ratio(profile, generation.message)
+
+    async def _tell_queued(self, generation: Generation, position: int) -> None:
+        """The answer waits for a model slot: its viewers see its place in line."""
+        generation.queue_position = position
+        await self.broadcast(generation.conversation_id, frames.queued(generation))
 
     async def _relay(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 
 from django.core.asgi import get_asgi_application
@@ -10,17 +11,23 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatsite.settings")
 # Build the HTTP app first: it sets Django up before the consumers import models.
 django_asgi_app = get_asgi_application()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from chat.routing import websocket_urlpatterns  # noqa: E402
+from chat.wsauth import SessionUserMiddleware  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))  # type: ignore[arg-type]
+            SessionUserMiddleware(URLRouter(websocket_urlpatterns))  # type: ignore[arg-type]
         ),
     }
 )
+
+# Everything built so far lives as long as the process: keep it out of the
+# garbage collector's full passes, which otherwise walk it all and stall the
+# event loop (and every stream) for tens of milliseconds.
+gc.collect()
+gc.freeze()

@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,72 +14,190 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='ModelProfile',
+            name="ModelProfile",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tag', models.CharField(help_text='Model name on the server, e.g. qwen3:14b', max_length=200)),
-                ('display_name', models.CharField(blank=True, max_length=200)),
-                ('backend', models.CharField(choices=[('ollama', 'Ollama'), ('openai', 'OpenAI-compatible')], default='ollama', max_length=10)),
-                ('base_url', models.URLField(max_length=500)),
-                ('enabled', models.BooleanField(default=True)),
-                ('is_demo', models.BooleanField(default=False, help_text='Served by the bundled simulator, not a real model.')),
-                ('supports_thinking', models.BooleanField(default=False)),
-                ('context_length', models.PositiveIntegerField(default=4096)),
-                ('default_thinking', models.CharField(choices=[('on', 'On'), ('off', 'Off')], default='on', max_length=10)),
-                ('options', models.JSONField(blank=True, default=dict, help_text='Sampling options sent with every request.')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                (
+                    "tag",
+                    models.CharField(
+                        help_text="Model name on the server, e.g. qwen3:14b",
+                        max_length=200,
+                    ),
+                ),
+                ("display_name", models.CharField(blank=True, max_length=200)),
+                (
+                    "backend",
+                    models.CharField(
+                        choices=[("ollama", "Ollama"), ("openai", "OpenAI-compatible")],
+                        default="ollama",
+                        max_length=10,
+                    ),
+                ),
+                ("base_url", models.URLField(max_length=500)),
+                ("enabled", models.BooleanField(default=True)),
+                (
+                    "is_demo",
+                    models.BooleanField(
+                        default=False,
+                        help_text="Served by the bundled simulator, not a real model.",
+                    ),
+                ),
+                ("supports_thinking", models.BooleanField(default=False)),
+                ("context_length", models.PositiveIntegerField(default=4096)),
+                (
+                    "default_thinking",
+                    models.CharField(
+                        choices=[("on", "On"), ("off", "Off")],
+                        default="on",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "options",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        help_text="Sampling options sent with every request.",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['display_name', 'tag'],
-                'constraints': [models.UniqueConstraint(fields=('base_url', 'tag'), name='unique_profile_per_server')],
+                "ordering": ["display_name", "tag"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("base_url", "tag"), name="unique_profile_per_server"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Conversation',
+            name="Conversation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('title', models.CharField(blank=True, max_length=200)),
-                ('thinking', models.CharField(choices=[('default', 'Model default'), ('on', 'On'), ('off', 'Off')], default='default', max_length=10)),
-                ('system_prompt', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='conversations', to=settings.AUTH_USER_MODEL)),
-                ('model_profile', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to='chat.modelprofile')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                ("title", models.CharField(blank=True, max_length=200)),
+                (
+                    "thinking",
+                    models.CharField(
+                        choices=[
+                            ("default", "Model default"),
+                            ("on", "On"),
+                            ("off", "Off"),
+                        ],
+                        default="default",
+                        max_length=10,
+                    ),
+                ),
+                ("system_prompt", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="conversations",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "model_profile",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to="chat.modelprofile",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-updated_at', '-pk'],
+                "ordering": ["-updated_at", "-pk"],
             },
         ),
         migrations.CreateModel(
-            name='Message',
+            name="Message",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(choices=[('user', 'User'), ('assistant', 'Assistant')], max_length=10)),
-                ('content', models.TextField(blank=True)),
-                ('thinking', models.TextField(blank=True)),
-                ('status', models.CharField(choices=[('streaming', 'Streaming'), ('done', 'Done'), ('stopped', 'Stopped'), ('error', 'Error'), ('interrupted', 'Interrupted')], default='done', max_length=12)),
-                ('error_code', models.CharField(blank=True, max_length=40)),
-                ('error_detail', models.TextField(blank=True)),
-                ('client_id', models.CharField(blank=True, max_length=64)),
-                ('model_tag', models.CharField(blank=True, max_length=200)),
-                ('thinking_enabled', models.BooleanField(null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('queue_wait_ms', models.FloatField(null=True)),
-                ('first_token_ms', models.FloatField(null=True)),
-                ('first_answer_token_ms', models.FloatField(null=True)),
-                ('thinking_ms', models.FloatField(null=True)),
-                ('total_ms', models.FloatField(null=True)),
-                ('prompt_tokens', models.PositiveIntegerField(null=True)),
-                ('prompt_eval_ms', models.FloatField(null=True)),
-                ('output_tokens', models.PositiveIntegerField(null=True)),
-                ('eval_ms', models.FloatField(null=True)),
-                ('load_ms', models.FloatField(null=True)),
-                ('done_reason', models.CharField(blank=True, max_length=20)),
-                ('conversation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='chat.conversation')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[("user", "User"), ("assistant", "Assistant")],
+                        max_length=10,
+                    ),
+                ),
+                ("content", models.TextField(blank=True)),
+                ("thinking", models.TextField(blank=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("streaming", "Streaming"),
+                            ("done", "Done"),
+                            ("stopped", "Stopped"),
+                            ("error", "Error"),
+                            ("interrupted", "Interrupted"),
+                        ],
+                        default="done",
+                        max_length=12,
+                    ),
+                ),
+                ("error_code", models.CharField(blank=True, max_length=40)),
+                ("error_detail", models.TextField(blank=True)),
+                ("client_id", models.CharField(blank=True, max_length=64)),
+                ("model_tag", models.CharField(blank=True, max_length=200)),
+                ("thinking_enabled", models.BooleanField(null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("queue_wait_ms", models.FloatField(null=True)),
+                ("first_token_ms", models.FloatField(null=True)),
+                ("first_answer_token_ms", models.FloatField(null=True)),
+                ("thinking_ms", models.FloatField(null=True)),
+                ("total_ms", models.FloatField(null=True)),
+                ("prompt_tokens", models.PositiveIntegerField(null=True)),
+                ("prompt_eval_ms", models.FloatField(null=True)),
+                ("output_tokens", models.PositiveIntegerField(null=True)),
+                ("eval_ms", models.FloatField(null=True)),
+                ("load_ms", models.FloatField(null=True)),
+                ("done_reason", models.CharField(blank=True, max_length=20)),
+                (
+                    "conversation",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="messages",
+                        to="chat.conversation",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['pk'],
-                'indexes': [models.Index(fields=['status', 'updated_at'], name='chat_messag_status_431a9a_idx')],
+                "ordering": ["pk"],
+                "indexes": [
+                    models.Index(
+                        fields=["status", "updated_at"],
+                        name="chat_messag_status_431a9a_idx",
+                    )
+                ],
             },
         ),
     ]

@@ -5,76 +5,149 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('chat', '0001_initial'),
+        ("chat", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='conversation',
-            name='history_last_n',
+            model_name="conversation",
+            name="history_last_n",
             field=models.PositiveIntegerField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='conversation',
-            name='history_policy',
-            field=models.CharField(blank=True, choices=[('all', 'All messages'), ('last_n', 'Last N messages'), ('fit', "Fit the model's context"), ('none', 'None (each question alone)')], max_length=10),
+            model_name="conversation",
+            name="history_policy",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("all", "All messages"),
+                    ("last_n", "Last N messages"),
+                    ("fit", "Fit the model's context"),
+                    ("none", "None (each question alone)"),
+                ],
+                max_length=10,
+            ),
         ),
         migrations.AddField(
-            model_name='conversation',
-            name='temperature',
+            model_name="conversation",
+            name="temperature",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='message',
-            name='context_tokens',
+            model_name="message",
+            name="context_tokens",
             field=models.PositiveIntegerField(null=True),
         ),
         migrations.AddField(
-            model_name='message',
-            name='history_sent',
+            model_name="message",
+            name="history_sent",
             field=models.PositiveIntegerField(null=True),
         ),
         migrations.AddField(
-            model_name='message',
-            name='history_total',
+            model_name="message",
+            name="history_total",
             field=models.PositiveIntegerField(null=True),
         ),
         migrations.AddField(
-            model_name='message',
-            name='prompt_tokens_estimate',
+            model_name="message",
+            name="prompt_tokens_estimate",
             field=models.PositiveIntegerField(null=True),
         ),
         migrations.AddField(
-            model_name='modelprofile',
-            name='default_history_last_n',
+            model_name="modelprofile",
+            name="default_history_last_n",
             field=models.PositiveIntegerField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='modelprofile',
-            name='default_history_policy',
-            field=models.CharField(blank=True, choices=[('all', 'All messages'), ('last_n', 'Last N messages'), ('fit', "Fit the model's context"), ('none', 'None (each question alone)')], help_text='Blank: the site default.', max_length=10),
+            model_name="modelprofile",
+            name="default_history_policy",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("all", "All messages"),
+                    ("last_n", "Last N messages"),
+                    ("fit", "Fit the model's context"),
+                    ("none", "None (each question alone)"),
+                ],
+                help_text="Blank: the site default.",
+                max_length=10,
+            ),
         ),
         migrations.AddField(
-            model_name='modelprofile',
-            name='parallel_slots',
-            field=models.PositiveIntegerField(default=0, help_text='Answers the server runs at once (e.g. OLLAMA_NUM_PARALLEL); more wait in a queue. 0 means no limit.'),
+            model_name="modelprofile",
+            name="parallel_slots",
+            field=models.PositiveIntegerField(
+                default=0,
+                help_text="Answers the server runs at once (e.g. OLLAMA_NUM_PARALLEL); more wait in a queue. 0 means no limit.",
+            ),
         ),
         migrations.CreateModel(
-            name='SiteDefaults',
+            name="SiteDefaults",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('default_thinking', models.CharField(choices=[('default', 'Model default'), ('on', 'On'), ('off', 'Off')], default='default', max_length=10)),
-                ('default_history_policy', models.CharField(choices=[('all', 'All messages'), ('last_n', 'Last N messages'), ('fit', "Fit the model's context"), ('none', 'None (each question alone)')], default='all', max_length=10)),
-                ('default_history_last_n', models.PositiveIntegerField(default=20)),
-                ('generations_per_user', models.PositiveIntegerField(default=3, help_text='Answers one user may have running at once; more wait in a queue. 0 means no limit.')),
-                ('share_requires_sign_in', models.BooleanField(default=False, help_text='Shared links open only for signed-in users.')),
-                ('default_profile', models.ForeignKey(blank=True, help_text='Blank: the first enabled real model, else the demo model.', null=True, on_delete=django.db.models.deletion.SET_NULL, to='chat.modelprofile')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                (
+                    "default_thinking",
+                    models.CharField(
+                        choices=[
+                            ("default", "Model default"),
+                            ("on", "On"),
+                            ("off", "Off"),
+                        ],
+                        default="default",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "default_history_policy",
+                    models.CharField(
+                        choices=[
+                            ("all", "All messages"),
+                            ("last_n", "Last N messages"),
+                            ("fit", "Fit the model's context"),
+                            ("none", "None (each question alone)"),
+                        ],
+                        default="all",
+                        max_length=10,
+                    ),
+                ),
+                ("default_history_last_n", models.PositiveIntegerField(default=20)),
+                (
+                    "generations_per_user",
+                    models.PositiveIntegerField(
+                        default=3,
+                        help_text="Answers one user may have running at once; more wait in a queue. 0 means no limit.",
+                    ),
+                ),
+                (
+                    "share_requires_sign_in",
+                    models.BooleanField(
+                        default=False,
+                        help_text="Shared links open only for signed-in users.",
+                    ),
+                ),
+                (
+                    "default_profile",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Blank: the first enabled real model, else the demo model.",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to="chat.modelprofile",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'site defaults',
-                'verbose_name_plural': 'site defaults',
+                "verbose_name": "site defaults",
+                "verbose_name_plural": "site defaults",
             },
         ),
     ]

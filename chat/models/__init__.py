@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from chat.models.admission import Ticket
 from chat.models.conversations import Conversation, Retry, Turn
 from chat.models.effective import Effective, EffectiveSettings, History, Level
 from chat.models.history import Prompt
@@ -39,5 +40,6 @@ __all__ = [
     "ThinkingMode",
     "ThinkingSwitch",
     "ThinkTags",
+    "Ticket",
     "Turn",
 ]

@@ -419,6 +419,16 @@ function announceAnswer(message, state) {
   announce(`${prefix}: ${short}`);
 }
 
+// Waiting for a model slot: the placeholder's footer says where the answer is in
+// line, until the first token's figures take its place.
+function showQueued(state, position) {
+  if (!state.figures || state.firstDeltaAt !== null) return;
+  const text = `Queued — position ${position}`;
+  if (state.figures.textContent === text) return;
+  state.figures.textContent = text;
+  announce(text);
+}
+
 function setBusy(value) {
   busy = value;
   if (readOnly) return;
@@ -452,6 +462,9 @@ const handlers = {
       lastSent = null;
     }
     if (following) requestFrame();
+  },
+  queued(frame) {
+    showQueued(liveFor(frame.message_id), frame.position);
   },
   thinking(frame) {
     const state = liveFor(frame.message_id);

@@ -1,0 +1,451 @@
+"""Admission control: per-user and per-model limits, the fair queue and its
+`queued` frames, on real PostgreSQL and Redis, in one process and across two
+real Daphne processes."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+import pytest
+from asgiref.sync import sync_to_async
+from playwright.sync_api import expect
+
+from chat.admission import Entry, plan
+from chat.models import Conversation, Message, SiteDefaults, Ticket
+from chat.runner import runner
+from tests.test_consumers import connect, frames_until, send, wait_for_status
+from tests.test_processes import daphnes, open_socket  # noqa: F401 (a fixture)
+from tests.test_processes import frames_until as socket_frames_until
+from tests.test_processes import send as socket_send
+
+# The decision itself (no database).
+
+
+def entry(
+    message_id: int,
+    user: int,
+    profile: int = 1,
+    served: int | None = None,
+    live: bool = True,
+) -> Entry:
+    return Entry(message_id, user, profile, served, live)
+
+
+def test_plan_admits_up_to_the_model_slots_and_numbers_the_rest():
+    decided = plan([entry(1, 10), entry(2, 11), entry(3, 12)], 0, {1: 1})
+    assert decided.admit == [1]
+    assert decided.positions == {2: 1, 3: 2}
+
+
+def test_plan_round_robins_across_users_and_keeps_each_users_order():
+    # Alice runs one and queued three; Bob then Carol asked once each.
+    entries = [entry(1, 10, served=1), entry(2, 10), entry(3, 10)]
+    entries += [entry(4, 11), entry(5, 10), entry(6, 12)]
+    decided = plan(entries, 0, {1: 1})
+    assert decided.admit == []
+    assert decided.positions == {4: 1, 6: 2, 2: 3, 3: 4, 5: 5}
+
+
+def test_plan_serves_the_user_served_longest_ago_first():
+    # Alice's first answer just finished; her second asked before Bob's first.
+    entries = [entry(1, 10, served=1, live=False), entry(2, 10), entry(3, 11)]
+    entries += [entry(4, 12, served=2, live=False), entry(5, 12)]
+    decided = plan(entries, 0, {1: 1})
+    assert decided.admit == [3]
+    assert decided.positions == {2: 1, 5: 2}
+
+
+def test_plan_finished_answers_hold_no_slot():
+    entries = [entry(1, 10, served=1, live=False), entry(2, 11, served=2, live=False)]
+    decided = plan([*entries, entry(3, 10)], 1, {1: 1})
+    assert decided.admit == [3] and decided.positions == {}
+
+
+def test_plan_per_user_limit_counts_every_model_and_skips_to_the_next_user():
+    entries = [entry(1, 10, profile=2, served=1), entry(2, 10), entry(3, 11)]
+    decided = plan(entries, 1, {1: 0, 2: 0})
+    assert decided.admit == [3]
+    assert decided.positions == {2: 1}
+
+
+def test_plan_without_limits_admits_everyone():
+    decided = plan([entry(i, 10) for i in range(5)], 0, {1: 0})
+    assert decided.admit == list(range(5)) and decided.positions == {}
+
+
+def test_plan_queues_per_model():
+    entries = [entry(1, 10, profile=1), entry(2, 11, profile=1)]
+    entries += [entry(3, 12, profile=2), entry(4, 13, profile=2)]
+    decided = plan(entries, 0, {1: 1, 2: 1})
+    assert decided.admit == [1, 3]
+    assert decided.positions == {2: 1, 4: 1}
+
+
+# Through the socket, on the real database and channel layer.
+
+on_database = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def limits(demo_profile):
+    """Set the per-user limit and the model's slots (0: no limit)."""
+
+    def set_limits(per_user: int, slots: int) -> None:
+        SiteDefaults(generations_per_user=per_user).save()
+        demo_profile.parallel_slots = slots
+        demo_profile.save()
+
+    return set_limits
+
+
+@pytest.fixture
+def conversations(demo_profile):
+    def make(user, count: int = 1) -> list[Conversation]:
+        return [
+            Conversation.objects.create(owner=user, model_profile=demo_profile)
+            for _ in range(count)
+        ]
+
+    return make
+
+
+@pytest.fixture
+def one_slot(alice, limits, conversations, simulator):
+    """One model slot, no per-user limit, slow answers: Alice's conversations."""
+
+    async def setup(count: int, **answers: float) -> list[Conversation]:
+        await sync_to_async(limits)(0, 1)
+        slow_answers(simulator, **answers)
+        return await sync_to_async(conversations)(alice, count)
+
+    return setup
+
+
+def slow_answers(simulator, tps: float = 40, tokens: int = 30) -> None:
+    simulator.config.tps = tps
+    simulator.config.think_tokens = 0
+    simulator.config.answer_tokens = tokens
+
+
+async def running(user, conversation, content: str = "Hello there"):
+    """A socket whose answer has started streaming: (socket, frames so far)."""
+    communicator = await connect(user, conversation)
+    await send(communicator, content)
+    return communicator, await frames_until(communicator, "content")
+
+
+async def queued(user, conversation, content: str = "Hello there"):
+    """A socket whose answer waits in line: (socket, frames up to `queued`)."""
+    communicator = await connect(user, conversation)
+    await send(communicator, content)
+    return communicator, await frames_until(communicator, "queued")
+
+
+async def released(message_id: int, timeout: float = 10) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while await Ticket.objects.filter(message_id=message_id).aexists():
+        assert asyncio.get_running_loop().time() < deadline, "the ticket stayed"
+        await asyncio.sleep(0.05)
+
+
+def request_of(simulator, content: str):
+    return next(
+        e for e in simulator.log if e.body["messages"][-1]["content"] == content
+    )
+
+
+@on_database
+async def test_model_slots_queue_the_next_answer_until_one_frees(
+    alice, bob, limits, conversations, simulator
+):
+    await sync_to_async(limits)(0, 1)
+    [mine] = await sync_to_async(conversations)(alice)
+    [theirs] = await sync_to_async(conversations)(bob)
+    slow_answers(simulator)
+    first, _ = await running(alice, mine, "first")
+    second, waited = await queued(bob, theirs, "second")
+
+    kinds = [f["type"] for f in waited]
+    assert kinds.index("start") < kinds.index("queued")
+    assert waited[-1]["position"] == 1
+    assert waited[-1]["message_id"] == waited[kinds.index("start")]["message_id"]
+    rest = await frames_until(second, "done")
+    await frames_until(first, "done")
+    await first.disconnect()
+    await second.disconnect()
+
+    assert rest[-1]["status"] == "done"
+    assert (
+        request_of(simulator, "second").started >= request_of(simulator, "first").ended
+    )
+    answer = await Message.objects.aget(pk=waited[-1]["message_id"])
+    assert answer.queue_wait_ms > 0
+    assert not await Ticket.objects.filter(served=None).aexists()
+
+
+@on_database
+async def test_per_user_limit_queues_that_user_only(
+    alice, bob, limits, conversations, simulator
+):
+    await sync_to_async(limits)(1, 0)
+    first_conv, second_conv = await sync_to_async(conversations)(alice, 2)
+    [bobs] = await sync_to_async(conversations)(bob)
+    slow_answers(simulator)
+    first, _ = await running(alice, first_conv, "alice 1")
+    second, waited = await queued(alice, second_conv, "alice 2")
+    other, started = await running(bob, bobs, "bob 1")  # not held up by Alice
+
+    assert waited[-1]["position"] == 1
+    assert "queued" not in [f["type"] for f in started]
+    for communicator in (first, second, other):
+        assert (await frames_until(communicator, "done"))[-1]["status"] == "done"
+        await communicator.disconnect()
+    assert (
+        request_of(simulator, "alice 2").started
+        >= request_of(simulator, "alice 1").ended
+    )
+
+
+@on_database
+async def test_queue_is_fair_across_users(alice, bob, limits, conversations, simulator):
+    await sync_to_async(limits)(0, 1)
+    a1, a2, a3 = await sync_to_async(conversations)(alice, 3)
+    [b1] = await sync_to_async(conversations)(bob)
+    slow_answers(simulator, tps=30, tokens=45)
+    sockets = [(await running(alice, a1, "a1"))[0]]
+    for conversation, content, position in ((a2, "a2", 1), (a3, "a3", 2)):
+        communicator, waited = await queued(alice, conversation, content)
+        assert waited[-1]["position"] == position
+        sockets.append(communicator)
+    # Bob's one question goes before Alice's second and third.
+    bobs, waited = await queued(bob, b1, "b1")
+    assert waited[-1]["position"] == 1
+    moved = await frames_until(sockets[1], "queued")
+    assert moved[-1]["position"] == 2
+    sockets.append(bobs)
+    for communicator in sockets:
+        await frames_until(communicator, "done", timeout=30)
+        await communicator.disconnect()
+
+    order = [e.body["messages"][-1]["content"] for e in simulator.log]
+    assert order == ["a1", "b1", "a2", "a3"]
+
+
+@on_database
+async def test_positions_move_up_as_answers_finish(alice, one_slot, simulator):
+    c1, c2, c3 = await one_slot(3)
+    first, _ = await running(alice, c1)
+    second, _ = await queued(alice, c2)
+    third, waited = await queued(alice, c3)
+    assert waited[-1]["position"] == 2
+
+    await frames_until(first, "done")
+    moved = await frames_until(third, "queued")
+    assert moved[-1]["position"] == 1
+    assert "content" in [f["type"] for f in await frames_until(second, "done")]
+    assert "content" in [f["type"] for f in await frames_until(third, "done")]
+    for communicator in (first, second, third):
+        await communicator.disconnect()
+
+
+@on_database
+async def test_stop_while_queued_cancels_the_wait_and_frees_the_place(
+    alice, one_slot, simulator
+):
+    c1, c2, c3 = await one_slot(3)
+    first, _ = await running(alice, c1, "runs")
+    second, waited = await queued(alice, c2, "stopped in line")
+    message_id = waited[-1]["message_id"]
+
+    await second.send_json_to({"type": "stop"})
+    closing = await frames_until(second, "message")
+    assert closing[-2]["type"] == "done" and closing[-2]["status"] == "stopped"
+    answer = await wait_for_status(message_id)
+    assert answer.status == Message.Status.STOPPED and answer.content == ""
+    # Its ticket goes right after the final save (and its frames).
+    await released(message_id)
+
+    await frames_until(first, "done")
+    # The slot went back: the next answer starts without waiting.
+    third, started = await running(alice, c3, "next")
+    assert "queued" not in [f["type"] for f in started]
+    await frames_until(third, "done")
+    for communicator in (first, second, third):
+        await communicator.disconnect()
+    asked = [e.body["messages"][-1]["content"] for e in simulator.log]
+    assert asked == ["runs", "next"]  # the stopped one never reached the model
+    assert not await Ticket.objects.filter(served=None).aexists()
+
+
+@on_database
+async def test_a_reloaded_tab_sees_its_place_in_line(alice, one_slot, simulator):
+    c1, c2 = await one_slot(2)
+    first, _ = await running(alice, c1)
+    second, waited = await queued(alice, c2)
+    message_id = waited[-1]["message_id"]
+    await second.disconnect()
+
+    reloaded = await connect(alice, c2)
+    await reloaded.send_json_to(
+        {"type": "resume", "message_id": message_id, "offset": 0}
+    )
+    resumed = await frames_until(reloaded, "queued")
+    assert [f["type"] for f in resumed] == ["start", "queued"]
+    assert resumed[-1] == {"type": "queued", "message_id": message_id, "position": 1}
+    rest = await frames_until(reloaded, "done")
+    await frames_until(first, "done")
+    await first.disconnect()
+    await reloaded.disconnect()
+    answer = await Message.objects.aget(pk=message_id)
+    assert answer.status == Message.Status.DONE
+    assert "".join(f["delta"] for f in rest if f["type"] == "content") == answer.content
+
+
+@on_database
+async def test_an_answer_started_without_a_ticket_takes_one_and_waits(
+    alice, one_slot, simulator
+):
+    c1, c2 = await one_slot(2)
+    first, _ = await running(alice, c1, "first")
+    # Started by other means than a question on the socket: no ticket yet.
+    turn = await sync_to_async(c2.begin_turn)("second")
+    watcher = await connect(alice, c2)
+    assert runner.claim(c2.pk)
+    await runner.start(turn.profile, turn.answer, turn.history)
+
+    waited = await frames_until(watcher, "queued")
+    assert waited[-1] == {"type": "queued", "message_id": turn.answer.pk, "position": 1}
+    assert (await frames_until(watcher, "done"))[-1]["status"] == "done"
+    await frames_until(first, "done")
+    await first.disconnect()
+    await watcher.disconnect()
+    assert (
+        request_of(simulator, "second").started >= request_of(simulator, "first").ended
+    )
+
+
+@on_database
+async def test_a_shutdown_while_queued_keeps_the_answer_as_interrupted(
+    alice, one_slot, simulator
+):
+    c1, c2 = await one_slot(2, tokens=400)
+    first, _ = await running(alice, c1)
+    second, waited = await queued(alice, c2)
+    message_id = waited[-1]["message_id"]
+
+    await runner.shutdown()
+    answer = await wait_for_status(message_id)
+    assert answer.status == Message.Status.INTERRUPTED
+    assert answer.error_detail  # the reader is told why
+    await released(message_id)
+    assert [e.body["messages"][-1]["content"] for e in simulator.log] == ["Hello there"]
+    await first.disconnect()
+    await second.disconnect()
+
+
+# Two real Daphne processes sharing the database and Redis.
+
+
+@pytest.fixture
+def one_slot_two_processes(daphnes, alice, bob, limits, conversations, session_cookie):  # noqa: F811
+    """One model slot; Alice's socket on process 0, Bob's on process 1."""
+
+    async def open_both():
+        await sync_to_async(limits)(0, 1)
+        sockets = []
+        for daphne, user in ((daphnes[0], alice), (daphnes[1], bob)):
+            [conversation] = await sync_to_async(conversations)(user)
+            cookie = await sync_to_async(session_cookie)(user)
+            sockets.append(await open_socket(daphne, conversation, cookie))
+        return sockets
+
+    return open_both
+
+
+async def first_runs_second_waits(alices, bobs, first: str, second: str):
+    """Alice's answer runs; Bob's waits in line: (Alice's, Bob's frames)."""
+    await socket_send(alices, first)
+    started = await socket_frames_until(alices, "content")
+    await socket_send(bobs, second)
+    waited = await socket_frames_until(bobs, "queued")
+    assert waited[-1]["position"] == 1
+    return started, waited
+
+
+@on_database
+async def test_two_processes_share_the_model_slots(one_slot_two_processes, simulator):
+    alices, bobs = await one_slot_two_processes()
+    slow_answers(simulator)
+    await first_runs_second_waits(alices, bobs, "on process 0", "on process 1")
+
+    assert (await socket_frames_until(alices, "done"))[-1]["status"] == "done"
+    rest = await socket_frames_until(bobs, "done")
+    await alices.close()
+    await bobs.close()
+    assert "content" in [f["type"] for f in rest] and rest[-1]["status"] == "done"
+    assert (
+        request_of(simulator, "on process 1").started
+        >= request_of(simulator, "on process 0").ended
+    )
+
+
+@on_database
+async def test_a_killed_process_gives_its_slot_back(
+    daphnes,  # noqa: F811
+    one_slot_two_processes,
+    simulator,
+):
+    alices, bobs = await one_slot_two_processes()
+    slow_answers(simulator, tps=20, tokens=2000)
+    started, waited = await first_runs_second_waits(alices, bobs, "dies", "waits")
+
+    daphnes[0].stop(signal.SIGKILL)
+    # The survivor's sweep marks the silent answer interrupted; that frees the slot.
+    simulator.config.answer_tokens = 20
+    rest = await socket_frames_until(bobs, "done", timeout=40)
+    await bobs.close()
+    assert "content" in [f["type"] for f in rest] and rest[-1]["status"] == "done"
+    dead = await Message.objects.aget(pk=started[-1]["message_id"])
+    assert dead.status == Message.Status.INTERRUPTED
+    assert rest[-1]["message_id"] == waited[-1]["message_id"]
+
+
+# In the browser.
+
+
+@on_database
+def test_the_page_shows_the_place_in_line_also_after_a_reload(
+    live_server_url, page, context, login, alice, limits, conversations, simulator
+):
+    limits(0, 1)
+    first, second = conversations(alice, 2)
+    slow_answers(simulator, tps=20, tokens=400)
+    login(page, alice)
+    page.goto(live_server_url + first.get_absolute_url())
+    expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
+    page.fill("#composer-input", "Runs first")
+    page.press("#composer-input", "Enter")
+    expect(page.locator(".answer.streaming")).not_to_have_text("", timeout=15_000)
+
+    other = context.new_page()
+    other.goto(live_server_url + second.get_absolute_url())
+    expect(other.locator("#chat")).to_have_attribute("data-connected", "1")
+    other.fill("#composer-input", "Waits its turn")
+    other.press("#composer-input", "Enter")
+    waiting = other.locator('article.assistant[data-status="streaming"]')
+    expect(waiting.locator(".live-figures")).to_have_text("Queued — position 1")
+    expect(other.locator("#stop-button")).to_be_visible()
+
+    other.reload()
+    expect(other.locator("#chat")).to_have_attribute("data-connected", "1")
+    expect(waiting.locator(".live-figures")).to_have_text("Queued — position 1")
+
+    simulator.config.tps = 200
+    page.click("#stop-button")
+    done = other.locator('article.assistant[data-status="done"]')
+    expect(done).to_have_count(1, timeout=20_000)
+    expect(done.locator(".live-figures")).to_have_count(0)
+    answer = Message.objects.get(conversation=second, role="assistant")
+    assert answer.status == Message.Status.DONE and answer.content
+    assert answer.content.split()[0] in done.locator(".answer").inner_text()
