@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.urls import URLPattern, path
 
+from chat import discovery_admin
 from chat.models import Conversation, Message, ModelProfile
 
 
@@ -16,9 +18,20 @@ class ModelProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "is_demo",
         "supports_thinking",
         "context_length",
+        "family",
+        "parameter_size",
+        "quantization",
     ]
     list_filter = ["backend", "enabled", "is_demo"]
     search_fields = ["tag", "display_name", "base_url"]
+    actions = [discovery_admin.refresh_from_server]
+
+    def get_urls(self) -> list[URLPattern]:
+        discover = self.admin_site.admin_view(
+            lambda request: discovery_admin.discover_view(self, request)
+        )
+        name = "chat_modelprofile_discover"
+        return [path("discover/", discover, name=name), *super().get_urls()]
 
 
 class MessageInline(admin.TabularInline):  # type: ignore[type-arg]
