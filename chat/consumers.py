@@ -15,7 +15,8 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from chat import frames
 from chat.fanout import RemoteView, conversation_group
-from chat.models import Conversation, Message, Turn
+from chat.models import Conversation, Message, ModelProfile, Turn
+from chat.preload import preloader
 from chat.runner import runner
 
 logger = logging.getLogger(__name__)
@@ -69,6 +70,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await runner.request_stop(self.conversation_id)
         elif frame["type"] == "resume":
             await self.resume(frame)
+        elif frame["type"] == "preload":
+            profile = await database_sync_to_async(_next_model)(self.conversation_id)
+            if profile is not None:
+                await preloader.request(profile, self.conversation_id, runner.broadcast)
 
     async def send_frame(self, frame: dict[str, Any]) -> None:
         await self.send(text_data=json.dumps(frame, ensure_ascii=False))
@@ -167,6 +172,16 @@ class ChatConsumer(AsyncWebsocketConsumer):
             new = view.take(kind, start, text)
             if new:
                 await self.send_frame(frames.delta(kind, message_id, new))
+
+
+def _next_model(conversation_id: int) -> ModelProfile | None:
+    conversation = Conversation.objects.select_related("model_profile").get(
+        pk=conversation_id
+    )
+    try:
+        return conversation.model_for_next_answer()
+    except Conversation.NoModel:
+        return None
 
 
 def _begin_turn(conversation_id: int, content: str, client_id: str) -> Turn:

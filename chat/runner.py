@@ -30,7 +30,7 @@ from channels.layers import BaseChannelLayer, get_channel_layer
 from django.db import DatabaseError, connections, router, transaction
 from django.utils import timezone
 
-from chat import fanout, frames
+from chat import fanout, first_token, frames
 from chat.models import Message, ModelProfile
 from chat.upstream import Delta, Event, Finished, UpstreamError, client_for
 
@@ -71,6 +71,10 @@ class Generation:
     task: asyncio.Task[None] | None = None
     # (thinking_len, content_len) at the last checkpoint.
     checkpointed: tuple[int, int] = (0, 0)
+    # Set by the first-token watch (`chat.first_token`): our clock's load time,
+    # and the fault it stopped the generation for.
+    load_ms: float | None = None
+    failure: UpstreamError | None = None
 
     @property
     def message_id(self) -> int:
@@ -138,6 +142,8 @@ class Generation:
                 eval_ms=self.finished.eval_ms,
                 load_ms=self.finished.load_ms,
             )
+        if values.get("load_ms") is None and self.load_ms is not None:
+            values["load_ms"] = self.load_ms
         return values
 
 
@@ -456,6 +462,8 @@ class Runner:
                     "interrupted",
                     "The server shut down while this answer was being written.",
                 )
+            elif generation.failure is not None:
+                status, error = Message.Status.ERROR, generation.failure
         except UpstreamError as exc:
             status, error = Message.Status.ERROR, exc
             logger.warning(
@@ -487,6 +495,7 @@ class Runner:
     ) -> None:
         client = client_for(profile)
         generation.upstream_at = time.perf_counter()
+        watch = first_token.watch(generation, profile, self.broadcast)
         stream = client.chat(
             profile.tag,
             history,
@@ -508,6 +517,7 @@ class Runner:
                     if generation.finished is not None:
                         break
         finally:
+            watch.cancel()
             if publisher is not None:
                 pump.cancel()
         if generation.finished is None:
