@@ -131,17 +131,18 @@ class Preloader:
                 profile.tag, options=profile.request_options()
             )
             load.load_ms = round((time.perf_counter() - started) * 1000, 3)
-            ready = frames.model_state("ready", profile.tag, load_ms=load.load_ms)
-            await tell_all(ready)
+            final = frames.model_state("ready", profile.tag, load_ms=load.load_ms)
         except UpstreamError as exc:
             # Asked again on the next preload, not in a minute.
             self._recent.pop(profile.pk, None)
             logger.warning("preload of %s failed: %s", profile.tag, exc.detail)
             detail = f"The model could not be loaded: {exc.detail}"
-            await tell_all(frames.model_state("error", profile.tag, detail=detail))
+            final = frames.model_state("error", profile.tag, detail=detail)
         finally:
+            # Over before it is told: a preload asked from now on starts anew.
             if self._loads.get(profile.pk) is load:
                 del self._loads[profile.pk]
+        await tell_all(final)
 
 
 preloader = Preloader()

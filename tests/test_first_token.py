@@ -4,19 +4,11 @@ import pytest
 
 from chat import first_token
 from chat.models import Message, ModelProfile
-from chat.preload import preloader
 from chat.runner import Generation
 from chat.upstream import Finished
 from tests.test_consumers import answer_of, connect, frames_until, send
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_preloader():
-    preloader.reset()
-    yield
-    preloader.reset()
 
 
 async def limit(conversation, seconds: int) -> None:

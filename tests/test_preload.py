@@ -5,17 +5,9 @@ from channels.testing import WebsocketCommunicator
 
 from chat import frames
 from chat.models import Message, ModelProfile
-from chat.preload import preloader
 from tests.test_consumers import answer_of, connect, frames_until, send
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_preloader():
-    preloader.reset()
-    yield
-    preloader.reset()
 
 
 async def preload(communicator: WebsocketCommunicator) -> None:
