@@ -128,7 +128,9 @@ class Preloader:
                 await tell_all(frames.model_state("loading", profile.tag))
             started = time.perf_counter()
             await ollama_client(profile.base_url).load(
-                profile.tag, options=profile.request_options()
+                profile.tag,
+                profile.keep_alive_value,
+                options=profile.request_options(),
             )
             load.load_ms = round((time.perf_counter() - started) * 1000, 3)
             final = frames.model_state("ready", profile.tag, load_ms=load.load_ms)

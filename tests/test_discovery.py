@@ -45,11 +45,14 @@ LLAMA_SERVER_MODELS = {
 
 
 async def serve(body: object, status: int = 200) -> AsyncIterator[str]:
+    """A server answering `body` on /v1/models; with None, a server without it."""
+
     async def models(request: web.Request) -> web.Response:
         return web.json_response(body, status=status)
 
     app = web.Application()
-    app.router.add_get("/v1/models", models)
+    if body is not None:
+        app.router.add_get("/v1/models", models)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -108,10 +111,10 @@ async def test_openai_models_come_with_the_context_a_server_reports():
     ]
 
 
-async def test_openai_discovery_of_a_server_without_v1_models_says_so(simulator):
-    # An Ollama address given as OpenAI-compatible: Ollama has no /v1/models here.
-    with pytest.raises(UpstreamError) as caught:
-        await fetch_openai_models(simulator.url)
+async def test_openai_discovery_of_a_server_without_v1_models_says_so():
+    async for url in serve(None):
+        with pytest.raises(UpstreamError) as caught:
+            await fetch_openai_models(url)
     assert caught.value.status == 404
     assert "has no /v1/models (HTTP 404)" in caught.value.detail
     assert "OpenAI-compatible server" in caught.value.detail
@@ -216,12 +219,25 @@ def test_discover_page_reads_a_server_into_profiles(admin_client, simulator):
 
 
 @pytest.mark.django_db
-def test_discover_page_keeps_the_form_when_the_server_fails(admin_client, simulator):
+def test_discover_page_reads_an_openai_compatible_server(admin_client, simulator):
     url = reverse("admin:chat_modelprofile_discover")
     response = admin_client.post(url, {"base_url": simulator.url, "backend": "openai"})
+    assert response.status_code == 302
+    profiles = ModelProfile.objects.filter(backend=ModelProfile.Backend.OPENAI)
+    assert sorted(profiles.values_list("tag", flat=True)) == [
+        "llama-demo:3b",
+        "qwen3-demo:8b",
+    ]
+
+
+@pytest.mark.django_db
+def test_discover_page_keeps_the_form_when_the_server_fails(admin_client):
+    url = reverse("admin:chat_modelprofile_discover")
+    response = admin_client.post(url, {"base_url": DEAD, "backend": "openai"})
     assert response.status_code == 200
     page = response.content.decode()
-    assert "could not be read" in page and "has no /v1/models (HTTP 404)" in page
+    assert "could not be read" in page and "connection refused" in page
+    assert 'value="http://127.0.0.1:9"' in page  # the form keeps what was typed
     assert not ModelProfile.objects.exists()
 
 

@@ -9,6 +9,8 @@ from chat.models.profiles import (
     ModelProfile,
     ModelProfileQuerySet,
     ThinkingMode,
+    ThinkingSwitch,
+    ThinkTags,
 )
 from chat.models.site import SiteDefaults
 
@@ -21,5 +23,7 @@ __all__ = [
     "ModelProfileQuerySet",
     "SiteDefaults",
     "ThinkingMode",
+    "ThinkingSwitch",
+    "ThinkTags",
     "Turn",
 ]

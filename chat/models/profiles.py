@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -19,6 +20,30 @@ class HistoryPolicy(models.TextChoices):
     LAST_N = "last_n", "Last N messages"
     FIT = "fit", "Fit the model's context"
     NONE = "none", "None (each question alone)"
+
+
+class ThinkingSwitch(models.TextChoices):
+    """How an OpenAI-compatible server is told to think or not."""
+
+    TEMPLATE = "template", "chat_template_kwargs.enable_thinking"
+    SOFT = "soft", "/think or /no_think after the question (Qwen3)"
+    BOTH = "both", "Both"
+
+
+class ThinkTags(models.TextChoices):
+    """Whether inline <think>...</think> in an OpenAI-compatible answer is reasoning."""
+
+    PARSE = "parse", "Split <think>…</think> out of the answer"
+    CLOSE_ONLY = "close_only", "Split; the answer may only close the tag"
+    OFF = "off", "Leave the answer as it is"
+
+
+# Qwen's recommended sampling per mode (Qwen3 model card, "Best practices").
+QWEN3_SAMPLING: dict[bool, dict[str, Any]] = {
+    True: {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "min_p": 0.0},
+    False: {"temperature": 0.7, "top_p": 0.8, "top_k": 20, "min_p": 0.0},
+}
+SAMPLING_OPTIONS = ("temperature", "top_p", "top_k", "min_p")
 
 
 class ModelProfileQuerySet(models.QuerySet["ModelProfile"]):
@@ -68,6 +93,25 @@ class ModelProfile(models.Model):
     options = models.JSONField(
         default=dict, blank=True, help_text="Sampling options sent with every request."
     )
+    keep_alive = models.CharField(
+        max_length=20,
+        blank=True,
+        help_text="Ollama: how long the model stays loaded after an answer, "
+        'e.g. "30m", "-1" (always). Blank: the server\'s default.',
+    )
+    thinking_switch = models.CharField(
+        max_length=10,
+        choices=ThinkingSwitch,
+        default=ThinkingSwitch.TEMPLATE,
+        help_text="OpenAI-compatible servers: how thinking is turned on and off.",
+    )
+    think_tags = models.CharField(
+        max_length=10,
+        choices=ThinkTags,
+        default=ThinkTags.PARSE,
+        help_text="OpenAI-compatible servers: reasoning inline in the answer. "
+        "Qwen3-Thinking-2507 and DeepSeek-R1 only close the tag.",
+    )
     # Read from the model server by discovery (see chat.discovery).
     family = models.CharField(max_length=100, blank=True)
     parameter_size = models.CharField(max_length=40, blank=True)
@@ -104,6 +148,34 @@ class ModelProfile(models.Model):
             mode = self.default_thinking
         return mode == ThinkingMode.ON
 
-    def request_options(self) -> dict[str, Any]:
-        # num_ctx is always explicit so Ollama never truncates silently.
-        return {**self.options, "num_ctx": self.context_length}
+    def request_options(
+        self, think: bool | None = None, overrides: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The options of one request, named as Ollama names them (the OpenAI
+        client renames them): Qwen3's recommended sampling for the mode when the
+        profile sets none, the profile's options, then the conversation's
+        `overrides`; `num_ctx` always, so Ollama never truncates silently."""
+        options: dict[str, Any] = {}
+        if self.is_qwen3 and not any(name in self.options for name in SAMPLING_OPTIONS):
+            thinking = think if think is not None else "instruct" not in self.tag
+            options.update(QWEN3_SAMPLING[bool(thinking)])
+        options.update(self.options)
+        if overrides:
+            options.update({k: v for k, v in overrides.items() if v is not None})
+        options["num_ctx"] = self.context_length
+        return options
+
+    @property
+    def is_qwen3(self) -> bool:
+        return "qwen3" in self.tag.lower().replace("-", "")
+
+    @property
+    def keep_alive_value(self) -> str | int | None:
+        """`keep_alive` as Ollama takes it: seconds as a number, else a duration."""
+        value = self.keep_alive.strip()
+        if not value:
+            return None
+        try:
+            return int(value)
+        except ValueError:
+            return value

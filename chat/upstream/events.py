@@ -44,6 +44,9 @@ Event = Delta | Finished
 class UpstreamError(Exception):
     """A model-server failure: `code` for the program, `detail` for the user."""
 
+    # Seconds a busy server asked us to wait (`Retry-After`), when it said.
+    retry_after: float | None = None
+
     def __init__(self, code: str, detail: str, *, status: int | None = None) -> None:
         super().__init__(detail)
         self.code = code

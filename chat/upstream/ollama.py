@@ -28,6 +28,7 @@ from chat.upstream.events import (
     sentence,
     server_message,
 )
+from chat.upstream.retry import retry_after, retry_busy
 
 logger = logging.getLogger("chat.upstream")
 
@@ -213,7 +214,7 @@ class OllamaClient:
         self.base_url = base_url.rstrip("/")
         self._http = http
 
-    async def chat(
+    def chat(
         self,
         model: str,
         messages: list[dict[str, str]],
@@ -221,6 +222,20 @@ class OllamaClient:
         think: bool | None,
         options: dict[str, Any],
         keep_alive: str | int | None = None,
+    ) -> AsyncGenerator[list[Event], None]:
+        """Stream an answer (see `_chat_once`); a busy server (503, 429) is asked
+        again after a pause while nothing was yielded yet (see `retry`)."""
+        return retry_busy(
+            lambda: self._chat_once(model, messages, think, options, keep_alive)
+        )
+
+    async def _chat_once(
+        self,
+        model: str,
+        messages: list[dict[str, str]],
+        think: bool | None,
+        options: dict[str, Any],
+        keep_alive: str | int | None,
     ) -> AsyncGenerator[list[Event], None]:
         """Stream an answer: yield, per network read, the non-empty list of its events.
 
@@ -351,13 +366,15 @@ class OllamaClient:
         self, response: httpx.Response, path: str, model: str | None
     ) -> UpstreamError:
         message = server_message(await response.aread(), response.reason_phrase)
-        return error_for_status(
+        error = error_for_status(
             response.status_code,
             message,
             base_url=self.base_url,
             path=path,
             model=model,
         )
+        error.retry_after = retry_after(response.headers.get("Retry-After"))
+        return error
 
     def _transport_error(self, exc: Exception, stage: Stage) -> UpstreamError:
         timeout = self._http.timeout

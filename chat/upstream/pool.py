@@ -9,6 +9,7 @@ import httpx
 from django.conf import settings
 
 from chat.upstream.ollama import OllamaClient
+from chat.upstream.openai import OpenAIClient, ThinkingControl
 from chat.upstream.transport import AiohttpTransport
 
 if TYPE_CHECKING:
@@ -41,9 +42,29 @@ def ollama_client(base_url: str) -> OllamaClient:
     return OllamaClient(base_url, http=http_client_for(base_url))
 
 
-def client_for(profile: ModelProfile) -> OllamaClient:
+def client_for(profile: ModelProfile) -> OllamaClient | OpenAIClient:
     """Return the client that speaks `profile`'s backend, over the shared pool."""
+    if profile.backend == "openai":
+        return openai_client(profile.base_url, thinking_control(profile))
     return ollama_client(profile.base_url)
+
+
+def openai_client(
+    base_url: str, thinking: ThinkingControl | None = None
+) -> OpenAIClient:
+    """Return an `OpenAIClient` for `base_url` over the shared pool."""
+    return OpenAIClient(base_url, http=http_client_for(base_url), thinking=thinking)
+
+
+def thinking_control(profile: ModelProfile) -> ThinkingControl:
+    """How `profile` turns thinking on and off and reads inline tags."""
+    switch, tags = profile.thinking_switch, profile.think_tags
+    return ThinkingControl(
+        template_kwargs=switch in ("template", "both"),
+        soft_switch=switch in ("soft", "both"),
+        parse_tags=tags != "off",
+        opened=tags == "close_only",
+    )
 
 
 async def aclose_all() -> None:

@@ -1,4 +1,4 @@
-"""Run the bundled Ollama simulator in the foreground (see chat/simulator.py)."""
+"""Run the bundled model-server simulator in the foreground (see chat/simulator/)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from chat.simulator import SimulatorConfig, serve
+from chat.simulator import REASONING_STYLES, SimulatorConfig, serve
 
 # Command-line flags that map one to one onto SimulatorConfig fields.
 _NUMBER_FLAGS: tuple[tuple[str, type, str], ...] = (
@@ -56,6 +56,22 @@ class Command(BaseCommand):
             action="store_true",
             help="log a timestamp per token (GET /_sim/log)",
         )
+        parser.add_argument(
+            "--reasoning",
+            choices=REASONING_STYLES,
+            default=defaults.reasoning,
+            help="OpenAI-compatible side: where thinking goes by default",
+        )
+        parser.add_argument(
+            "--sse-ping",
+            action="store_true",
+            help="OpenAI-compatible side: a ': ping' comment before each event",
+        )
+        parser.add_argument(
+            "--timings",
+            action="store_true",
+            help="OpenAI-compatible side: llama.cpp's timings on the last chunk",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         config = SimulatorConfig(
@@ -66,6 +82,9 @@ class Command(BaseCommand):
             thinking_text=options["thinking_text"],
             content_in_done=options["content_in_done"],
             record_times=options["record_times"],
+            reasoning=options["reasoning"],
+            sse_ping=options["sse_ping"],
+            timings=options["timings"],
         )
         main = serve(
             config,
@@ -78,7 +97,9 @@ class Command(BaseCommand):
             asyncio.run(main)
 
     def _announce(self, url: str) -> None:
-        self.stdout.write(f"Ollama simulator (demo models) listening on {url}")
+        self.stdout.write(
+            f"Model server simulator (demo models; Ollama and /v1) listening on {url}"
+        )
         self.stdout.flush()
 
 

@@ -1,0 +1,569 @@
+"""Ollama's native API: `/api/version|tags|show|ps` and the `/api/chat` stream."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from chat.simulator.config import (
+    DEFAULT_KEEP_ALIVE_S,
+    DEFAULT_NUM_CTX,
+    FOREVER_S,
+    MODIFIED_AT,
+    RUNNER_STOPPED,
+    THINK_LEVELS,
+    SimModel,
+    SimulatorConfig,
+    is_number,
+)
+from chat.simulator.faults import (
+    ApiError,
+    Faults,
+    cut_connection,
+    status_text,
+    take_faults,
+)
+from chat.simulator.script import Script, reply_script
+from chat.simulator.state import STATE, ChatLogEntry, Loaded, SimulatorState
+from chat.simulator.wire import (
+    Timing,
+    dumps,
+    error_response,
+    json_response,
+    prompt_tokens,
+    read_json,
+    record_sent,
+    rfc3339,
+    set_nodelay,
+    sleep_until,
+)
+
+
+@dataclass
+class ChatRequest:
+    name: str  # the model name as sent
+    model: SimModel
+    messages: list[Any]
+    stream: bool
+    think: bool
+    options: dict[str, Any]
+    keep_alive_s: float
+
+
+def find_model(config: SimulatorConfig, name: str) -> SimModel:
+    full = name if ":" in name else f"{name}:latest"
+    for model in config.models:
+        if model.name == full:
+            return model
+    raise ApiError(404, f'model "{name}" not found, try pulling it first')
+
+
+def _parse_think(value: Any) -> bool | str | None:
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        if value in THINK_LEVELS:
+            return value
+        raise ApiError(
+            400,
+            f"invalid think value: {json.dumps(value)} "
+            '(must be "high", "medium", "low", "max", true, or false)',
+        )
+    raise ApiError(
+        400, 'think must be a boolean or string ("high", "medium", "low", "max")'
+    )
+
+
+_DURATION_RE = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|ms|s|m|h)")
+
+
+_DURATION_UNITS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+
+
+def parse_keep_alive(value: Any) -> float:
+    """Seconds from Ollama's keep_alive: a number of seconds or a Go duration."""
+    if value is None:
+        return DEFAULT_KEEP_ALIVE_S
+    if is_number(value):
+        return FOREVER_S if value < 0 else float(int(value))
+    if not isinstance(value, str):
+        raise ApiError(400, f"invalid keep_alive: {json.dumps(value)}")
+    text = value.strip()
+    sign = -1.0 if text.startswith("-") else 1.0
+    body = text.lstrip("+-")
+    if body == "0":
+        return 0.0
+    parts = _DURATION_RE.findall(body)
+    if not parts or "".join(n + u for n, u in parts) != body:
+        raise ApiError(400, f'time: invalid duration "{value}"')
+    seconds = sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+    return FOREVER_S if sign < 0 else seconds
+
+
+def parse_chat(config: SimulatorConfig, body: Any) -> ChatRequest:
+    if not isinstance(body, dict):
+        raise ApiError(400, "json: cannot unmarshal request body into ChatRequest")
+    think = _parse_think(body.get("think"))
+    keep_alive_s = parse_keep_alive(body.get("keep_alive"))
+    name = body.get("model")
+    if not isinstance(name, str) or not name:
+        raise ApiError(400, "model is required")
+    messages = body.get("messages") or []
+    options = body.get("options") or {}
+    if not isinstance(messages, list) or not isinstance(options, dict):
+        raise ApiError(400, "json: cannot unmarshal messages or options")
+    model = find_model(config, name)
+    if think not in (None, False) and not model.thinks:
+        raise ApiError(400, f'"{name}" does not support thinking')
+    return ChatRequest(
+        name=name,
+        model=model,
+        messages=messages,
+        stream=body.get("stream") is not False,
+        think=model.thinks if think is None else think is not False,
+        options=options,
+        keep_alive_s=keep_alive_s,
+    )
+
+
+def _details(model: SimModel) -> dict[str, Any]:
+    return {
+        "parent_model": "",
+        "format": "gguf",
+        "family": model.family,
+        "families": [model.family],
+        "parameter_size": model.parameter_size,
+        "quantization_level": model.quantization_level,
+    }
+
+
+def _parameter_count(model: SimModel) -> int:
+    number = float(model.parameter_size.rstrip("BbMm") or 0)
+    scale = 1e6 if model.parameter_size[-1:] in "Mm" else 1e9
+    return int(number * scale)
+
+
+async def _root(request: web.Request) -> web.Response:
+    return web.Response(text="Ollama is running")
+
+
+async def _version(request: web.Request) -> web.Response:
+    return json_response({"version": request.app[STATE].config.version})
+
+
+async def _tags(request: web.Request) -> web.Response:
+    models = [
+        {
+            "name": m.name,
+            "model": m.name,
+            "modified_at": MODIFIED_AT,
+            "size": m.size,
+            "digest": m.digest,
+            "details": _details(m),
+        }
+        for m in request.app[STATE].config.models
+    ]
+    return json_response({"models": models})
+
+
+async def _show(request: web.Request) -> web.Response:
+    try:
+        body = await read_json(request)
+        name = (
+            (body.get("model") or body.get("name")) if isinstance(body, dict) else None
+        )
+        if not isinstance(name, str) or not name:
+            raise ApiError(400, "model is required")
+        model = find_model(request.app[STATE].config, name)
+    except ApiError as exc:
+        return error_response(exc.status, exc.message)
+    return json_response(_show_body(model))
+
+
+def _show_body(model: SimModel) -> dict[str, Any]:
+    arch = model.family
+    modelfile = (
+        '# Modelfile generated by "ollama show"\n'
+        f"# To build a new Modelfile based on this, replace FROM with:\n"
+        f"# FROM {model.name}\n\nFROM /simulated/blobs/sha256-{model.digest}\n"
+        f'TEMPLATE """{model.template}"""\n'
+        + "".join(f"PARAMETER {line}\n" for line in model.parameters.splitlines())
+    )
+    return {
+        "modelfile": modelfile,
+        "parameters": model.parameters,
+        "template": model.template,
+        "details": _details(model),
+        "model_info": {
+            "general.architecture": arch,
+            "general.parameter_count": _parameter_count(model),
+            f"{arch}.context_length": model.context_length,
+        },
+        "capabilities": list(model.capabilities),
+        "modified_at": MODIFIED_AT,
+    }
+
+
+async def _ps(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    now, ready = time.time(), asyncio.get_running_loop().time()
+    # A model still loading (load_ms) is not listed until it is ready.
+    loaded = [
+        item
+        for item in list(state.loaded.values())
+        if item.expires_at > now and item.ready_at <= ready
+    ]
+    models = [
+        {
+            "name": item.model.name,
+            "model": item.model.name,
+            "size": item.model.size,
+            "digest": item.model.digest,
+            "details": _details(item.model),
+            "expires_at": rfc3339(int(item.expires_at * 1e9)),
+            "size_vram": item.model.size,
+            "context_length": item.num_ctx,
+        }
+        for item in loaded
+    ]
+    return json_response({"models": models})
+
+
+async def _chat(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    timing = Timing(start_ns=time.perf_counter_ns())
+    entry = ChatLogEntry(body=None, started=time.time())
+    state.record(entry)
+    try:
+        entry.body = await read_json(request)
+        chat = parse_chat(state.config, entry.body)
+    except ApiError as exc:
+        entry.status = exc.status
+        entry.end(finished=True)
+        return error_response(exc.status, exc.message)
+    entry.model = chat.model.name
+    faults = take_faults(state.config)
+    if faults.status is not None:
+        entry.status, entry.fault = faults.status, "status"
+        entry.end(finished=True)
+        return error_response(
+            faults.status, status_text(faults.status, faults.status_message)
+        )
+    try:
+        return await _serve_chat(request, state, chat, faults, entry, timing)
+    except (ConnectionResetError, asyncio.CancelledError):
+        # The client went away: stop generating at once, like Ollama.
+        entry.disconnected = True
+        entry.end(finished=False)
+        raise
+
+
+async def _serve_chat(
+    request: web.Request,
+    state: SimulatorState,
+    chat: ChatRequest,
+    faults: Faults,
+    entry: ChatLogEntry,
+    timing: Timing,
+) -> web.StreamResponse:
+    await _load(state, chat)
+    timing.loaded_ns = time.perf_counter_ns()
+    try:
+        if not chat.messages:
+            return _load_only(chat, entry)
+        config = state.config
+        script = reply_script(config, chat.messages, think=chat.think)
+        plan = _Plan.build(config, chat, script)
+        entry.thinking = bool(script.thinking)
+        if chat.stream:
+            return await _stream(request, plan, faults, entry, timing)
+        return await _respond_once(request, plan, faults, entry, timing)
+    finally:
+        _touch(state, chat)
+
+
+async def _load(state: SimulatorState, chat: ChatRequest) -> None:
+    """Mark the model loaded, waiting ``load_ms`` if it was cold (or reloads)."""
+    loop = asyncio.get_running_loop()
+    num_ctx = _num_ctx(chat)
+    loaded = state.loaded.get(chat.model.name)
+    cold = (
+        loaded is None
+        or loaded.expires_at <= time.time()
+        or loaded.num_ctx != num_ctx
+        or loaded.model != chat.model
+    )
+    if loaded is None or cold:
+        ready_at = loop.time() + state.config.load_ms / 1000
+        loaded = Loaded(chat.model, num_ctx, ready_at, time.time() + FOREVER_S)
+        state.loaded[chat.model.name] = loaded
+    delay = loaded.ready_at - loop.time()
+    if delay > 0:
+        await asyncio.sleep(delay)
+
+
+def _num_ctx(chat: ChatRequest) -> int:
+    value = chat.options.get("num_ctx")
+    if is_number(value) and value > 0:
+        return int(value)
+    return min(DEFAULT_NUM_CTX, chat.model.context_length)
+
+
+def _touch(state: SimulatorState, chat: ChatRequest) -> None:
+    """Start the keep-alive countdown when a request ends (0 unloads at once)."""
+    loaded = state.loaded.get(chat.model.name)
+    if loaded is None:
+        return
+    if chat.keep_alive_s <= 0:
+        state.loaded.pop(chat.model.name, None)
+    else:
+        loaded.expires_at = time.time() + chat.keep_alive_s
+
+
+def _load_only(chat: ChatRequest, entry: ChatLogEntry) -> web.Response:
+    # Ollama answers a load with c.JSON whatever "stream" says: one JSON
+    # object, application/json, no trailing newline.
+    reason = "unload" if chat.keep_alive_s <= 0 else "load"
+    entry.done_reason = reason
+    entry.end(finished=True)
+    return json_response(
+        {
+            "model": chat.name,
+            "created_at": rfc3339(),
+            "message": {"role": "assistant", "content": ""},
+            "done": True,
+            "done_reason": reason,
+        }
+    )
+
+
+@dataclass
+class _Plan:
+    """The chunks one chat request will send, ready to write."""
+
+    name: str
+    prompt_tokens: int
+    tps: float
+    ttft_s: float
+    content_in_done: bool
+    record_times: bool
+    done_reason: str
+    pieces: list[tuple[bytes, bytes]]  # (message prefix, JSON string token)
+    thinking: str
+    content: str
+
+    @classmethod
+    def build(cls, config: SimulatorConfig, chat: ChatRequest, script: Script) -> _Plan:
+        pieces = [(_THINK_MID, t) for t in script.thinking_json]
+        pieces += [(_CONTENT_MID, t) for t in script.content_json]
+        thinking, content = list(script.thinking), list(script.content)
+        limit = chat.options.get("num_predict")
+        done_reason = "stop"
+        if is_number(limit) and 0 < limit < len(pieces):
+            done_reason = "length"
+            pieces = pieces[: int(limit)]
+            thinking = thinking[: int(limit)]
+            content = content[: max(0, int(limit) - len(script.thinking))]
+        return cls(
+            name=chat.name,
+            prompt_tokens=prompt_tokens(chat.messages),
+            tps=config.tps,
+            ttft_s=config.ttft_ms / 1000,
+            content_in_done=config.content_in_done,
+            record_times=config.record_times,
+            done_reason=done_reason,
+            pieces=pieces,
+            thinking="".join(thinking),
+            content="".join(content),
+        )
+
+    def metrics(self, timing: Timing, tokens: int) -> dict[str, Any]:
+        """Ollama's done metrics in ns; zero values are omitted as Ollama does."""
+        now = time.perf_counter_ns()
+        tail = int(1e9 / self.tps) if self.tps > 0 else 0
+        values = {
+            "total_duration": now - timing.start_ns,
+            "load_duration": timing.loaded_ns - timing.start_ns,
+            "prompt_eval_count": self.prompt_tokens,
+            "prompt_eval_duration": (timing.first_ns or now) - timing.loaded_ns,
+            "eval_count": tokens,
+            "eval_duration": max(1, timing.last_ns - timing.first_ns + tail)
+            if tokens
+            else 0,
+        }
+        return {k: v for k, v in values.items() if v}
+
+
+_THINK_MID = b'","message":{"role":"assistant","content":"","thinking":'
+
+
+_CONTENT_MID = b'","message":{"role":"assistant","content":'
+
+
+_CHUNK_END = b'},"done":false}\n'
+
+
+async def _stream(
+    request: web.Request,
+    plan: _Plan,
+    faults: Faults,
+    entry: ChatLogEntry,
+    timing: Timing,
+) -> web.StreamResponse:
+    loop = asyncio.get_running_loop()
+    t0 = loop.time() + plan.ttft_s
+    await sleep_until(loop, t0)
+    response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+    response.enable_chunked_encoding()
+    await response.prepare(request)
+    set_nodelay(request)
+    head = b'{"model":' + dumps(plan.name).encode() + b',"created_at":"'
+    total = len(plan.pieces)
+    in_stream = total - 1 if plan.content_in_done and _last_is_content(plan) else total
+    interval = 1 / plan.tps if plan.tps > 0 else 0.0
+    check_faults = faults.mid_stream
+    for i in range(in_stream + 1):
+        if interval and i < total:
+            await sleep_until(loop, t0 + i * interval)
+        elif i % 64 == 63:
+            await asyncio.sleep(0)  # let other streams and disconnects through
+        if check_faults and await _fault(
+            request, response, plan, faults, entry, i, in_stream
+        ):
+            return response
+        if i == in_stream:
+            break
+        mid, token = plan.pieces[i]
+        await response.write(
+            b"".join((head, rfc3339().encode(), mid, token, _CHUNK_END))
+        )
+        record_sent(entry, timing, plan.record_times)
+    await _write_done(response, plan, entry, timing, in_stream < total)
+    return response
+
+
+def _last_is_content(plan: _Plan) -> bool:
+    return bool(plan.pieces) and plan.pieces[-1][0] is _CONTENT_MID
+
+
+async def _write_done(
+    response: web.StreamResponse,
+    plan: _Plan,
+    entry: ChatLogEntry,
+    timing: Timing,
+    carries_last: bool,
+) -> None:
+    last = json.loads(plan.pieces[-1][1]) if carries_last else ""
+    if carries_last:
+        record_sent(entry, timing, plan.record_times)
+    done = {
+        "model": plan.name,
+        "created_at": rfc3339(),
+        "message": {"role": "assistant", "content": last},
+        "done": True,
+        "done_reason": plan.done_reason,
+        **plan.metrics(timing, entry.tokens_sent),
+    }
+    await response.write(dumps(done).encode() + b"\n")
+    await response.write_eof()
+    entry.done_reason = plan.done_reason
+    entry.end(finished=True)
+
+
+async def _fault(
+    request: web.Request,
+    response: web.StreamResponse,
+    plan: _Plan,
+    faults: Faults,
+    entry: ChatLogEntry,
+    sent: int,
+    last: int,
+) -> bool:
+    """Inject the fault due after ``sent`` tokens; True when the stream is over.
+
+    A cut or error set beyond the last token happens instead of the done chunk.
+    """
+    if faults.cut_after is not None and sent == min(faults.cut_after, last):
+        entry.fault = "cut"
+        cut_connection(request)
+        entry.end(finished=False)
+        return True
+    if faults.error_after is not None and sent == min(faults.error_after, last):
+        entry.fault = "error"
+        await response.write(dumps({"error": RUNNER_STOPPED}).encode() + b"\n")
+        await response.write_eof()
+        entry.end(finished=True)
+        return True
+    if faults.malformed_after is not None and sent == faults.malformed_after:
+        entry.fault = "malformed"
+        line = f'{{"model":{dumps(plan.name)},"created_at":"{rfc3339()}","mess\n'
+        await response.write(line.encode())
+    return False
+
+
+async def _respond_once(
+    request: web.Request,
+    plan: _Plan,
+    faults: Faults,
+    entry: ChatLogEntry,
+    timing: Timing,
+) -> web.StreamResponse:
+    loop = asyncio.get_running_loop()
+    t0 = loop.time() + plan.ttft_s
+    total = len(plan.pieces)
+    cut = None if faults.cut_after is None else min(faults.cut_after, total)
+    error = None if faults.error_after is None else min(faults.error_after, total)
+    stop_at = min(n for n in (cut, error, total) if n is not None)
+    last_token_at = t0 + max(0, stop_at - 1) / plan.tps if plan.tps > 0 else t0
+    await sleep_until(loop, t0)
+    timing.first_ns = time.perf_counter_ns()
+    await sleep_until(loop, last_token_at)
+    timing.last_ns = time.perf_counter_ns()
+    entry.tokens_sent = stop_at
+    if cut == stop_at:
+        entry.fault = "cut"
+        cut_connection(request)
+        entry.end(finished=False)
+        return web.Response()  # never reaches the client
+    if error == stop_at:
+        entry.fault, entry.status = "error", 500
+        entry.end(finished=True)
+        return error_response(500, RUNNER_STOPPED)
+    entry.done_reason = plan.done_reason
+    entry.end(finished=True)
+    message = {"role": "assistant", "content": plan.content}
+    if plan.thinking:
+        message["thinking"] = plan.thinking
+    return json_response(
+        {
+            "model": plan.name,
+            "created_at": rfc3339(),
+            "message": message,
+            "done": True,
+            "done_reason": plan.done_reason,
+            **plan.metrics(timing, total),
+        }
+    )
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/", _root)
+    app.router.add_get("/api/version", _version)
+    app.router.add_get("/api/tags", _tags)
+    app.router.add_post("/api/show", _show)
+    app.router.add_get("/api/ps", _ps)
+    app.router.add_post("/api/chat", _chat)

@@ -1,0 +1,83 @@
+"""What one simulator app keeps: the live config, the request log, the loaded models."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from chat.simulator.config import SimModel, SimulatorConfig
+
+
+@dataclass
+class ChatLogEntry:
+    """One chat request (``/api/chat`` or ``/v1/chat/completions``), updated
+    live while it streams."""
+
+    body: Any
+    started: float
+    protocol: str = "ollama"  # or "openai"
+    status: int = 200
+    model: str | None = None
+    thinking: bool = False
+    tokens_sent: int = 0
+    done_reason: str | None = None
+    fault: str | None = None
+    disconnected: bool = False
+    finished: bool = False
+    ended: float | None = None
+    times: list[float] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def end(self, *, finished: bool) -> None:
+        self.finished = finished
+        self.ended = time.time()
+
+
+@dataclass
+class Loaded:
+    model: SimModel
+    num_ctx: int
+    ready_at: float  # loop time at which loading is complete
+    expires_at: float  # wall-clock time
+
+
+class SimulatorState:
+    """Live config, request log and loaded models of one simulator app."""
+
+    def __init__(self, config: SimulatorConfig) -> None:
+        self.config = config
+        self._initial = copy.deepcopy(config)
+        self._lock = threading.Lock()
+        self._log: deque[ChatLogEntry] = deque(maxlen=config.log_size)
+        self.loaded: dict[str, Loaded] = {}
+
+    def record(self, entry: ChatLogEntry) -> None:
+        with self._lock:
+            if self._log.maxlen != self.config.log_size:
+                self._log = deque(self._log, maxlen=self.config.log_size)
+            self._log.append(entry)
+
+    def entries(self) -> list[ChatLogEntry]:
+        with self._lock:
+            return list(self._log)
+
+    def reset(self) -> None:
+        """Clear the log and loaded models; restore the initial config in place."""
+        with self._lock:
+            self._log.clear()
+            self.loaded.clear()
+            for f in dataclasses.fields(self._initial):
+                value = copy.deepcopy(getattr(self._initial, f.name))
+                setattr(self.config, f.name, value)
+
+
+STATE = web.AppKey("simulator_state", SimulatorState)

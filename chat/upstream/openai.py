@@ -1,0 +1,374 @@
+"""OpenAI-compatible servers: the `/v1/chat/completions` SSE stream.
+
+vLLM, llama.cpp's `llama-server`, LM Studio, SGLang and Ollama's `/v1` speak it
+(see `shared/research/protocols.md` section 2). `OpenAIClient.chat` has the
+interface of `OllamaClient.chat`: it yields, per network read, the `Event`s
+decoded from it and raises `UpstreamError` with the same codes for the same
+faults, so the relay does not care which backend runs.
+
+Reasoning comes from `delta.reasoning_content` (llama.cpp, SGLang, LM Studio,
+older vLLM) or `delta.reasoning` (newer vLLM, Ollama `/v1`), or inline in the
+content as `<think>...</think>` (see `thinktags`). The server's own figures come
+from `usage` (asked for with `stream_options.include_usage`) and llama.cpp's
+`timings`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncGenerator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from chat.upstream.events import (
+    Delta,
+    Event,
+    Finished,
+    Stage,
+    UpstreamError,
+    error_for_status,
+    error_for_transport,
+    error_text,
+    sentence,
+    server_message,
+)
+from chat.upstream.retry import retry_after, retry_busy
+from chat.upstream.sse import SSEDecoder
+from chat.upstream.thinktags import ThinkTagSplitter
+
+logger = logging.getLogger("chat.upstream")
+
+PATH = "/v1/chat/completions"
+
+# A compressing proxy would hold tokens back until its buffer fills.
+_HEADERS = {"Accept-Encoding": "identity", "Accept": "text/event-stream"}
+
+_HTTP_ERRORS = (httpx.RequestError, httpx.InvalidURL)
+
+# Ollama option names (the profile's own form) -> the OpenAI body's names.
+# `num_ctx` has no OpenAI equivalent: the server's context is set at its start.
+_OPTION_NAMES = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "top_k": "top_k",
+    "min_p": "min_p",
+    "seed": "seed",
+    "stop": "stop",
+    "presence_penalty": "presence_penalty",
+    "frequency_penalty": "frequency_penalty",
+    "repeat_penalty": "repeat_penalty",
+    "num_predict": "max_tokens",
+}
+
+
+def openai_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a profile's (Ollama-named) options as OpenAI body fields."""
+    fields: dict[str, Any] = {}
+    for name, value in options.items():
+        field = _OPTION_NAMES.get(name)
+        if field is None or value is None:
+            continue
+        if field == "max_tokens" and (not isinstance(value, int) or value <= 0):
+            continue  # Ollama's -1 (unlimited) is the OpenAI default
+        fields[field] = value
+    return fields
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingControl:
+    """How a profile turns thinking on and off, and reads inline tags."""
+
+    template_kwargs: bool = True  # chat_template_kwargs.enable_thinking
+    soft_switch: bool = False  # Qwen3's /think and /no_think
+    parse_tags: bool = True  # split <think>...</think> out of the content
+    opened: bool = False  # the output may only close the tag
+
+
+class OpenAIClient:
+    """A client for one OpenAI-compatible server, over a shared `httpx.AsyncClient`."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        http: httpx.AsyncClient,
+        thinking: ThinkingControl | None = None,
+    ) -> None:
+        base = base_url.rstrip("/")
+        # Accept the address with or without the `/v1` the OpenAI SDKs want.
+        self.base_url = base[: -len("/v1")] if base.endswith("/v1") else base
+        self.thinking = thinking or ThinkingControl()
+        self._http = http
+
+    def chat(
+        self,
+        model: str,
+        messages: list[dict[str, str]],
+        *,
+        think: bool | None,
+        options: dict[str, Any],
+        keep_alive: str | int | None = None,
+    ) -> AsyncGenerator[list[Event], None]:
+        """Stream an answer: yield, per network read, the non-empty list of its events.
+
+        The list holding `Finished` is the last. A busy server (503, 429) is asked
+        again after a pause while nothing was yielded yet (see `retry`). Use
+        `contextlib.aclosing`: closing the generator closes the request, which
+        is how the server learns to stop. `keep_alive` is Ollama's and ignored.
+
+        Raises `UpstreamError`, also after some events were yielded.
+        """
+        body = self.request_body(model, messages, think=think, options=options)
+        return retry_busy(lambda: self._stream(body, model, think))
+
+    def request_body(
+        self,
+        model: str,
+        messages: list[dict[str, str]],
+        *,
+        think: bool | None,
+        options: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        control = self.thinking
+        if think is not None and control.soft_switch:
+            messages = soft_switched(messages, think)
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            **openai_options(options),
+        }
+        if think is not None and control.template_kwargs:
+            body["chat_template_kwargs"] = {"enable_thinking": think}
+        return body
+
+    async def _stream(
+        self, body: dict[str, Any], model: str, think: bool | None
+    ) -> AsyncGenerator[list[Event], None]:
+        stage: Stage = "request"
+        reader = StreamReader(self.base_url, self._splitter(think))
+        try:
+            async with self._http.stream(
+                "POST", self.base_url + PATH, json=body, headers=_HEADERS
+            ) as response:
+                if response.status_code != 200:
+                    raise await self._status_error(response, model, think)
+                stage = "waiting"
+                async for data in response.aiter_bytes():
+                    if reader.finished:
+                        return  # bytes after [DONE]: nothing more to read
+                    stage = "streaming"
+                    events, error = reader.feed(data)
+                    if events:
+                        yield events
+                    if error is not None:
+                        raise error
+                if not reader.finished:
+                    events, error = reader.close()
+                    if events:
+                        yield events
+                    if error is not None:
+                        raise error
+        except _HTTP_ERRORS as exc:
+            if not reader.finished:
+                timeout = self._http.timeout
+                raise error_for_transport(
+                    exc, base_url=self.base_url, stage=stage, timeout=timeout
+                ) from exc
+
+    def _splitter(self, think: bool | None) -> ThinkTagSplitter | None:
+        control = self.thinking
+        if not control.parse_tags:
+            return None
+        return ThinkTagSplitter(opened=control.opened and think is not False)
+
+    async def _status_error(
+        self, response: httpx.Response, model: str, think: bool | None
+    ) -> UpstreamError:
+        message = server_message(await response.aread(), response.reason_phrase)
+        status = response.status_code
+        if status == 400 and think is not None and _about_thinking(message):
+            # vLLM and llama.cpp word this their own way; Ollama's text is mapped
+            # by `error_for_status` itself.
+            message = f'"{model}" does not support thinking ({message})'
+        error = error_for_status(
+            status, message, base_url=self.base_url, path=PATH, model=model
+        )
+        error.retry_after = retry_after(response.headers.get("Retry-After"))
+        return error
+
+
+def soft_switched(messages: list[dict[str, str]], think: bool) -> list[dict[str, str]]:
+    """Return `messages` with Qwen3's `/think` or `/no_think` after the last
+    user message (the latest switch in a chat wins)."""
+    switch = "/think" if think else "/no_think"
+    result = list(messages)
+    for index in range(len(result) - 1, -1, -1):
+        if result[index].get("role") == "user":
+            message = dict(result[index])
+            message["content"] = f"{message.get('content', '')} {switch}".lstrip()
+            result[index] = message
+            return result
+    return result
+
+
+def _about_thinking(message: str) -> bool:
+    text = message.lower()
+    return (
+        "enable_thinking" in text
+        or "chat_template_kwargs" in text
+        or ("thinking" in text and "support" in text)
+    )
+
+
+class StreamReader:
+    """The decoding state of one streamed answer: SSE events to `Event`s.
+
+    An event that is not JSON is skipped with a warning (one bad line should
+    not cost the user the answer); if the body ends and none was JSON, the
+    server does not speak this protocol: "malformed".
+    """
+
+    def __init__(self, base_url: str, splitter: ThinkTagSplitter | None) -> None:
+        self.base_url = base_url
+        self.splitter = splitter
+        self.decoder = SSEDecoder()
+        self.finished = False
+        self.parsed = 0
+        self.malformed = 0
+        self.finish_reason = ""
+        self.usage: dict[str, Any] = {}
+        self.timings: dict[str, Any] = {}
+
+    def feed(self, data: bytes) -> tuple[list[Event], UpstreamError | None]:
+        """Return the events of one read and an error to raise after them."""
+        events: list[Event] = []
+        try:
+            for payload in self.decoder.feed(data):
+                self._event(payload, events)
+                if self.finished:
+                    break
+        except UpstreamError as error:
+            # Text before the error in the same read still reaches the user.
+            return events, error
+        return events, None
+
+    def close(self) -> tuple[list[Event], UpstreamError | None]:
+        """Return the events of the end of the body, and the error to raise."""
+        events: list[Event] = []
+        try:
+            for payload in self.decoder.close():
+                self._event(payload, events)
+        except UpstreamError as error:
+            return events, error
+        if self.finished:
+            return events, None
+        if self.finish_reason:
+            # Some servers end without `[DONE]` after the finish chunk.
+            self._finish(events)
+            return events, None
+        if self.parsed == 0 and self.malformed:
+            detail = (
+                f"The model server at {self.base_url} did not answer in the "
+                "OpenAI-compatible format (no event was JSON). Check the address "
+                "and the profile's backend."
+            )
+            return events, UpstreamError("malformed", detail)
+        detail = (
+            f"The model server at {self.base_url} stopped before the answer was "
+            "complete (the connection closed without a final chunk)."
+        )
+        return events, UpstreamError("stream_cut", detail)
+
+    def _event(self, payload: str, events: list[Event]) -> None:
+        if payload.strip() == "[DONE]":
+            self._finish(events)
+            return
+        try:
+            chunk = json.loads(payload)
+        except (ValueError, RecursionError):
+            chunk = None
+        if not isinstance(chunk, dict):
+            self._skip(payload)
+            return
+        self.parsed += 1
+        error = chunk.get("error")
+        if error or chunk.get("object") == "error":
+            said = sentence(error_text(error or chunk))
+            detail = "The model server reported an error while answering: " + said
+            raise UpstreamError("upstream_error", detail)
+        choices = chunk.get("choices")
+        if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+            self._choice(choices[0], events)
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self.usage = usage
+        timings = chunk.get("timings")
+        if isinstance(timings, dict):
+            self.timings = timings
+
+    def _choice(self, choice: dict[str, Any], events: list[Event]) -> None:
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if reasoning and isinstance(reasoning, str):
+                if self.splitter is not None:
+                    self.splitter.server_separates()
+                events.append(Delta("thinking", reasoning))
+            content = delta.get("content")
+            if content and isinstance(content, str):
+                if self.splitter is None:
+                    events.append(Delta("content", content))
+                else:
+                    events.extend(self.splitter.feed(content))
+        reason = choice.get("finish_reason")
+        if reason and isinstance(reason, str):
+            self.finish_reason = reason
+
+    def _finish(self, events: list[Event]) -> None:
+        if self.splitter is not None:
+            events.extend(self.splitter.close())
+        events.append(self.figures())
+        self.finished = True
+
+    def figures(self) -> Finished:
+        """The server's numbers: llama.cpp's `timings` first, then `usage`."""
+        timings, usage = self.timings, self.usage
+        prompt_ms = _number(timings.get("prompt_ms"))
+        eval_ms = _number(timings.get("predicted_ms"))
+        return Finished(
+            done_reason=self.finish_reason,
+            prompt_tokens=_first(usage.get("prompt_tokens"), timings.get("prompt_n")),
+            prompt_eval_ms=prompt_ms,
+            output_tokens=_first(
+                usage.get("completion_tokens"), timings.get("predicted_n")
+            ),
+            eval_ms=eval_ms,
+            total_ms=None
+            if prompt_ms is None or eval_ms is None
+            else prompt_ms + eval_ms,
+        )
+
+    def _skip(self, payload: str) -> None:
+        self.malformed += 1
+        # A wrong URL can answer with a whole page: log once, not per event.
+        log = logger.warning if self.malformed == 1 else logger.debug
+        log("Skipped a non-JSON event from the model server: %r", payload[:200])
+
+
+def _first(*values: object) -> int | None:
+    """The first value that is a token count."""
+    for value in values:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None

@@ -1,0 +1,189 @@
+"""A conversation on an OpenAI-compatible model profile, end to end: socket,
+runner, `OpenAIClient`, and the simulator's `/v1/chat/completions`."""
+
+from __future__ import annotations
+
+import pytest
+
+from chat.models import Message, ModelProfile
+from tests.test_consumers import answer_of, connect, frames_until, send, text_of
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def no_retry_pauses(settings):
+    settings.UPSTREAM_BUSY_RETRY_DELAYS = (0.0, 0.0, 0.0)
+
+
+@pytest.fixture
+def openai_profile(simulator, db):
+    return ModelProfile.objects.create(
+        tag="qwen3-demo:8b",
+        backend=ModelProfile.Backend.OPENAI,
+        base_url=simulator.url + "/v1",
+        supports_thinking=True,
+        context_length=8192,
+    )
+
+
+@pytest.fixture
+def conversation(conversation, openai_profile):
+    conversation.model_profile = openai_profile
+    conversation.save()
+    return conversation
+
+
+async def converse(alice, conversation, content: str = "Hello there"):
+    communicator = await connect(alice, conversation)
+    await send(communicator, content)
+    frames = await frames_until(communicator, "done")
+    final = await communicator.receive_json_from(timeout=5)
+    await communicator.disconnect()
+    return frames, final
+
+
+@pytest.mark.parametrize(
+    ("reasoning", "think_tags"),
+    [
+        ("reasoning_content", "parse"),
+        ("reasoning", "parse"),
+        ("tags", "parse"),
+        ("close_tag", "close_only"),
+    ],
+)
+async def test_thinking_on_lands_apart_from_the_answer(
+    alice, conversation, openai_profile, simulator, reasoning, think_tags
+):
+    simulator.config.reasoning = reasoning
+    simulator.config.timings = True
+    openai_profile.think_tags = think_tags
+    await openai_profile.asave()
+    frames, final = await converse(alice, conversation)
+
+    request = simulator.log[-1]
+    assert request.protocol == "openai"
+    assert request.body["chat_template_kwargs"] == {"enable_thinking": True}
+    assert request.body["stream_options"] == {"include_usage": True}
+    kinds = [f["type"] for f in frames]
+    assert kinds.index("thinking") < kinds.index("content")
+    assert frames[-1]["status"] == "done"
+
+    answer = await answer_of(conversation)
+    assert answer.status == Message.Status.DONE
+    assert answer.thinking == text_of(frames, "thinking") and answer.thinking
+    assert answer.content == text_of(frames, "content") and answer.content
+    assert "think>" not in answer.content + answer.thinking
+    config = simulator.config
+    assert answer.output_tokens == config.think_tokens + config.answer_tokens
+    assert answer.eval_ms is not None and answer.prompt_tokens
+    assert final["message"]["content"] == answer.content
+
+
+async def test_thinking_off_asks_the_model_not_to_think(alice, conversation, simulator):
+    conversation.thinking = "off"
+    await conversation.asave()
+    frames, _ = await converse(alice, conversation)
+
+    assert simulator.log[-1].body["chat_template_kwargs"] == {"enable_thinking": False}
+    assert not text_of(frames, "thinking")
+    answer = await answer_of(conversation)
+    assert answer.content == text_of(frames, "content") and answer.content
+    assert answer.thinking == "" and answer.thinking_enabled is False
+
+
+@pytest.mark.parametrize(("mode", "switch"), [("off", "/no_think"), ("on", "/think")])
+async def test_soft_switch_profile(
+    alice, conversation, openai_profile, simulator, mode, switch
+):
+    openai_profile.thinking_switch = "soft"
+    await openai_profile.asave()
+    conversation.thinking = mode
+    await conversation.asave()
+    frames, _ = await converse(alice, conversation, "Why?")
+
+    body = simulator.log[-1].body
+    assert "chat_template_kwargs" not in body
+    assert body["messages"][-1] == {"role": "user", "content": f"Why? {switch}"}
+    assert bool(text_of(frames, "thinking")) is (mode == "on")
+    question = await conversation.messages.filter(role="user").alast()
+    assert question.content == "Why?"
+
+
+async def test_conversation_temperature_and_qwen3_sampling_are_sent(
+    alice, conversation, simulator
+):
+    conversation.temperature = 0.3
+    await conversation.asave()
+    await converse(alice, conversation)
+    body = simulator.log[-1].body
+    assert (body["temperature"], body["top_p"], body["top_k"]) == (0.3, 0.95, 20)
+    assert "num_ctx" not in body and "options" not in body
+
+
+async def test_malformed_event_is_skipped_and_the_answer_completes(
+    alice, conversation, simulator
+):
+    simulator.config.malformed_after = 3
+    frames, _ = await converse(alice, conversation)
+    assert frames[-1]["status"] == "done"
+    answer = await answer_of(conversation)
+    assert answer.status == Message.Status.DONE and answer.content
+
+
+FAILURES = {
+    "model_not_found": ({"tag": "missing:1b"}, {}),
+    "upstream_unreachable": ({"base_url": "http://127.0.0.1:9/v1"}, {}),
+    "upstream_busy": ({}, {"status": 503}),
+    "upstream_error": ({}, {"status": 500}),
+    "thinking_unsupported": ({"tag": "llama-demo:3b"}, {}),
+    "upstream_timeout": ({}, {"ttft_ms": 3000.0}),
+}
+
+
+@pytest.mark.parametrize(
+    ("code", "profile_fields", "faults"), [(c, *v) for c, v in FAILURES.items()]
+)
+async def test_failures_before_the_answer_keep_the_question(
+    alice,
+    conversation,
+    openai_profile,
+    simulator,
+    settings,
+    code,
+    profile_fields,
+    faults,
+):
+    settings.UPSTREAM_FIRST_TOKEN_TIMEOUT = 1
+    for name, value in profile_fields.items():
+        setattr(openai_profile, name, value)
+    await openai_profile.asave()
+    for name, value in faults.items():
+        setattr(simulator.config, name, value)
+    frames, final = await converse(alice, conversation, "still here?")
+
+    error = next(f for f in frames if f["type"] == "error")
+    assert error["code"] == code and error["detail"]
+    assert frames[-1]["status"] == "error"
+    assert final["message"]["error_code"] == code
+    assert await conversation.messages.filter(
+        role="user", content="still here?"
+    ).aexists()
+    answer = await answer_of(conversation)
+    assert answer.status == Message.Status.ERROR and answer.error_detail
+
+
+@pytest.mark.parametrize(
+    ("fault", "code"), [("cut_after", "stream_cut"), ("error_after", "upstream_error")]
+)
+async def test_failure_mid_answer_keeps_the_partial_text(
+    alice, conversation, simulator, fault, code
+):
+    setattr(simulator.config, fault, 12)  # 8 thinking tokens, then 4 of the answer
+    frames, _ = await converse(alice, conversation)
+
+    assert next(f for f in frames if f["type"] == "error")["code"] == code
+    answer = await answer_of(conversation)
+    assert answer.status == Message.Status.ERROR
+    assert answer.thinking == text_of(frames, "thinking") and answer.thinking
+    assert answer.content == text_of(frames, "content") and answer.content
