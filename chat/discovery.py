@@ -65,8 +65,11 @@ async def fetch_ollama_models(base_url: str) -> list[Found]:
 
 
 async def fetch_openai_models(base_url: str) -> list[Found]:
-    """The models `/v1/models` lists; raises UpstreamError when it cannot be read."""
+    """The models `/v1/models` lists; raises UpstreamError when it cannot be read.
+
+    `base_url` may end in `/v1`, as OpenAI clients are often configured."""
     base_url = base_url.rstrip("/")
+    base_url = base_url.removesuffix("/v1")
     path = "/v1/models"
     try:
         async with httpx.AsyncClient(timeout=TIMEOUT, trust_env=False) as http:
@@ -78,7 +81,7 @@ async def fetch_openai_models(base_url: str) -> list[Found]:
     if response.status_code == 404:
         detail = (
             f"The model server at {base_url} has no {path} (HTTP 404). Check that "
-            "the address points at an OpenAI-compatible server (without /v1)."
+            "the address points at an OpenAI-compatible server."
         )
         raise UpstreamError("upstream_error", detail, status=404)
     if response.status_code != 200:

@@ -52,7 +52,7 @@ class DiscoverForm(forms.Form):
         max_length=500,
         assume_scheme="http",
         help_text="e.g. http://gpu-box:11434 (Ollama) or http://gpu-box:8000 "
-        "(vLLM, llama.cpp, LM Studio, SGLang: without /v1).",
+        "(vLLM, llama.cpp, LM Studio, SGLang; /v1 may be added or left out).",
     )
     backend = forms.ChoiceField(
         choices=ModelProfile.Backend.choices, initial=ModelProfile.Backend.OLLAMA

@@ -105,7 +105,7 @@ async def test_openai_models_come_with_the_context_a_server_reports():
         "quantization": "",
     }
     async for url in serve(LLAMA_SERVER_MODELS):
-        models = await fetch_openai_models(url)
+        models = await fetch_openai_models(url + "/v1")  # as OpenAI clients take it
     assert [(m["tag"], m["context_length"], m["parameter_size"]) for m in models] == [
         ("smollm2", 8192, "135M")
     ]

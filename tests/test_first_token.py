@@ -52,6 +52,27 @@ async def test_no_first_token_within_the_limit_is_a_clear_error(
     assert entry.disconnected and entry.tokens_sent == 0
 
 
+async def test_the_limit_holds_for_openai_compatible_servers_too(
+    alice, conversation, simulator
+):
+    profile = conversation.model_profile
+    profile.backend = ModelProfile.Backend.OPENAI
+    profile.base_url = simulator.url + "/v1"
+    await profile.asave()
+    await limit(conversation, 1)
+    simulator.config.ttft_ms = 4000
+    communicator = await connect(alice, conversation)
+    await send(communicator, "anyone there?")
+    seen = await frames_until(communicator, "done")
+    await communicator.disconnect()
+
+    assert "model" not in [f["type"] for f in seen]  # nothing says it loads
+    error = next(f for f in seen if f["type"] == "error")
+    assert error["code"] == "upstream_timeout"
+    assert "sent no first token within 1 s" in error["detail"]
+    assert await conversation.messages.filter(role="user").aexists()
+
+
 async def test_a_loading_model_is_not_an_error_and_its_load_time_is_kept(
     alice, conversation, simulator
 ):
