@@ -175,11 +175,14 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
 
 def _next_model(conversation_id: int) -> ModelProfile | None:
-    conversation = Conversation.objects.select_related("model_profile").get(
-        pk=conversation_id
+    """The model the conversation's next answer would use, if it has one."""
+    conversation = (
+        Conversation.objects.select_related("model_profile")
+        .filter(pk=conversation_id)
+        .first()
     )
     try:
-        return conversation.model_for_next_answer()
+        return conversation.model_for_next_answer() if conversation else None
     except Conversation.NoModel:
         return None
 

@@ -151,3 +151,11 @@ async def test_an_answer_during_a_preload_says_loading_and_records_the_load(
     assert answer.status == Message.Status.DONE
     assert answer.load_ms is not None
     assert len(loads(simulator)) == 1
+
+
+async def test_preload_of_a_deleted_conversation_is_ignored(alice, conversation):
+    communicator = await connect(alice, conversation)
+    await conversation.adelete()
+    await preload(communicator)
+    await communicator.receive_nothing(timeout=0.3)
+    await communicator.disconnect()

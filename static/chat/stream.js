@@ -557,7 +557,8 @@ function preloadModel(reason) {
   socket.send(JSON.stringify({ type: "preload" }));
 }
 
-// "Loading model…" in the header, and in an answer still waiting for its first token.
+// "Loading model…" in the header (a role="status" region, so it is read out too),
+// and in an answer still waiting for its first token.
 function showModelState(state) {
   const loading = state === "loading";
   if (!loading && modelState.hidden) return; // the usual case: an answer's first text
@@ -565,7 +566,6 @@ function showModelState(state) {
   for (const answer of live.values()) {
     if (answer.firstDeltaAt === null && answer.figures) answer.figures.textContent = loading ? "Loading model…" : "";
   }
-  if (loading) announce("Loading the model…");
 }
 
 // ---------------------------------------------------------------- composer
