@@ -20,16 +20,18 @@ def report(request: HttpRequest, results: list[Refreshed]) -> None:
         if result.error is not None:
             messages.error(
                 request,
-                f"{result.base_url} could not be read, its profiles are unchanged: "
-                f"{result.error.detail}",
+                f"Models at {result.base_url} could not be read, so its profiles "
+                f"are unchanged: {result.error.detail}",
             )
         elif not result.profiles:
-            messages.warning(request, f"{result.base_url} has no models.")
+            messages.warning(
+                request, f"The model server at {result.base_url} has no models."
+            )
         else:
             tags = ", ".join(profile.tag for profile in result.profiles)
             messages.success(
                 request,
-                f"{result.base_url}: {len(result.profiles)} model profiles "
+                f"Models at {result.base_url}: {len(result.profiles)} profiles "
                 f"up to date ({tags}).",
             )
 

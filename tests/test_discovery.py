@@ -188,10 +188,10 @@ def test_refresh_action_updates_profiles_of_the_selected_servers(
     assert response.status_code == 200
     said = admin_messages(response)
     assert any(
-        m.startswith(f"{simulator.url}: 2 model profiles up to date") for m in said
+        m.startswith(f"Models at {simulator.url}: 2 profiles up to date") for m in said
     )
     assert any(
-        m.startswith(f"{DEAD} could not be read, its profiles are unchanged:")
+        m.startswith(f"Models at {DEAD} could not be read, so its profiles are")
         and "connection refused" in m
         for m in said
     )
@@ -244,3 +244,17 @@ def test_discover_page_keeps_the_form_when_the_server_fails(admin_client):
 def test_discover_page_is_for_staff_only(client):
     response = client.get(reverse("admin:chat_modelprofile_discover"))
     assert response.status_code == 302 and "/login/" in response.url
+
+
+@pytest.mark.django_db
+def test_discovering_a_server_without_models_says_so(admin_client, simulator):
+    simulator.config.models = []
+    response = admin_client.post(
+        reverse("admin:chat_modelprofile_discover"),
+        {"base_url": simulator.url, "backend": "ollama"},
+        follow=True,
+    )
+    assert admin_messages(response) == [
+        f"The model server at {simulator.url} has no models."
+    ]
+    assert not ModelProfile.objects.exists()
