@@ -26,7 +26,9 @@ if TYPE_CHECKING:
     from chat.models import ModelProfile
     from chat.runner import Generation
 
-# Large models from a slow disk take minutes; longer than this is a fault.
+# Large models from a slow disk take minutes; longer than this is a fault. (The
+# pooled client's read timeout, UPSTREAM_FIRST_TOKEN_TIMEOUT, also bounds a load
+# during which Ollama sends nothing: raise it with this for very slow loads.)
 LOAD_LIMIT = 600.0
 # How often /api/ps is asked whether a load started by the answer is over.
 LOAD_POLL = 0.25
