@@ -76,8 +76,10 @@ def print_table(rows: list[dict[str, object]]) -> None:
         print("  ".join(cells) + "  " + verdicts(row))
 
 
-async def main(selected: list[Scenario]) -> list[dict[str, object]]:
-    site = Site()
+async def main(
+    selected: list[Scenario], backend: str = "ollama"
+) -> list[dict[str, object]]:
+    site = Site(backend)
     site.start()
     try:
         # One untimed answer first: the first generation of a process pays for
@@ -96,9 +98,15 @@ if __name__ == "__main__":
     parser.add_argument(
         "--quick", action="store_true", help="single-stream scenarios only"
     )
+    parser.add_argument(
+        "--backend",
+        choices=["ollama", "openai"],
+        default="ollama",
+        help="the protocol between chatsite and the simulator (and the baseline)",
+    )
     args = parser.parse_args()
     chosen = [s for s in SCENARIOS if not (args.quick and s.streams > 1)]
-    results = asyncio.run(main(chosen))
+    results = asyncio.run(main(chosen, args.backend))
     print(
         "Added latency per token (ms): chatsite's WebSocket minus reading the "
         "simulator directly, same run."
@@ -110,4 +118,5 @@ if __name__ == "__main__":
     )
     out = Path(__file__).resolve().parent / "results"
     out.mkdir(exist_ok=True)
-    (out / "relay.json").write_text(json.dumps(results, indent=2))
+    name = "relay.json" if args.backend == "ollama" else f"relay-{args.backend}.json"
+    (out / name).write_text(json.dumps(results, indent=2))

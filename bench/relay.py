@@ -73,7 +73,8 @@ def assign_arrivals(ends: list[int], chunks: list[tuple[float, int]]) -> list[fl
 class Site:
     """A simulator and one Daphne process on a throwaway SQLite database."""
 
-    def __init__(self) -> None:
+    def __init__(self, backend: str = "ollama") -> None:
+        self.backend = backend  # the protocol chatsite and the baseline speak
         self.tmp = tempfile.TemporaryDirectory(prefix="chatsite-bench-")
         self.env = {
             **os.environ,
@@ -88,6 +89,10 @@ class Site:
     @property
     def sim_url(self) -> str:
         return f"http://127.0.0.1:{self.sim_port}"
+
+    @property
+    def profile_url(self) -> str:
+        return self.sim_url + ("/v1" if self.backend == "openai" else "")
 
     def start(self) -> None:
         manage(self.env, "migrate", "--noinput", "-v", "0")
@@ -142,8 +147,8 @@ class Site:
             "from django.contrib.sessions.backends.db import SessionStore;"
             "from chat.models import ModelProfile;"
             "u = User.objects.create_user('bench', password='x');"
-            "ModelProfile.objects.create("
-            f"tag='llama-demo:3b', base_url='{self.sim_url}');"
+            "ModelProfile.objects.create(tag='llama-demo:3b', "
+            f"backend='{self.backend}', base_url='{self.profile_url}');"
             "s = SessionStore(); s['_auth_user_id'] = str(u.pk);"
             "s['_auth_user_backend'] = 'django.contrib.auth.backends.ModelBackend';"
             "s['_auth_user_hash'] = u.get_session_auth_hash(); s.create();"
@@ -206,11 +211,15 @@ async def direct(
     result = StreamResult(key=f"bench direct {number}")
     chunks: list[tuple[float, int]] = []
     question = {"role": "user", "content": result.key}
-    body = {"model": "llama-demo:3b", "messages": [question]}
+    body: dict[str, Any] = {"model": "llama-demo:3b", "messages": [question]}
+    url, text_of = f"{site.sim_url}/api/chat", _ollama_text
+    if site.backend == "openai":
+        body["stream"] = True
+        url, text_of = f"{site.sim_url}/v1/chat/completions", _openai_text
     received = 0
     buffer = b""
     result.started = time.time()
-    async with session.post(f"{site.sim_url}/api/chat", json=body) as response:
+    async with session.post(url, json=body) as response:
         async for data in response.content.iter_any():
             now = time.time()
             buffer += data
@@ -218,7 +227,7 @@ async def direct(
             for line in lines:
                 if not line.strip():
                     continue
-                text = json.loads(line)["message"]["content"]
+                text = text_of(line)
                 if text:
                     received += len(text)
                     chunks.append((now, received))
@@ -227,6 +236,17 @@ async def direct(
                         result.first_token = now
     result.arrivals = assign_arrivals(ends, chunks)
     return result
+
+
+def _ollama_text(line: bytes) -> str:
+    return str(json.loads(line)["message"]["content"])
+
+
+def _openai_text(line: bytes) -> str:
+    if not line.startswith(b"data: {"):
+        return ""  # [DONE], or a comment
+    choices = json.loads(line[6:]).get("choices") or [{}]
+    return str(choices[0].get("delta", {}).get("content") or "")
 
 
 def cpu_seconds(pid: int) -> float:

@@ -31,7 +31,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
 from chat.models import ModelProfile
-from chat.upstream import UpstreamError, http_client_for, ollama_client
+from chat.upstream import UpstreamError, ollama_client, openai_client
 
 logger = logging.getLogger(__name__)
 
@@ -194,12 +194,8 @@ async def _server_version(url: str, backend: str) -> str:
     if backend == ModelProfile.Backend.OLLAMA:
         return await ollama_client(url).version()
     # OpenAI-compatible servers have no version endpoint; /v1/models answering
-    # 200 proves the server is up.
-    response = await http_client_for(url).get(url + "/v1/models")
-    if response.status_code != 200:
-        raise UpstreamError(
-            "upstream_error", f"{url}/v1/models answered HTTP {response.status_code}"
-        )
+    # with a model list proves the server is up.
+    await openai_client(url).models()
     return ""
 
 

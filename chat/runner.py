@@ -500,9 +500,7 @@ class Runner:
             profile.tag,
             history,
             think=generation.think,
-            options=profile.request_options(
-                generation.think, _sampling_overrides(generation.message)
-            ),
+            options=profile.request_options(generation.think),
             keep_alive=profile.keep_alive_value,
         )
         # aclosing: leaving the loop (done, stop, error) closes the upstream request,
@@ -558,13 +556,6 @@ class Runner:
         # for an answer it no longer runs is ignored): leaving it here could race
         # with the next answer's join.
         return closing
-
-
-def _sampling_overrides(message: Message) -> dict[str, Any]:
-    """The conversation's options, when its row came with the answer (no query)."""
-    if not Message.conversation.is_cached(message):
-        return {}
-    return message.conversation.sampling_overrides()
 
 
 def _tail(parts: list[str], offset: int) -> str:

@@ -245,3 +245,16 @@ def test_a_forked_child_gets_its_own_database_threads():
     os.close(write)
     os.waitpid(pid, 0)
     assert os.read(read, 1) == b"1"
+
+
+@pytest.mark.parametrize("suffix", ["", "/v1"])
+async def test_openai_compatible_server_is_checked_by_its_model_list(
+    simulator, admin_user, suffix
+):
+    await ModelProfile.objects.acreate(
+        tag="qwen3-demo:8b", backend="openai", base_url=simulator.url + suffix
+    )
+    response, body, _ = await get_health(await staff_client(admin_user))
+    assert response.status_code == 200 and body["status"] == "ok"
+    [server] = body["checks"]["model_servers"]["servers"]
+    assert server["ok"] is True

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from django.core.exceptions import ValidationError
 
-from chat.models import Conversation, ModelProfile
+from chat.models import ModelProfile
 from chat.upstream import OllamaClient, OpenAIClient, ThinkingControl
 from chat.upstream.pool import aclose_all, client_for, thinking_control
 
@@ -39,12 +40,10 @@ def test_a_profile_that_sets_sampling_gets_no_qwen3_defaults():
     assert options == {"top_p": 0.9, "seed": 1, "num_ctx": 8192}
 
 
-def test_profile_options_and_conversation_overrides():
+def test_profile_options_come_on_top_of_the_qwen3_defaults():
     qwen = profile(options={"num_predict": 512, "stop": ["<|im_end|>"]})
-    options = qwen.request_options(False, {"temperature": 0.2, "top_k": None})
-    assert options == {
+    assert qwen.request_options(False) == {
         **NON_THINKING,
-        "temperature": 0.2,
         "num_predict": 512,
         "stop": ["<|im_end|>"],
         "num_ctx": 8192,
@@ -53,11 +52,6 @@ def test_profile_options_and_conversation_overrides():
 
 def test_num_ctx_is_the_profiles_context_length_whatever_the_options_say():
     assert profile(options={"num_ctx": 2048}).request_options()["num_ctx"] == 8192
-
-
-def test_conversation_sampling_overrides():
-    assert Conversation().sampling_overrides() == {}
-    assert Conversation(temperature=0.0).sampling_overrides() == {"temperature": 0.0}
 
 
 @pytest.mark.parametrize(
@@ -78,6 +72,7 @@ def test_keep_alive_as_ollama_takes_it(value, sent):
             ThinkingControl(template_kwargs=False, soft_switch=True, parse_tags=False),
         ),
         ("both", "close_only", ThinkingControl(soft_switch=True, opened=True)),
+        ("none", "parse", ThinkingControl(template_kwargs=False)),
     ],
 )
 def test_thinking_control(switch, tags, control):
@@ -105,3 +100,83 @@ async def test_client_for_dispatches_on_the_backend():
         assert openai.thinking == ThinkingControl(parse_tags=False)
     finally:
         await aclose_all()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"temperature": 0.6, "top_p": 1, "top_k": 20, "min_p": 0.0, "seed": 7},
+        {"num_predict": -1, "stop": ["<|im_end|>", "\n\n"], "use_mmap": False},
+    ],
+)
+def test_valid_options(options):
+    profile(options=options, keep_alive="1h30m").clean()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ([0.6], "Options are a JSON object"),
+        ({"temprature": 0.6}, 'Unknown option "temprature" (known: '),
+        ({"top_k": 2.5}, 'Option "top_k" must be a whole number.'),
+        ({"temperature": "hot"}, 'Option "temperature" must be a number.'),
+        ({"temperature": True}, 'Option "temperature" must be a number.'),
+        ({"stop": "END"}, 'Option "stop" must be a list of strings.'),
+        ({"use_mmap": 1}, 'Option "use_mmap" must be true or false.'),
+        ({"num_ctx": 2048}, "set it there."),
+    ],
+)
+def test_invalid_options_are_named(options, message):
+    with pytest.raises(ValidationError) as info:
+        profile(options=options).clean()
+    [error] = info.value.message_dict["options"]
+    assert message in error
+
+
+@pytest.mark.parametrize(
+    "value", ["", "600", "-1", "0", "30m", "1h30m", "1.5h", "500ms"]
+)
+def test_valid_keep_alive(value):
+    profile(keep_alive=value).clean()
+
+
+@pytest.mark.parametrize("value", ["forever", "30 m", "m", "1d", "-"])
+def test_invalid_keep_alive(value):
+    with pytest.raises(ValidationError) as info:
+        profile(keep_alive=value).clean()
+    assert "Keep alive is seconds" in info.value.message_dict["keep_alive"][0]
+
+
+def test_both_fields_are_reported_at_once():
+    with pytest.raises(ValidationError) as info:
+        profile(options={"x": 1}, keep_alive="soon").clean()
+    assert set(info.value.message_dict) == {"options", "keep_alive"}
+
+
+@pytest.mark.django_db
+def test_admin_form_names_a_bad_option_and_saves_nothing(client, admin_user):
+    client.force_login(admin_user)
+    form = {
+        "tag": "qwen3:8b",
+        "backend": "openai",
+        "base_url": "http://10.0.0.5:8000/v1",
+        "enabled": "on",
+        "context_length": 8192,
+        "default_thinking": "on",
+        "parallel_slots": 0,
+        "options": '{"temprature": 0.6}',
+        "keep_alive": "",
+        "thinking_switch": "both",
+        "think_tags": "close_only",
+    }
+    response = client.post("/admin/chat/modelprofile/add/", form)
+    assert response.status_code == 200
+    assert "Unknown option &quot;temprature&quot;" in response.content.decode()
+    assert not ModelProfile.objects.exists()
+
+    form["options"] = '{"temperature": 0.6}'
+    response = client.post("/admin/chat/modelprofile/add/", form)
+    assert response.status_code == 302
+    saved = ModelProfile.objects.get()
+    assert (saved.thinking_switch, saved.think_tags) == ("both", "close_only")

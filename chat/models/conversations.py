@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import models, transaction
@@ -93,10 +93,6 @@ class Conversation(models.Model):
         self.model_profile = profile
         self.save(update_fields=["title", "model_profile", "updated_at"])
         return Turn(question, answer, profile, history, titled)
-
-    def sampling_overrides(self) -> dict[str, Any]:
-        """The options this conversation sets over its model profile's."""
-        return {} if self.temperature is None else {"temperature": self.temperature}
 
     def history_for_prompt(self) -> list[dict[str, str]]:
         """The messages to send: the system prompt, then every finished user and

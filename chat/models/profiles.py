@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
+
+from chat.models.sampling import (
+    QWEN3_SAMPLING,
+    SAMPLING_OPTIONS,
+    validate_keep_alive,
+    validate_options,
+)
 
 
 class ThinkingMode(models.TextChoices):
@@ -28,6 +35,7 @@ class ThinkingSwitch(models.TextChoices):
     TEMPLATE = "template", "chat_template_kwargs.enable_thinking"
     SOFT = "soft", "/think or /no_think after the question (Qwen3)"
     BOTH = "both", "Both"
+    NONE = "none", "Nothing (the server's own default)"
 
 
 class ThinkTags(models.TextChoices):
@@ -36,14 +44,6 @@ class ThinkTags(models.TextChoices):
     PARSE = "parse", "Split <think>…</think> out of the answer"
     CLOSE_ONLY = "close_only", "Split; the answer may only close the tag"
     OFF = "off", "Leave the answer as it is"
-
-
-# Qwen's recommended sampling per mode (Qwen3 model card, "Best practices").
-QWEN3_SAMPLING: dict[bool, dict[str, Any]] = {
-    True: {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "min_p": 0.0},
-    False: {"temperature": 0.7, "top_p": 0.8, "top_k": 20, "min_p": 0.0},
-}
-SAMPLING_OPTIONS = ("temperature", "top_p", "top_k", "min_p")
 
 
 class ModelProfileQuerySet(models.QuerySet["ModelProfile"]):
@@ -148,20 +148,29 @@ class ModelProfile(models.Model):
             mode = self.default_thinking
         return mode == ThinkingMode.ON
 
-    def request_options(
-        self, think: bool | None = None, overrides: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]:
+    def clean(self) -> None:
+        errors = {}
+        for name, validate in (
+            ("options", validate_options),
+            ("keep_alive", validate_keep_alive),
+        ):
+            try:
+                validate(getattr(self, name))
+            except ValidationError as error:
+                errors[name] = error.error_list
+        if errors:
+            raise ValidationError(errors)
+
+    def request_options(self, think: bool | None = None) -> dict[str, Any]:
         """The options of one request, named as Ollama names them (the OpenAI
-        client renames them): Qwen3's recommended sampling for the mode when the
-        profile sets none, the profile's options, then the conversation's
-        `overrides`; `num_ctx` always, so Ollama never truncates silently."""
+        client renames them): Qwen3's recommended sampling for the `think` mode
+        when the profile sets none, then the profile's options; `num_ctx`
+        always, so Ollama never truncates silently."""
         options: dict[str, Any] = {}
         if self.is_qwen3 and not any(name in self.options for name in SAMPLING_OPTIONS):
             thinking = think if think is not None else "instruct" not in self.tag
             options.update(QWEN3_SAMPLING[bool(thinking)])
         options.update(self.options)
-        if overrides:
-            options.update({k: v for k, v in overrides.items() if v is not None})
         options["num_ctx"] = self.context_length
         return options
 

@@ -13,30 +13,24 @@ from typing import Any
 
 OLLAMA_VERSION = "0.12.6"
 
-
 RUNNER_STOPPED = (
     "model runner has unexpectedly stopped, this may be due to resource "
     "limitations or an internal error, check ollama server logs for details"
 )
 
-
 SERVER_BUSY = "server busy, please try again.  maximum pending requests exceeded"
-
 
 THINK_LEVELS = ("high", "medium", "low", "max")
 
-
 DEFAULT_KEEP_ALIVE_S = 300.0
-
 
 DEFAULT_NUM_CTX = 4096
 
-
 MODIFIED_AT = "2025-10-14T09:30:00.000000000Z"
-
 
 # Ollama's "forever" keep-alive is now + MaxInt64 ns, which lands in 2318.
 FOREVER_S = 9_223_372_036.0
+
 # Where the OpenAI-compatible side puts reasoning: a delta field (llama.cpp,
 # SGLang, older vLLM: reasoning_content; newer vLLM, Ollama /v1: reasoning), or
 # inline in the content in <think> tags, or only closing the tag (the prompt

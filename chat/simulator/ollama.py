@@ -30,7 +30,7 @@ from chat.simulator.faults import (
     take_faults,
 )
 from chat.simulator.script import Script, reply_script
-from chat.simulator.state import STATE, ChatLogEntry, Loaded, SimulatorState
+from chat.simulator.state import STATE, ChatLogEntry, SimulatorState
 from chat.simulator.wire import (
     Timing,
     dumps,
@@ -81,7 +81,6 @@ def _parse_think(value: Any) -> bool | str | None:
 
 
 _DURATION_RE = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|ms|s|m|h)")
-
 
 _DURATION_UNITS = {
     "ns": 1e-9,
@@ -280,7 +279,7 @@ async def _serve_chat(
     entry: ChatLogEntry,
     timing: Timing,
 ) -> web.StreamResponse:
-    await _load(state, chat)
+    await state.load(chat.model, _num_ctx(chat))
     timing.loaded_ns = time.perf_counter_ns()
     try:
         if not chat.messages:
@@ -293,27 +292,7 @@ async def _serve_chat(
             return await _stream(request, plan, faults, entry, timing)
         return await _respond_once(request, plan, faults, entry, timing)
     finally:
-        _touch(state, chat)
-
-
-async def _load(state: SimulatorState, chat: ChatRequest) -> None:
-    """Mark the model loaded, waiting ``load_ms`` if it was cold (or reloads)."""
-    loop = asyncio.get_running_loop()
-    num_ctx = _num_ctx(chat)
-    loaded = state.loaded.get(chat.model.name)
-    cold = (
-        loaded is None
-        or loaded.expires_at <= time.time()
-        or loaded.num_ctx != num_ctx
-        or loaded.model != chat.model
-    )
-    if loaded is None or cold:
-        ready_at = loop.time() + state.config.load_ms / 1000
-        loaded = Loaded(chat.model, num_ctx, ready_at, time.time() + FOREVER_S)
-        state.loaded[chat.model.name] = loaded
-    delay = loaded.ready_at - loop.time()
-    if delay > 0:
-        await asyncio.sleep(delay)
+        state.touch(chat.model, chat.keep_alive_s)
 
 
 def _num_ctx(chat: ChatRequest) -> int:
@@ -321,17 +300,6 @@ def _num_ctx(chat: ChatRequest) -> int:
     if is_number(value) and value > 0:
         return int(value)
     return min(DEFAULT_NUM_CTX, chat.model.context_length)
-
-
-def _touch(state: SimulatorState, chat: ChatRequest) -> None:
-    """Start the keep-alive countdown when a request ends (0 unloads at once)."""
-    loaded = state.loaded.get(chat.model.name)
-    if loaded is None:
-        return
-    if chat.keep_alive_s <= 0:
-        state.loaded.pop(chat.model.name, None)
-    else:
-        loaded.expires_at = time.time() + chat.keep_alive_s
 
 
 def _load_only(chat: ChatRequest, entry: ChatLogEntry) -> web.Response:
@@ -410,9 +378,7 @@ class _Plan:
 
 _THINK_MID = b'","message":{"role":"assistant","content":"","thinking":'
 
-
 _CONTENT_MID = b'","message":{"role":"assistant","content":'
-
 
 _CHUNK_END = b'},"done":false}\n'
 

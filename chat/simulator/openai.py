@@ -25,6 +25,8 @@ from typing import Any
 from aiohttp import web
 
 from chat.simulator.config import (
+    DEFAULT_KEEP_ALIVE_S,
+    DEFAULT_NUM_CTX,
     REASONING_STYLES,
     RUNNER_STOPPED,
     SimModel,
@@ -209,11 +211,17 @@ async def _chat(request: web.Request) -> web.StreamResponse:
         return error_response(faults.status, message)
     plan = plan_answer(state.config, chat)
     entry.thinking = chat.think
-    timing.loaded_ns = timing.start_ns
     try:
-        if chat.stream:
-            return await _stream(request, state, chat, plan, faults, entry, timing)
-        return await _respond_once(state, chat, plan, faults, entry, timing)
+        # The model loads as on the Ollama side (``load_ms`` when cold), with
+        # the server's default context and keep-alive: this API sets neither.
+        await state.load(chat.model, min(DEFAULT_NUM_CTX, chat.model.context_length))
+        timing.loaded_ns = time.perf_counter_ns()
+        try:
+            if chat.stream:
+                return await _stream(request, state, chat, plan, faults, entry, timing)
+            return await _respond_once(state, chat, plan, faults, entry, timing)
+        finally:
+            state.touch(chat.model, DEFAULT_KEEP_ALIVE_S)
     except (ConnectionResetError, asyncio.CancelledError):
         entry.disconnected = True
         entry.end(finished=False)
@@ -314,7 +322,7 @@ def _timings(plan: _Plan, timing: Timing, config: SimulatorConfig) -> dict[str, 
     """llama.cpp's figures, in milliseconds, from this request's clock."""
     now = time.perf_counter_ns()
     tail = 1000 / config.tps if config.tps > 0 else 0.0
-    prompt_ms = ((timing.first_ns or now) - timing.start_ns) / 1e6
+    prompt_ms = ((timing.first_ns or now) - timing.loaded_ns) / 1e6
     predicted_ms = (timing.last_ns - timing.first_ns) / 1e6 + tail
     n = plan.completion_tokens
     return {

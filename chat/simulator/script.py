@@ -27,13 +27,11 @@ _TOPICS = (
     "async I/O",
 )
 
-
 _THINK_OPENERS = (
     "Okay — the user is asking about {topic}.",
     "Hmm — this question is about {topic}.",
     "Alright — let me think about {topic} for a moment.",
 )
-
 
 _THINK_SENTENCES = (
     "Let me think about what they actually need here.",
@@ -50,13 +48,11 @@ _THINK_SENTENCES = (
     "So the plan is: overview, key points, a snippet, then a summary.",
 )
 
-
 _INTRO_OPENERS = (
     "Sure — here's a quick overview of {topic}.",
     "Good question — {topic} is easier than it looks.",
     "Happy to help — let's walk through {topic}.",
 )
-
 
 _PROSE = (
     "The short version: {topic} is mostly about doing less work at the right moment.",
@@ -70,7 +66,6 @@ _PROSE = (
     "The café analogy helps: serve each cup when it's ready, not in batches ☕.",
 )
 
-
 _BULLETS = (
     "**Measure** the latency at each hop before changing anything.",
     "**Stream** results as they are produced instead of batching them.",
@@ -82,9 +77,7 @@ _BULLETS = (
     "Prefer small functions with one job each.",
 )
 
-
 _HEADINGS = ("Details", "A closer look", "Common pitfalls", "Next steps", "Example")
-
 
 _CODE = (
     "```python\nimport asyncio\n\n\nasync def relay(chunks, send):\n"
@@ -96,14 +89,12 @@ _CODE = (
     'def greet(name: str) -> str:\n    return f"Bonjour, {name} 👋"\n```',
 )
 
-
 _CLOSINGS = (
     "Let me know if you'd like a deeper dive into any of these points.",
     "That should cover the common cases; edge cases deserve a test or two.",
     "In short: measure, simplify, and stream. 🙂",
     "If anything is unclear, just ask and I'll expand on it.",
 )
-
 
 _WORD_RE = re.compile(r"\s*\S+|\s+")
 
@@ -186,7 +177,6 @@ _THINK_FILLERS = (
     "That seems right.",
     "Yes, that should work.",
 )
-
 
 _ANSWER_FILLERS = ("Enjoy!", "Happy coding!", "Hope that helps!", "Good luck with it!")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import dataclasses
 import threading
@@ -12,7 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
-from chat.simulator.config import SimModel, SimulatorConfig
+from chat.simulator.config import FOREVER_S, SimModel, SimulatorConfig
 
 
 @dataclass
@@ -69,6 +70,34 @@ class SimulatorState:
     def entries(self) -> list[ChatLogEntry]:
         with self._lock:
             return list(self._log)
+
+    async def load(self, model: SimModel, num_ctx: int) -> None:
+        """Mark `model` loaded, waiting ``load_ms`` if it was cold (or reloads)."""
+        loop = asyncio.get_running_loop()
+        loaded = self.loaded.get(model.name)
+        cold = (
+            loaded is None
+            or loaded.expires_at <= time.time()
+            or loaded.num_ctx != num_ctx
+            or loaded.model != model
+        )
+        if loaded is None or cold:
+            ready_at = loop.time() + self.config.load_ms / 1000
+            loaded = Loaded(model, num_ctx, ready_at, time.time() + FOREVER_S)
+            self.loaded[model.name] = loaded
+        delay = loaded.ready_at - loop.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+    def touch(self, model: SimModel, keep_alive_s: float) -> None:
+        """Start the keep-alive countdown when a request ends (0 unloads at once)."""
+        loaded = self.loaded.get(model.name)
+        if loaded is None:
+            return
+        if keep_alive_s <= 0:
+            self.loaded.pop(model.name, None)
+        else:
+            loaded.expires_at = time.time() + keep_alive_s
 
     def reset(self) -> None:
         """Clear the log and loaded models; restore the initial config in place."""

@@ -95,6 +95,15 @@ def sentence(text: str) -> str:
     return text if text.endswith((".", "!", "?", "…")) else text + "."
 
 
+def cut_short(base_url: str) -> UpstreamError:
+    """The error of a body that ended before the answer's final chunk."""
+    detail = (
+        f"The model server at {base_url} stopped before the answer was "
+        "complete (the connection closed without a final chunk)."
+    )
+    return UpstreamError("stream_cut", detail)
+
+
 def error_for_status(
     status: int, message: str, *, base_url: str, path: str, model: str | None
 ) -> UpstreamError:
@@ -113,7 +122,7 @@ def error_for_status(
     if status == 404:
         detail = (
             f"{server} has no {path} (HTTP 404): {said} "
-            "Check that the address points at an Ollama server."
+            f"Check that the address points at {_kind_of_server(path)}."
         )
         return UpstreamError("upstream_error", detail, status=status)
     if 400 <= status < 500:
@@ -171,6 +180,12 @@ def error_for_transport(
         return UpstreamError("upstream_unreachable", detail)
     detail = f"The connection to the model server at {base_url} broke mid-answer: "
     return UpstreamError("stream_cut", detail + _reason(exc) + ".")
+
+
+def _kind_of_server(path: str) -> str:
+    if path.startswith("/v1/"):
+        return "an OpenAI-compatible server"
+    return "an Ollama server"
 
 
 def _secs(value: float | None) -> str:

@@ -22,13 +22,15 @@ from chat.upstream.events import (
     Finished,
     Stage,
     UpstreamError,
+    cut_short,
     error_for_status,
     error_for_transport,
     error_text,
     sentence,
     server_message,
 )
-from chat.upstream.retry import retry_after, retry_busy
+from chat.upstream.lines import complete_lines
+from chat.upstream.retry import busy_retried, retry_after
 
 logger = logging.getLogger("chat.upstream")
 
@@ -62,20 +64,10 @@ class NDJSONDecoder:
 
         Raises `UpstreamError("malformed")` if a line grows past `max_line`.
         """
-        lines = data.split(b"\n")
-        if len(lines) == 1:
-            self._buffer += data
-            self._check_size()
-            return []
+        lines = complete_lines(self._buffer, data)
         if self._buffer:
-            self._buffer += lines[0]
-            lines[0] = bytes(self._buffer)
-            self._buffer.clear()
-        tail = lines.pop()
-        if tail:
-            self._buffer += tail
             self._check_size()
-        return self._parse(lines)
+        return self._parse(lines) if lines else []
 
     def close(self) -> list[dict[str, Any]]:
         """Return the object of a last line that had no `\\n`, if any."""
@@ -214,7 +206,7 @@ class OllamaClient:
         self.base_url = base_url.rstrip("/")
         self._http = http
 
-    def chat(
+    async def chat(
         self,
         model: str,
         messages: list[dict[str, str]],
@@ -223,26 +215,15 @@ class OllamaClient:
         options: dict[str, Any],
         keep_alive: str | int | None = None,
     ) -> AsyncGenerator[list[Event], None]:
-        """Stream an answer (see `_chat_once`); a busy server (503, 429) is asked
-        again after a pause while nothing was yielded yet (see `retry`)."""
-        return retry_busy(
-            lambda: self._chat_once(model, messages, think, options, keep_alive)
-        )
-
-    async def _chat_once(
-        self,
-        model: str,
-        messages: list[dict[str, str]],
-        think: bool | None,
-        options: dict[str, Any],
-        keep_alive: str | int | None,
-    ) -> AsyncGenerator[list[Event], None]:
         """Stream an answer: yield, per network read, the non-empty list of its events.
 
         The list holding `Finished` is the last. Resuming after it only waits for
         the end of the body (Ollama sends it at once) so that the connection goes
         back to the pool; stopping there, or at any point, closes the request and
         Ollama stops generating. Use `contextlib.aclosing` so that happens at once.
+
+        A busy server (503, 429) is asked again after a pause, before anything
+        was yielded (see `retry`).
 
         A line that is not JSON is skipped with a warning, as one bad line should
         not cost the user a whole answer; but if the body ends and no line at all
@@ -254,11 +235,13 @@ class OllamaClient:
         stage: Stage = "request"
         finished = False
         try:
-            async with self._http.stream(
-                "POST", self.base_url + "/api/chat", json=body, headers=_HEADERS
+            async with busy_retried(
+                self._http,
+                self.base_url + "/api/chat",
+                body,
+                _HEADERS,
+                lambda response: self._status_error(response, "/api/chat", model),
             ) as response:
-                if response.status_code != 200:
-                    raise await self._status_error(response, "/api/chat", model)
                 stage = "waiting"
                 decoder = NDJSONDecoder()
                 async for data in response.aiter_bytes():
@@ -332,11 +315,7 @@ class OllamaClient:
                 "Ollama server."
             )
             return events, UpstreamError("malformed", detail)
-        detail = (
-            f"The model server at {self.base_url} stopped before the answer was "
-            "complete (the connection closed without a final chunk)."
-        )
-        return events, UpstreamError("stream_cut", detail)
+        return events, cut_short(self.base_url)
 
     async def _get_json(
         self,

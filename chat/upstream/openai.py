@@ -29,13 +29,14 @@ from chat.upstream.events import (
     Finished,
     Stage,
     UpstreamError,
+    cut_short,
     error_for_status,
     error_for_transport,
     error_text,
     sentence,
     server_message,
 )
-from chat.upstream.retry import retry_after, retry_busy
+from chat.upstream.retry import busy_retried, retry_after
 from chat.upstream.sse import SSEDecoder
 from chat.upstream.thinktags import ThinkTagSplitter
 
@@ -103,7 +104,7 @@ class OpenAIClient:
         self.thinking = thinking or ThinkingControl()
         self._http = http
 
-    def chat(
+    async def chat(
         self,
         model: str,
         messages: list[dict[str, str]],
@@ -122,41 +123,16 @@ class OpenAIClient:
         Raises `UpstreamError`, also after some events were yielded.
         """
         body = self.request_body(model, messages, think=think, options=options)
-        return retry_busy(lambda: self._stream(body, model, think))
-
-    def request_body(
-        self,
-        model: str,
-        messages: list[dict[str, str]],
-        *,
-        think: bool | None,
-        options: Mapping[str, Any],
-    ) -> dict[str, Any]:
-        control = self.thinking
-        if think is not None and control.soft_switch:
-            messages = soft_switched(messages, think)
-        body: dict[str, Any] = {
-            "model": model,
-            "messages": messages,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            **openai_options(options),
-        }
-        if think is not None and control.template_kwargs:
-            body["chat_template_kwargs"] = {"enable_thinking": think}
-        return body
-
-    async def _stream(
-        self, body: dict[str, Any], model: str, think: bool | None
-    ) -> AsyncGenerator[list[Event], None]:
         stage: Stage = "request"
         reader = StreamReader(self.base_url, self._splitter(think))
         try:
-            async with self._http.stream(
-                "POST", self.base_url + PATH, json=body, headers=_HEADERS
+            async with busy_retried(
+                self._http,
+                self.base_url + PATH,
+                body,
+                _HEADERS,
+                lambda response: self._status_error(response, model, think),
             ) as response:
-                if response.status_code != 200:
-                    raise await self._status_error(response, model, think)
                 stage = "waiting"
                 async for data in response.aiter_bytes():
                     if reader.finished:
@@ -180,6 +156,61 @@ class OpenAIClient:
                     exc, base_url=self.base_url, stage=stage, timeout=timeout
                 ) from exc
 
+    async def models(self) -> list[dict[str, Any]]:
+        """Return the served models (`/v1/models` entries); raises `UpstreamError`."""
+        path = "/v1/models"
+        try:
+            response = await self._http.get(self.base_url + path, headers=_HEADERS)
+        except _HTTP_ERRORS as exc:
+            timeout = self._http.timeout
+            raise error_for_transport(
+                exc, base_url=self.base_url, stage="request", timeout=timeout
+            ) from exc
+        if response.status_code != 200:
+            message = server_message(response.content, response.reason_phrase)
+            raise error_for_status(
+                response.status_code,
+                message,
+                base_url=self.base_url,
+                path=path,
+                model=None,
+            )
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        models = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(models, list):
+            detail = (
+                f"The model server at {self.base_url} answered {path} with something "
+                "other than an OpenAI-compatible model list. Check the address and "
+                "the profile's backend."
+            )
+            raise UpstreamError("malformed", detail)
+        return [entry for entry in models if isinstance(entry, dict)]
+
+    def request_body(
+        self,
+        model: str,
+        messages: list[dict[str, str]],
+        *,
+        think: bool | None,
+        options: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        control = self.thinking
+        if think is not None and control.soft_switch:
+            messages = soft_switched(messages, think)
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            **openai_options(options),
+        }
+        if think is not None and control.template_kwargs:
+            body["chat_template_kwargs"] = {"enable_thinking": think}
+        return body
+
     def _splitter(self, think: bool | None) -> ThinkTagSplitter | None:
         control = self.thinking
         if not control.parse_tags:
@@ -191,13 +222,23 @@ class OpenAIClient:
     ) -> UpstreamError:
         message = server_message(await response.aread(), response.reason_phrase)
         status = response.status_code
-        if status == 400 and think is not None and _about_thinking(message):
+        if (
+            status == 400
+            and think is not None
+            and _about_thinking(message)
+            and "does not support thinking" not in message
+        ):
             # vLLM and llama.cpp word this their own way; Ollama's text is mapped
             # by `error_for_status` itself.
             message = f'"{model}" does not support thinking ({message})'
         error = error_for_status(
             status, message, base_url=self.base_url, path=PATH, model=model
         )
+        if error.code == "thinking_unsupported" and "chat_template_kwargs" in message:
+            error.detail += (
+                " If the server takes no chat_template_kwargs at all, an admin can "
+                'set the model profile\'s thinking switch to "Nothing".'
+            )
         error.retry_after = retry_after(response.headers.get("Retry-After"))
         return error
 
@@ -278,11 +319,7 @@ class StreamReader:
                 "and the profile's backend."
             )
             return events, UpstreamError("malformed", detail)
-        detail = (
-            f"The model server at {self.base_url} stopped before the answer was "
-            "complete (the connection closed without a final chunk)."
-        )
-        return events, UpstreamError("stream_cut", detail)
+        return events, cut_short(self.base_url)
 
     def _event(self, payload: str, events: list[Event]) -> None:
         if payload.strip() == "[DONE]":
@@ -292,6 +329,12 @@ class StreamReader:
             chunk = json.loads(payload)
         except (ValueError, RecursionError):
             chunk = None
+        if chunk is None and "\n" in payload:
+            # A server that leaves out the blank line between events: each
+            # `data:` line is an event of its own.
+            for line in payload.split("\n"):
+                self._event(line, events)
+            return
         if not isinstance(chunk, dict):
             self._skip(payload)
             return

@@ -3,7 +3,7 @@
 A server answers 503 while its queue is full or its model loads, and a proxy
 in front may answer 429; both become `UpstreamError("upstream_busy")`. Such an
 answer comes before the first token, so asking again after a pause costs the
-user nothing but the wait. Once a token was yielded there is no retry: the
+user nothing but the wait. Once the body started there is no retry: the
 answer would start over.
 """
 
@@ -12,12 +12,14 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import time
-from collections.abc import AsyncGenerator, Callable, Sequence
-from contextlib import aclosing
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
 
+import httpx
 from django.conf import settings
 
-from chat.upstream.events import Event, UpstreamError
+from chat.upstream.events import UpstreamError
 
 # Pauses before the second, third and fourth try; `UPSTREAM_BUSY_RETRY_DELAYS`
 # in the settings overrides them.
@@ -31,30 +33,39 @@ def retry_delays() -> Sequence[float]:
     return tuple(getattr(settings, "UPSTREAM_BUSY_RETRY_DELAYS", BUSY_RETRY_DELAYS))
 
 
-async def retry_busy(
-    start: Callable[[], AsyncGenerator[list[Event], None]],
+@asynccontextmanager
+async def busy_retried(
+    http: httpx.AsyncClient,
+    url: str,
+    body: dict[str, Any],
+    headers: Mapping[str, str],
+    status_error: Callable[[httpx.Response], Awaitable[UpstreamError]],
     delays: Sequence[float] | None = None,
-) -> AsyncGenerator[list[Event], None]:
-    """Yield what `start()`'s stream yields; start it again after each delay
-    while it fails with "upstream_busy" before yielding anything.
+) -> AsyncIterator[httpx.Response]:
+    """POST `body` to `url` and give the streamed 200 response (closed on exit).
 
-    The pause is the server's `Retry-After` when it gives a longer one (up to
-    `MAX_RETRY_AFTER`). The last failure is raised as it came.
+    Another status raises `status_error(response)`'s error, except that while
+    it is "upstream_busy" the request is sent again after each delay (or the
+    server's longer `Retry-After`, up to `MAX_RETRY_AFTER`). The retries happen
+    before the body is read, so never once a token was yielded, and the reads
+    of the body pass through nothing of this. httpx's exceptions propagate.
     """
     pauses = list(retry_delays() if delays is None else delays)
     while True:
-        started = False
+        request = http.build_request("POST", url, json=body, headers=headers)
+        response = await http.send(request, stream=True)
         try:
-            async with aclosing(start()) as stream:
-                async for events in stream:
-                    started = True
-                    yield events
-            return
-        except UpstreamError as error:
-            if started or error.code != "upstream_busy" or not pauses:
-                raise
-            pause = max(pauses.pop(0), min(error.retry_after or 0.0, MAX_RETRY_AFTER))
-        await asyncio.sleep(pause)
+            if response.status_code == 200:
+                yield response
+                return
+            error = await status_error(response)
+        finally:
+            await response.aclose()
+        if error.code != "upstream_busy" or not pauses:
+            raise error
+        await asyncio.sleep(
+            max(pauses.pop(0), min(error.retry_after or 0.0, MAX_RETRY_AFTER))
+        )
 
 
 def retry_after(value: str | None) -> float | None:

@@ -11,6 +11,7 @@ are ignored; several `data:` lines of one event are joined with `\\n`.
 from __future__ import annotations
 
 from chat.upstream.events import UpstreamError
+from chat.upstream.lines import complete_lines
 
 # The same bound as for Ollama's lines: beyond this a server is misbehaving.
 MAX_EVENT_BYTES = 64 * 1024 * 1024
@@ -30,18 +31,7 @@ class SSEDecoder:
 
         Raises `UpstreamError("malformed")` if an event grows past `max_event`.
         """
-        lines = data.split(b"\n")
-        if len(lines) == 1:
-            self._buffer += data
-            self._check_size(self._size + len(self._buffer))
-            return []
-        if self._buffer:
-            self._buffer += lines[0]
-            lines[0] = bytes(self._buffer)
-            self._buffer.clear()
-        tail = lines.pop()
-        if tail:
-            self._buffer += tail
+        lines = complete_lines(self._buffer, data)
         events: list[str] = []
         for line in lines:
             self._line(line, events)

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from chat.upstream import Delta, Event, Finished, OpenAIClient, UpstreamError
@@ -215,6 +215,14 @@ FRAMES = {
         [event(chunk("stop", content="a"))],
         [Delta("content", "a"), STOP],
     ),
+    "events without the blank line between them": (
+        [
+            b'data: {"choices":[{"delta":{"content":"a"}}]}\n'
+            b'data: {"choices":[{"delta":{"content":"b"}}]}\n'
+            b"data: [DONE]\n\n"
+        ],
+        [Delta("content", "a"), Delta("content", "b"), Finished(done_reason="")],
+    ),
     "CRLF line ends": (
         [event(chunk(content="a")).replace(b"\n", b"\r\n"), b"data: [DONE]\r\n\r\n"],
         [Delta("content", "a"), Finished(done_reason="")],
@@ -366,6 +374,31 @@ def test_any_split_of_a_stream_gives_the_same_events(pieces, pings, crlf, data):
     for kind in ("thinking", "content"):
         assert text(events, kind) == text(whole, kind)
     assert text(events, "thinking") == "".join(t for f, t in pieces if f != "content")
+
+
+@settings(deadline=None)
+@given(
+    reasoning=st.text(st.sampled_from("ab <>/\n\u00e9"), max_size=15),
+    answer=st.text(st.sampled_from("cd <>/\n\U0001f680"), max_size=15),
+    opened=st.booleans(),
+    data=st.data(),
+)
+def test_inline_tags_split_anywhere_in_events_and_reads(
+    reasoning, answer, opened, data
+):
+    assume("think>" not in reasoning + answer)
+    raw = ("" if opened else "<think>\n") + reasoning + "\n</think>\n\n" + answer
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=10)))
+    pieces = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
+    body = b"".join(event(chunk(content=p)) for p in pieces if p) + DONE
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(body)), max_size=20)))
+    reads = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
+
+    events, error, _ = decode(reads, splitter=ThinkTagSplitter(opened=opened))
+
+    assert error is None
+    assert text(events, "thinking") == reasoning.strip()
+    assert text(events, "content") == answer.lstrip()
 
 
 # --- the request ---------------------------------------------------------------
@@ -602,6 +635,23 @@ async def test_chat_status_errors(make_client, status, content, code, detail):
     assert detail in error.detail
 
 
+async def test_ollama_v1_thinking_refusal_reads_as_the_server_said(make_client):
+    server = answer(400, error_body('"llama3.2" does not support thinking'))
+    _, error = await collect_until_error(make_client(server), think=True)
+    assert error.detail == (
+        f'The model server at {BASE} refused thinking: "llama3.2" does not '
+        "support thinking. Turn thinking off for this chat."
+    )
+
+
+async def test_server_without_template_kwargs_points_at_the_profile(make_client):
+    message = "Unrecognized request argument supplied: chat_template_kwargs"
+    server = answer(400, error_body(message))
+    _, error = await collect_until_error(make_client(server), think=False)
+    assert error.code == "thinking_unsupported"
+    assert error.detail.endswith('thinking switch to "Nothing".')
+
+
 async def test_400_about_thinking_without_thinking_sent_is_a_bad_request(make_client):
     server = answer(400, b'{"error":{"message":"thinking budget must be positive"}}')
     _, error = await collect_until_error(make_client(server), think=None)
@@ -676,3 +726,32 @@ def test_base_url_with_or_without_v1():
     http = httpx.AsyncClient()
     assert OpenAIClient("http://h:1/v1", http=http).base_url == "http://h:1"
     assert OpenAIClient("http://h:1/", http=http).base_url == "http://h:1"
+
+
+async def test_models_lists_the_served_models(make_client):
+    body = b'{"object":"list","data":[{"id":"a","object":"model"},7]}'
+    server = answer(200, body)
+    assert await make_client(server).models() == [{"id": "a", "object": "model"}]
+    assert server.requests[-1].url == BASE + "/v1/models"
+
+
+@pytest.mark.parametrize(
+    ("status", "content", "code", "detail"),
+    [
+        (404, b"404 page not found", "upstream_error", "an OpenAI-compatible server"),
+        (200, b"<html></html>", "malformed", "an OpenAI-compatible model list"),
+        (200, b'{"data": 3}', "malformed", "an OpenAI-compatible model list"),
+        (503, b"Loading model", "upstream_busy", "Loading model."),
+    ],
+)
+async def test_models_errors(make_client, status, content, code, detail):
+    with pytest.raises(UpstreamError) as info:
+        await make_client(answer(status, content)).models()
+    assert info.value.code == code and detail in info.value.detail
+
+
+async def test_models_unreachable(make_client):
+    server = raising(httpx.ConnectError("All connection attempts failed"))
+    with pytest.raises(UpstreamError) as info:
+        await make_client(server).models()
+    assert info.value.code == "upstream_unreachable"

@@ -1,98 +1,89 @@
-"""Busy servers are asked again before the first token, never after it."""
+"""Busy servers are asked again before the body starts, never after it."""
 
 from __future__ import annotations
 
 import email.utils
+import json
 import time
-from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
+import httpx
 import pytest
 
 from chat.upstream import Delta, Event, UpstreamError
 from chat.upstream.pool import aclose_all, ollama_client, openai_client
-from chat.upstream.retry import retry_after, retry_busy
+from chat.upstream.retry import busy_retried, retry_after
+from tests.upstream.test_ollama import Body
 
-BUSY = UpstreamError("upstream_busy", "busy", status=503)
-
-
-class Attempts:
-    """Stream starters that fail or yield as told, one script per attempt."""
-
-    def __init__(self, *scripts: list[Any]) -> None:
-        self.scripts = list(scripts)
-        self.started = 0
-        self.closed = 0
-
-    def start(self) -> AsyncGenerator[list[Event], None]:
-        script = self.scripts[self.started]
-        self.started += 1
-        return self._run(script)
-
-    async def _run(self, script: list[Any]) -> AsyncGenerator[list[Event], None]:
-        try:
-            for step in script:
-                if isinstance(step, Exception):
-                    raise step
-                yield step
-        finally:
-            self.closed += 1
+URL = "http://gpu.test:8000/v1/chat/completions"
 
 
-async def run(attempts: Attempts, delays: tuple[float, ...]) -> list[list[Event]]:
-    async with aclosing(retry_busy(attempts.start, delays)) as stream:
-        return [batch async for batch in stream]
+class Answers:
+    """A server answering each request with the next of `statuses` (200: a
+    streamed body), recording the requests and the bodies closed."""
+
+    def __init__(self, *statuses: int, retry_after: str | None = None) -> None:
+        self.statuses = list(statuses)
+        self.retry_after = retry_after
+        self.requests: list[httpx.Request] = []
+        self.bodies: list[Body] = []
+
+    def handler(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        status = self.statuses[len(self.requests) - 1]
+        body = Body(b"data: [DONE]\n\n")
+        self.bodies.append(body)
+        headers = {"Retry-After": self.retry_after} if self.retry_after else {}
+        return httpx.Response(status, stream=body, headers=headers)
 
 
-A = [Delta("content", "a")]
+async def status_error(response: httpx.Response) -> UpstreamError:
+    from chat.upstream.events import error_for_status
+
+    error = error_for_status(
+        response.status_code, "no", base_url="b", path="/p", model=None
+    )
+    error.retry_after = retry_after(response.headers.get("Retry-After"))
+    return error
 
 
-async def test_busy_before_the_first_token_is_tried_again():
-    attempts = Attempts([BUSY], [BUSY], [A])
-    assert await run(attempts, (0, 0, 0)) == [A]
-    assert attempts.started == 3 and attempts.closed == 3
+async def open_once(answers: Answers, delays: tuple[float, ...]) -> bytes:
+    transport = httpx.MockTransport(answers.handler)
+    async with httpx.AsyncClient(transport=transport) as http:
+        opened = busy_retried(http, URL, {"a": 1}, {}, status_error, delays)
+        async with opened as response:
+            assert response.status_code == 200
+            return b"".join([data async for data in response.aiter_bytes()])
+
+
+@pytest.mark.parametrize("busy", [503, 429])
+async def test_busy_before_the_body_is_tried_again(busy):
+    answers = Answers(busy, busy, 200)
+    assert await open_once(answers, (0, 0, 0)) == b"data: [DONE]\n\n"
+    assert len(answers.requests) == 3
+    assert all(json.loads(r.content) == {"a": 1} for r in answers.requests)
+    assert all(body.closed for body in answers.bodies)
 
 
 async def test_busy_every_time_raises_the_last_error():
-    attempts = Attempts([BUSY], [BUSY], [BUSY])
+    answers = Answers(503, 503, 503)
     with pytest.raises(UpstreamError) as info:
-        await run(attempts, (0, 0))
-    assert info.value is BUSY
-    assert attempts.started == 3
-
-
-async def test_no_retry_after_a_token():
-    attempts = Attempts([A, BUSY], [A])
-    batches: list[list[Event]] = []
-    with pytest.raises(UpstreamError):
-        async with aclosing(retry_busy(attempts.start, (0,))) as stream:
-            async for batch in stream:
-                batches.append(batch)
-    assert batches == [A] and attempts.started == 1
+        await open_once(answers, (0, 0))
+    assert (info.value.code, info.value.status) == ("upstream_busy", 503)
+    assert len(answers.requests) == 3
 
 
 @pytest.mark.parametrize(
-    "error",
-    [
-        UpstreamError("model_not_found", "no", status=404),
-        UpstreamError("upstream_unreachable", "down"),
-        UpstreamError("upstream_error", "500", status=500),
-    ],
+    ("status", "code"),
+    [(404, "upstream_error"), (400, "bad_request"), (500, "upstream_error")],
 )
-async def test_other_errors_are_not_retried(error):
-    attempts = Attempts([error], [A])
+async def test_other_statuses_are_not_retried(status, code):
+    answers = Answers(status, 200)
     with pytest.raises(UpstreamError) as info:
-        await run(attempts, (0,))
-    assert info.value is error and attempts.started == 1
-
-
-async def test_closing_early_closes_the_attempt():
-    attempts = Attempts([A, A])
-    async with aclosing(retry_busy(attempts.start, ())) as stream:
-        async for _ in stream:
-            break
-    assert attempts.closed == 1
+        await open_once(answers, (0,))
+    assert info.value.code == code and len(answers.requests) == 1
+    assert answers.bodies[0].closed
 
 
 async def test_retry_after_is_obeyed(monkeypatch):
@@ -102,13 +93,20 @@ async def test_retry_after_is_obeyed(monkeypatch):
         slept.append(seconds)
 
     monkeypatch.setattr("chat.upstream.retry.asyncio.sleep", sleep)
-    slow = UpstreamError("upstream_busy", "busy", status=429)
-    slow.retry_after = 3.0
-    huge = UpstreamError("upstream_busy", "busy", status=429)
-    huge.retry_after = 3600.0
-    attempts = Attempts([slow], [BUSY], [huge], [A])
-    assert await run(attempts, (0.25, 0.5, 1.0)) == [A]
-    assert slept == [3.0, 0.5, 10.0]
+    await open_once(Answers(429, 429, 200, retry_after="3"), (0.25, 5.0))
+    await open_once(Answers(429, 200, retry_after="3600"), (0.25,))
+    assert slept == [3.0, 5.0, 10.0]
+
+
+async def test_transport_errors_are_left_to_the_client():
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("refused")
+
+    transport = httpx.MockTransport(refuse)
+    async with httpx.AsyncClient(transport=transport) as http:
+        with pytest.raises(httpx.ConnectError):
+            async with busy_retried(http, URL, {}, {}, status_error, (0,)):
+                pass
 
 
 def test_default_pauses_come_from_the_settings(settings):

@@ -1,4 +1,4 @@
-"""The bundled Ollama simulator, over real HTTP on loopback."""
+"""The simulator's Ollama side (`chat/simulator/ollama.py`), over real HTTP."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +17,11 @@ import pytest
 from chat.simulator import (
     RUNNER_STOPPED,
     SERVER_BUSY,
-    SimulatorConfig,
     SimulatorServer,
     reply_script,
     split_tokens,
 )
+from tests.simulator.conftest import wait_for
 
 THINKER = "qwen3-demo:8b"
 PLAIN = "llama-demo:3b"
@@ -37,25 +36,6 @@ METRICS = (
 )
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[SimulatorServer]:
-    config = SimulatorConfig(tps=0, ttft_ms=0, think_tokens=8, answer_tokens=30)
-    with SimulatorServer(config) as sim:
-        yield sim
-
-
-@pytest.fixture
-def sim(server: SimulatorServer) -> SimulatorServer:
-    server.reset()
-    return server
-
-
-@pytest.fixture
-def client(sim: SimulatorServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=sim.url, timeout=10) as http:
-        yield http
-
-
 def chat_lines(client: httpx.Client, **body: Any) -> list[dict[str, Any]]:
     body.setdefault("model", THINKER)
     body.setdefault("messages", HELLO)
@@ -67,15 +47,6 @@ def chat_lines(client: httpx.Client, **body: Any) -> list[dict[str, Any]]:
 
 def text_of(lines: list[dict[str, Any]], field: str) -> str:
     return "".join(line["message"].get(field, "") for line in lines)
-
-
-def wait_for(predicate: Any, timeout: float = 3.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return bool(predicate())
 
 
 # -- the plain endpoints -------------------------------------------------------
@@ -515,7 +486,7 @@ def test_log_is_bounded(sim: SimulatorServer, client: httpx.Client) -> None:
 
 
 def test_management_command_serves_and_stops() -> None:
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "chatsite.settings"}
     command = [sys.executable, "manage.py", "simulate_ollama", "--port", "0"]
     command += ["--tps", "0", "--ttft-ms", "0", "--answer-tokens", "3"]

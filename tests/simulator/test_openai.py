@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,35 +17,16 @@ import pytest
 from chat.simulator import (
     RUNNER_STOPPED,
     SERVER_BUSY,
-    SimulatorConfig,
     SimulatorServer,
     reply_script,
 )
 from chat.simulator.openai import decode_events
+from tests.simulator.conftest import wait_for
 
 THINKER = "qwen3-demo:8b"
 PLAIN = "llama-demo:3b"
 HELLO = [{"role": "user", "content": "Hello there"}]
 PATH = "/v1/chat/completions"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[SimulatorServer]:
-    config = SimulatorConfig(tps=0, ttft_ms=0, think_tokens=8, answer_tokens=30)
-    with SimulatorServer(config) as sim:
-        yield sim
-
-
-@pytest.fixture
-def sim(server: SimulatorServer) -> SimulatorServer:
-    server.reset()
-    return server
-
-
-@pytest.fixture
-def client(sim: SimulatorServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=sim.url, timeout=10) as http:
-        yield http
 
 
 def stream(client: httpx.Client, **body: Any) -> list[Any]:
@@ -362,16 +342,14 @@ def test_client_disconnect_is_recorded(
         for count, _ in enumerate(response.iter_lines(), start=1):
             if count == 6:
                 break
-    deadline = time.monotonic() + 3
-    while not sim.log[-1].disconnected and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert wait_for(lambda: sim.log[-1].disconnected)
     entry = sim.log[-1]
     assert entry.disconnected and not entry.finished
     assert entry.tokens_sent < 100
 
 
 def test_management_command_picks_the_reasoning_style() -> None:
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "chatsite.settings"}
     command = [sys.executable, "manage.py", "simulate_ollama", "--port", "0"]
     command += ["--tps", "0", "--ttft-ms", "0", "--answer-tokens", "3"]
@@ -389,3 +367,18 @@ def test_management_command_picks_the_reasoning_style() -> None:
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0
+
+
+def test_cold_model_loads_once_and_shows_in_ps(
+    sim: SimulatorServer, client: httpx.Client
+) -> None:
+    sim.config.load_ms = 300
+    body = {"model": PLAIN, "messages": HELLO}
+    started = time.monotonic()
+    client.post(PATH, json=body).raise_for_status()
+    assert time.monotonic() - started >= 0.3
+    ready_at = sim.state.loaded[PLAIN].ready_at
+    client.post(PATH, json=body).raise_for_status()
+    assert sim.state.loaded[PLAIN].ready_at == ready_at  # no second load
+    [loaded] = client.get("/api/ps").json()["models"]
+    assert (loaded["name"], loaded["context_length"]) == (PLAIN, 4096)

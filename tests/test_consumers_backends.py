@@ -1,5 +1,6 @@
-"""A conversation on an OpenAI-compatible model profile, end to end: socket,
-runner, `OpenAIClient`, and the simulator's `/v1/chat/completions`."""
+"""Conversations on each backend, end to end: socket, runner, the backend's
+client and the simulator. Mostly an OpenAI-compatible profile (`OpenAIClient`
+and `/v1/chat/completions`); what an Ollama profile adds is at the end."""
 
 from __future__ import annotations
 
@@ -110,14 +111,17 @@ async def test_soft_switch_profile(
     assert question.content == "Why?"
 
 
-async def test_conversation_temperature_and_qwen3_sampling_are_sent(
-    alice, conversation, simulator
+@pytest.mark.parametrize(
+    ("mode", "sampling"), [("on", (0.6, 0.95, 20)), ("off", (0.7, 0.8, 20))]
+)
+async def test_qwen3_sampling_of_the_mode_is_sent(
+    alice, conversation, simulator, mode, sampling
 ):
-    conversation.temperature = 0.3
+    conversation.thinking = mode
     await conversation.asave()
     await converse(alice, conversation)
     body = simulator.log[-1].body
-    assert (body["temperature"], body["top_p"], body["top_k"]) == (0.3, 0.95, 20)
+    assert (body["temperature"], body["top_p"], body["top_k"]) == sampling
     assert "num_ctx" not in body and "options" not in body
 
 
@@ -187,3 +191,28 @@ async def test_failure_mid_answer_keeps_the_partial_text(
     assert answer.status == Message.Status.ERROR
     assert answer.thinking == text_of(frames, "thinking") and answer.thinking
     assert answer.content == text_of(frames, "content") and answer.content
+
+
+@pytest.mark.parametrize(
+    ("keep_alive", "sent"), [("30m", "30m"), ("-1", -1), ("", None)]
+)
+async def test_ollama_profile_sends_keep_alive_num_ctx_and_sampling(
+    alice, conversation, demo_profile, simulator, keep_alive, sent
+):
+    demo_profile.keep_alive = keep_alive
+    demo_profile.options = {"seed": 7, "num_predict": 20}
+    await demo_profile.asave()
+    conversation.model_profile = demo_profile
+    conversation.thinking = "off"
+    await conversation.asave()
+    frames, _ = await converse(alice, conversation)
+
+    body = simulator.log[-1].body
+    assert body.get("keep_alive") == sent
+    assert body["think"] is False
+    qwen3_off = {"temperature": 0.7, "top_p": 0.8, "top_k": 20, "min_p": 0.0}
+    options = {**qwen3_off, "seed": 7, "num_predict": 20, "num_ctx": 8192}
+    assert body["options"] == options
+    assert frames[-1]["status"] == "done"
+    answer = await answer_of(conversation)
+    assert answer.done_reason == "length" and answer.output_tokens == 20
