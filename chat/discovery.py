@@ -17,13 +17,7 @@ import httpx
 from asgiref.sync import async_to_sync
 
 from chat.models import ModelProfile
-from chat.upstream import OllamaClient, UpstreamError, model_facts
-from chat.upstream.events import (
-    error_for_status,
-    error_for_transport,
-    sentence,
-    server_message,
-)
+from chat.upstream import OllamaClient, OpenAIClient, UpstreamError, model_facts
 
 # Discovery runs from the admin: a dead server must not hang the page.
 TIMEOUT = httpx.Timeout(10, connect=2)
@@ -68,42 +62,10 @@ async def fetch_openai_models(base_url: str) -> list[Found]:
     """The models `/v1/models` lists; raises UpstreamError when it cannot be read.
 
     `base_url` may end in `/v1`, as OpenAI clients are often configured."""
-    base_url = base_url.rstrip("/")
-    base_url = base_url.removesuffix("/v1")
-    path = "/v1/models"
-    try:
-        async with httpx.AsyncClient(timeout=TIMEOUT, trust_env=False) as http:
-            response = await http.get(base_url + path)
-    except (httpx.RequestError, httpx.InvalidURL) as exc:
-        raise error_for_transport(
-            exc, base_url=base_url, stage="request", timeout=TIMEOUT
-        ) from exc
-    if response.status_code == 404:
-        detail = (
-            f"The model server at {base_url} has no {path} (HTTP 404). Check that "
-            "the address points at an OpenAI-compatible server."
-        )
-        raise UpstreamError("upstream_error", detail, status=404)
-    if response.status_code != 200:
-        message = server_message(response.content, response.reason_phrase)
-        raise error_for_status(
-            response.status_code, message, base_url=base_url, path=path, model=None
-        )
-    try:
-        data = response.json()
-    except ValueError:
-        data = None
-    entries = data.get("data") if isinstance(data, dict) else None
-    if not isinstance(entries, list):
-        detail = (
-            f"The model server at {base_url} answered {path} with something other "
-            "than a model list."
-        )
-        raise UpstreamError("malformed", sentence(detail))
+    async with httpx.AsyncClient(timeout=TIMEOUT, trust_env=False) as http:
+        entries = await OpenAIClient(base_url, http=http).models()
     return [
-        _openai_model(entry)
-        for entry in entries
-        if isinstance(entry, dict) and isinstance(entry.get("id"), str)
+        _openai_model(entry) for entry in entries if isinstance(entry.get("id"), str)
     ]
 
 
