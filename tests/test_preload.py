@@ -5,6 +5,8 @@ from channels.testing import WebsocketCommunicator
 
 from chat import frames
 from chat.models import Message, ModelProfile
+from chat.preload import model_listed
+from chat.upstream import ollama_client
 from tests.test_consumers import answer_of, connect, frames_until, send
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -159,3 +161,17 @@ async def test_preload_of_a_deleted_conversation_is_ignored(alice, conversation)
     await preload(communicator)
     await communicator.receive_nothing(timeout=0.3)
     await communicator.disconnect()
+
+
+async def test_model_listed_reads_ollamas_running_models(simulator, demo_profile):
+    assert await model_listed(demo_profile) is False  # cold: nothing loaded yet
+    simulator.config.load_ms = 0
+    await ollama_client(simulator.url).load(demo_profile.tag)
+    assert await model_listed(demo_profile) is True
+
+
+async def test_model_listed_is_unknown_when_ps_cannot_tell(demo_profile):
+    demo_profile.base_url = "http://127.0.0.1:9"
+    assert await model_listed(demo_profile) is None
+    demo_profile.backend = ModelProfile.Backend.OPENAI
+    assert await model_listed(demo_profile) is None
