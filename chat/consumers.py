@@ -17,7 +17,8 @@ from django.db import transaction
 
 from chat import admission, frames
 from chat.fanout import RemoteView, conversation_group
-from chat.models import Conversation, Message, Retry, Turn
+from chat.models import Conversation, Message, ModelProfile, Retry, Turn
+from chat.preload import preloader
 from chat.runner import runner
 
 logger = logging.getLogger(__name__)
@@ -86,6 +87,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.start_answer(
                 "", "", retry=lambda c: c.begin_edit(message_id, content)
             )
+        elif frame["type"] == "preload":
+            profile = await database_sync_to_async(_next_model)(self.conversation_id)
+            if profile is not None:
+                await preloader.request(profile, self.conversation_id, runner.broadcast)
 
     async def send_frame(self, frame: dict[str, Any]) -> None:
         await self.send(text_data=json.dumps(frame, ensure_ascii=False))
@@ -202,6 +207,19 @@ class ChatConsumer(AsyncWebsocketConsumer):
             new = view.take(kind, start, text)
             if new:
                 await self.send_frame(frames.delta(kind, message_id, new))
+
+
+def _next_model(conversation_id: int) -> ModelProfile | None:
+    """The model the conversation's next answer would use, if it has one."""
+    conversation = (
+        Conversation.objects.select_related("model_profile")
+        .filter(pk=conversation_id)
+        .first()
+    )
+    try:
+        return conversation.model_for_next_answer() if conversation else None
+    except Conversation.NoModel:
+        return None
 
 
 def _begin_turn(conversation_id: int, content: str, client_id: str) -> Turn:

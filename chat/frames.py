@@ -6,6 +6,8 @@ Client -> server:
   {"type": "resume", "message_id": N, "offset": K, "thinking_offset": T}
   {"type": "regenerate"}                       ask the last question again
   {"type": "edit", "message_id": N, "content": "..."}   change the last question
+  {"type": "preload"}          the user opened the conversation or started typing:
+                               load its model now (at most once a minute per model)
 Server -> client:
   {"type": "message", "message": {...}}       a stored message (echo or final answer)
   {"type": "start", "message_id": N, "model": "...", "thinking": bool | null}
@@ -17,6 +19,10 @@ Server -> client:
                                                 an edit (their new turn follows)
   {"type": "queued", "message_id": N, "position": P}  after `start`, while the answer
       waits for a model slot (P = 1 is next); sent again when P changes
+  {"type": "model", "state": "loading" | "ready" | "error", "model": "...",
+   "load_ms": float | null, "detail": "..."}   the model server is loading the
+      conversation's model (after a preload, or while an answer waits for its first
+      token); "ready" carries our clock's load time, "error" why a preload failed
 
 Offsets count Unicode code points of the answer (or thinking) text the client has.
 """
@@ -68,7 +74,13 @@ class EditFrame(TypedDict):
     content: str
 
 
-ClientFrame = SendFrame | StopFrame | ResumeFrame | RegenerateFrame | EditFrame
+class PreloadFrame(TypedDict):
+    type: Literal["preload"]
+
+
+ClientFrame = (
+    SendFrame | StopFrame | ResumeFrame | RegenerateFrame | EditFrame | PreloadFrame
+)
 
 
 def max_frame_chars() -> int:
@@ -95,6 +107,8 @@ def parse(text: str | None) -> ClientFrame:
         return _parse_send(data)
     if kind == "stop":
         return StopFrame(type="stop")
+    if kind == "preload":
+        return PreloadFrame(type="preload")
     if kind == "resume":
         return ResumeFrame(
             type="resume",
@@ -183,6 +197,21 @@ def done(message: Message) -> dict[str, Any]:
 
 def error(message_id: int | None, code: str, detail: str) -> dict[str, Any]:
     return {"type": "error", "message_id": message_id, "code": code, "detail": detail}
+
+
+def model_state(
+    state: Literal["loading", "ready", "error"],
+    model: str,
+    *,
+    load_ms: float | None = None,
+    detail: str = "",
+) -> dict[str, Any]:
+    frame: dict[str, Any] = {"type": "model", "state": state, "model": model}
+    if state == "ready":
+        frame["load_ms"] = load_ms
+    if detail:
+        frame["detail"] = detail
+    return frame
 
 
 def conversation(conversation: Conversation) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from channels.layers import BaseChannelLayer, get_channel_layer
 from django.db import DatabaseError, connections, router, transaction
 from django.utils import timezone
 
-from chat import admission, fanout, frames, rendering
+from chat import admission, fanout, first_token, frames, rendering
 from chat.metrics import observe_answer
 from chat.models import Message, ModelProfile
 from chat.upstream import Delta, Event, Finished, UpstreamError, client_for
@@ -77,6 +77,10 @@ class Generation:
     # The request's options (the conversation's on top of the profile's).
     options: dict[str, Any] | None = None
     queue_position: int | None = None  # while waiting for a slot (chat.admission)
+    # Set by the first-token watch (`chat.first_token`): our clock's load time,
+    # and the fault it stopped the generation for.
+    load_ms: float | None = None
+    failure: UpstreamError | None = None
 
     @property
     def message_id(self) -> int:
@@ -144,6 +148,8 @@ class Generation:
                 eval_ms=self.finished.eval_ms,
                 load_ms=self.finished.load_ms,
             )
+        if values.get("load_ms") is None and self.load_ms is not None:
+            values["load_ms"] = self.load_ms
         return values
 
 
@@ -479,6 +485,8 @@ class Runner:
                     "interrupted",
                     "The server shut down while this answer was being written.",
                 )
+            elif generation.failure is not None:
+                status, error = Message.Status.ERROR, generation.failure
         except UpstreamError as exc:
             status, error = Message.Status.ERROR, exc
             logger.warning(
@@ -519,6 +527,7 @@ class Runner:
     ) -> None:
         client = client_for(profile)
         generation.upstream_at = time.perf_counter()
+        watch = first_token.watch(generation, profile, self.broadcast)
         stream = client.chat(
             profile.tag,
             history,
@@ -541,6 +550,7 @@ class Runner:
                     if generation.finished is not None:
                         break
         finally:
+            watch.cancel()
             if publisher is not None:
                 pump.cancel()
         if generation.finished is None:

@@ -60,9 +60,11 @@ async def _stop_runner() -> Any:
     layer, and the runner's tasks are stopped while their loop still runs."""
     from channels.layers import channel_layers
 
+    from chat.preload import preloader
     from chat.runner import runner
 
     channel_layers.backends.clear()
+    preloader.reset()  # preloads are asked at most once a minute per profile
     yield
     await runner.shutdown()
 

@@ -169,6 +169,7 @@ def test_admin_form_names_a_bad_option_and_saves_nothing(client, admin_user):
         "keep_alive": "",
         "thinking_switch": "both",
         "think_tags": "close_only",
+        "first_token_timeout": 300,
     }
     response = client.post("/admin/chat/modelprofile/add/", form)
     assert response.status_code == 200

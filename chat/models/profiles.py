@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
@@ -61,6 +62,10 @@ class ModelProfileQuerySet(models.QuerySet["ModelProfile"]):
     def default(self) -> ModelProfile | None:
         """The model for a conversation that has none: a real model before the demo."""
         return self.filter(enabled=True).order_by("is_demo", "pk").first()
+
+
+def default_first_token_timeout() -> int:
+    return int(settings.UPSTREAM_FIRST_TOKEN_TIMEOUT)
 
 
 class ModelProfile(models.Model):
@@ -125,6 +130,15 @@ class ModelProfile(models.Model):
         default=ThinkTags.PARSE,
         help_text="OpenAI-compatible servers: reasoning inline in the answer. "
         "Qwen3-Thinking-2507 and DeepSeek-R1 only close the tag.",
+    )
+    # Read from the model server by discovery (see chat.discovery).
+    family = models.CharField(max_length=100, blank=True)
+    parameter_size = models.CharField(max_length=40, blank=True)
+    quantization = models.CharField(max_length=40, blank=True)
+    first_token_timeout = models.PositiveIntegerField(
+        default=default_first_token_timeout,
+        help_text="Seconds to wait for the first token before giving up; a model "
+        "still loading gets its load time on top.",
     )
 
     objects = ModelProfileQuerySet.as_manager()

@@ -219,8 +219,13 @@ def _show_body(model: SimModel) -> dict[str, Any]:
 
 async def _ps(request: web.Request) -> web.Response:
     state = request.app[STATE]
-    now = time.time()
-    loaded = [item for item in list(state.loaded.values()) if item.expires_at > now]
+    now, ready = time.time(), asyncio.get_running_loop().time()
+    # A model still loading (load_ms) is not listed until it is ready.
+    loaded = [
+        item
+        for item in list(state.loaded.values())
+        if item.expires_at > now and item.ready_at <= ready
+    ]
     models = [
         {
             "name": item.model.name,

@@ -17,6 +17,7 @@ const stopButton = document.getElementById("stop-button");
 const connection = document.getElementById("connection");
 const alertBox = document.getElementById("alert");
 const announcer = document.getElementById("announcer");
+const modelState = document.getElementById("model-state");
 const template = document.getElementById("answer-template");
 // Shared and team pages: no composer; a live shared link's socket only listens.
 const readOnly = chat.dataset.readOnly === "1";
@@ -127,7 +128,10 @@ class LiveAnswer {
 
   add(kind, text, now) {
     this.deltas++;
-    if (this.firstDeltaAt === null) this.firstDeltaAt = now;
+    if (this.firstDeltaAt === null) {
+      this.firstDeltaAt = now;
+      showModelState("ready"); // text is coming: the model is loaded
+    }
     if (kind === "thinking") {
       if (this.thinkingStart === null && this.fresh) this.thinkingStart = now;
       this.pendingThinking += text;
@@ -485,6 +489,10 @@ const handlers = {
       setBusy(false);
     }
   },
+  model(frame) {
+    showModelState(frame.state);
+    if (frame.state === "error") showAlert(frame.detail);
+  },
   error(frame) {
     showAlert(frame.detail);
     if (frame.message_id === null) {
@@ -528,6 +536,7 @@ function connect() {
     retry = 0;
     setConnection("live", "Connected");
     resumeStreaming();
+    preloadModel("opened");
   });
   socket.addEventListener("message", (event) => {
     const frame = JSON.parse(event.data);
@@ -554,6 +563,29 @@ function scheduleReconnect() {
 
 function reconnectNow() {
   if (retryTimer !== null) connect();
+}
+
+// ---------------------------------------------------------------- the model loading
+
+// Opening the conversation and starting to type each ask the server, once per
+// page view, to load the model now, so the answer does not wait for the load.
+const preloadAsked = new Set();
+
+function preloadModel(reason) {
+  if (preloadAsked.has(reason) || socket?.readyState !== WebSocket.OPEN) return;
+  preloadAsked.add(reason);
+  socket.send(JSON.stringify({ type: "preload" }));
+}
+
+// "Loading model…" in the header (a role="status" region, so it is read out too),
+// and in an answer still waiting for its first token.
+function showModelState(state) {
+  const loading = state === "loading";
+  if (!loading && modelState.hidden) return; // the usual case: an answer's first text
+  modelState.hidden = !loading;
+  for (const answer of live.values()) {
+    if (answer.firstDeltaAt === null && answer.figures) answer.figures.textContent = loading ? "Loading model…" : "";
+  }
 }
 
 // ---------------------------------------------------------------- composer
@@ -591,6 +623,7 @@ function growWithText() {
 
 function wireComposer() {
   growWithText();
+  input.addEventListener("input", () => preloadModel("typed"), { passive: true });
   composer.addEventListener("submit", (event) => {
     event.preventDefault();
     send();

@@ -1,0 +1,134 @@
+"""The first-token limit: a watch beside each generation until its first token.
+
+An answer that gets no first token within its profile's `first_token_timeout`
+fails with `upstream_timeout` (the question stays stored). A model that is still
+loading is not a fault: the watch tells the conversation "loading model", waits
+for the load (up to `LOAD_LIMIT`), records how long it took, and only then starts
+the limit. A load is known from a preload still running (`chat.preload`), or from
+Ollama's `/api/ps` not listing the model when the answer starts, and is over when
+the preload ends or `/api/ps` lists the model.
+
+The watch is a task of its own that sleeps until the next deadline: nothing of it
+runs on the relay's per-token path, and it ends with the first token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING
+
+from chat import frames
+from chat.preload import Tell, model_listed, preloader
+from chat.upstream import UpstreamError
+
+if TYPE_CHECKING:
+    from chat.models import ModelProfile
+    from chat.runner import Generation
+
+# Large models from a slow disk take minutes; longer than this is a fault. (The
+# pooled client's read timeout, UPSTREAM_FIRST_TOKEN_TIMEOUT, also bounds a load
+# during which Ollama sends nothing: raise it with this for very slow loads.)
+LOAD_LIMIT = 600.0
+# How often /api/ps is asked whether a load started by the answer is over.
+LOAD_POLL = 0.25
+
+
+def watch(
+    generation: Generation, profile: ModelProfile, tell: Tell
+) -> asyncio.Task[None]:
+    """Start watching `generation`, run by the current task; cancel the watch when
+    the relay ends."""
+    relay = asyncio.current_task()
+    assert relay is not None
+    return asyncio.create_task(
+        _watch(generation, profile, relay, tell),
+        name=f"first-token-{generation.message_id}",
+    )
+
+
+def _waiting(generation: Generation) -> bool:
+    return generation.first_token_at is None and generation.finished is None
+
+
+async def _watch(
+    generation: Generation,
+    profile: ModelProfile,
+    relay: asyncio.Task[None],
+    tell: Tell,
+) -> None:
+    started = generation.upstream_at or time.perf_counter()
+    load = preloader.running(profile)
+    if load is not None and load.cold is False:
+        load = None  # a preload of a model already loaded: nothing to wait for
+    if load is None and await model_listed(profile) is not False:
+        await _limit(generation, profile, relay, started)
+        return
+    if not _waiting(generation):
+        return
+    conversation_id = generation.conversation_id
+    await tell(conversation_id, frames.model_state("loading", profile.tag))
+    if not await _load_ended(generation, profile, started):
+        if _waiting(generation):
+            detail = (
+                f"The model {profile.tag} did not finish loading within "
+                f"{LOAD_LIMIT:g} s. Your question is kept: try again later, or ask "
+                "an admin to check the model server."
+            )
+            _fail(generation, relay, detail)
+        return
+    if not _waiting(generation):
+        # The answer began before we saw the load end: the text itself says
+        # the model is ready, and only the server knows how long it loaded.
+        return
+    loaded = time.perf_counter()
+    generation.load_ms = round((loaded - started) * 1000, 3)
+    ready = frames.model_state("ready", profile.tag, load_ms=generation.load_ms)
+    await tell(conversation_id, ready)
+    await _limit(generation, profile, relay, loaded)
+
+
+async def _load_ended(
+    generation: Generation, profile: ModelProfile, started: float
+) -> bool:
+    """Wait until the model is loaded (or the first token came); False when the
+    load took longer than LOAD_LIMIT."""
+    deadline = started + LOAD_LIMIT
+    while _waiting(generation):
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            return False
+        load = preloader.running(profile)
+        if load is not None:
+            assert load.task is not None
+            await asyncio.wait([load.task], timeout=min(remaining, LOAD_LIMIT))
+            continue
+        if await model_listed(profile) is not False:
+            return True
+        await asyncio.sleep(min(LOAD_POLL, remaining))
+    return True
+
+
+async def _limit(
+    generation: Generation,
+    profile: ModelProfile,
+    relay: asyncio.Task[None],
+    since: float,
+) -> None:
+    deadline = since + profile.first_token_timeout
+    while _waiting(generation):
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            detail = (
+                f"The model {profile.tag} sent no first token within "
+                f"{profile.first_token_timeout} s. Your question is kept: try "
+                "again, or ask an admin to raise the model's first-token limit."
+            )
+            _fail(generation, relay, detail)
+            return
+        await asyncio.sleep(remaining)
+
+
+def _fail(generation: Generation, relay: asyncio.Task[None], detail: str) -> None:
+    generation.failure = UpstreamError("upstream_timeout", detail)
+    relay.cancel()

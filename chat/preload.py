@@ -1,0 +1,150 @@
+"""Loading a model before the question comes, and knowing when one is loading.
+
+When a user opens a conversation or starts typing, the browser sends
+`{"type": "preload"}`. For an Ollama profile the `Preloader` asks the server to
+load the model (a chat with no messages, with the same options as a real chat so
+the answer does not load it again), at most once per profile every
+`PRELOAD_EVERY` seconds per process, and tells the conversation's sockets
+`model` frames: "loading" (only when `/api/ps` does not list the model), then
+"ready" with the load time, or "error" with why. OpenAI-compatible servers load
+their model at start: nothing to do.
+
+`model_listed` and `Preloader.running` tell the first-token watch
+(`chat.first_token`) whether an answer is waiting for a model to load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from chat import frames
+from chat.models import ModelProfile
+from chat.upstream import UpstreamError, http_client_for, ollama_client
+
+logger = logging.getLogger(__name__)
+
+PRELOAD_EVERY = 60.0
+# /api/ps answers from memory: a slow answer means a busy or distant server.
+PS_TIMEOUT = 2.0
+
+# Sends a frame to every socket of a conversation (`Runner.broadcast`).
+Tell = Callable[[int, dict[str, Any]], Awaitable[None]]
+
+
+async def model_listed(profile: ModelProfile) -> bool | None:
+    """Whether Ollama's `/api/ps` lists the profile's model as loaded; None when
+    that cannot be known (not Ollama, or the server did not say)."""
+    if profile.backend != ModelProfile.Backend.OLLAMA:
+        return None
+    base_url = profile.base_url.rstrip("/")
+    try:
+        response = await http_client_for(base_url).get(
+            base_url + "/api/ps", timeout=PS_TIMEOUT
+        )
+        models = response.json().get("models") if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    if not isinstance(models, list):
+        return None
+    names = {m.get("name") for m in models if isinstance(m, dict)}
+    return profile.tag in names
+
+
+@dataclass(eq=False)
+class Load:
+    """One running preload of one profile's model."""
+
+    model: str
+    conversations: set[int]
+    started: float = field(default_factory=time.perf_counter)
+    task: asyncio.Task[None] | None = None
+    cold: bool | None = None  # None until /api/ps said whether it was loaded
+    load_ms: float | None = None
+
+    def done(self) -> bool:
+        return self.task is None or self.task.done()
+
+
+class Preloader:
+    def __init__(self) -> None:
+        self._loads: dict[int, Load] = {}
+        self._recent: dict[int, float] = {}  # profile id -> when last preloaded
+
+    def running(self, profile: ModelProfile) -> Load | None:
+        """The preload of `profile`'s model still under way in this loop, if any."""
+        load = self._loads.get(profile.pk)
+        if load is None or load.task is None:
+            return None
+        # Tests run several event loops: another loop's task never finishes here.
+        if load.task.done() or load.task.get_loop() is not asyncio.get_running_loop():
+            return None
+        return load
+
+    def reset(self) -> None:
+        """Forget every preload (tests)."""
+        self._loads.clear()
+        self._recent.clear()
+
+    async def request(
+        self, profile: ModelProfile, conversation_id: int, tell: Tell
+    ) -> Load | None:
+        """Start loading `profile`'s model unless it was asked for lately; return
+        the load that `conversation_id` now hears about, if any."""
+        load = self.running(profile)
+        if load is not None:
+            load.conversations.add(conversation_id)
+            await tell(conversation_id, frames.model_state("loading", profile.tag))
+            return load
+        if profile.backend != ModelProfile.Backend.OLLAMA:
+            return None
+        now = time.monotonic()
+        last = self._recent.get(profile.pk)
+        if last is not None and now - last < PRELOAD_EVERY:
+            return None
+        self._recent[profile.pk] = now
+        load = Load(profile.tag, {conversation_id})
+        self._loads[profile.pk] = load
+        load.task = asyncio.create_task(
+            self._load(profile, load, tell), name=f"preload-{profile.pk}"
+        )
+        return load
+
+    async def _load(self, profile: ModelProfile, load: Load, tell: Tell) -> None:
+        async def tell_all(frame: dict[str, Any]) -> None:
+            for conversation_id in list(load.conversations):
+                await tell(conversation_id, frame)
+
+        try:
+            # Not listed: loading. Unknown (no answer): the load will tell.
+            load.cold = await model_listed(profile) is False
+            if load.cold:
+                await tell_all(frames.model_state("loading", profile.tag))
+            started = time.perf_counter()
+            await ollama_client(profile.base_url).load(
+                profile.tag,
+                profile.keep_alive_value,
+                options=profile.request_options(),
+            )
+            load.load_ms = round((time.perf_counter() - started) * 1000, 3)
+            final = frames.model_state("ready", profile.tag, load_ms=load.load_ms)
+        except UpstreamError as exc:
+            # Asked again on the next preload, not in a minute.
+            self._recent.pop(profile.pk, None)
+            logger.warning("preload of %s failed: %s", profile.tag, exc.detail)
+            detail = f"The model could not be loaded: {exc.detail}"
+            final = frames.model_state("error", profile.tag, detail=detail)
+        finally:
+            # Over before it is told: a preload asked from now on starts anew.
+            if self._loads.get(profile.pk) is load:
+                del self._loads[profile.pk]
+        await tell_all(final)
+
+
+preloader = Preloader()
