@@ -130,6 +130,7 @@ def test_a_profile_saved_in_the_admin_keeps_its_defaults(admin_client, profiles)
             "keep_alive": "",
             "thinking_switch": "template",
             "think_tags": "parse",
+            "first_token_timeout": "300",
             "supports_thinking": "on",
             "context_length": "16384",
             "default_thinking": "off",
