@@ -143,7 +143,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if resumed:
             return
         # Not running here (any more): the stored message is the whole truth.
-        message = await Message.objects.filter(
+        message = await Message.shown.filter(
             pk=frame["message_id"], conversation_id=self.conversation_id
         ).afirst()
         if message is None:

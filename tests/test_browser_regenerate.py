@@ -62,7 +62,8 @@ def test_regenerate_replaces_the_answer_on_screen_in_both_tabs(
         {"role": "assistant", "content": "The old answer."},
         {"role": "user", "content": "second question"},
     ]
-    assert Message.objects.count() == 4
+    assert Message.shown.count() == 4
+    assert Message.objects.filter(replaced=True).count() == 2  # kept, not shown
 
 
 def test_edit_and_resend_the_last_question_by_keyboard(
@@ -109,7 +110,7 @@ def test_edit_and_resend_the_last_question_by_keyboard(
         "role": "user",
         "content": "second question",
     }
-    assert list(Message.objects.values_list("role", flat=True)) == [
+    assert list(Message.shown.values_list("role", flat=True)) == [
         "user",
         "assistant",
         "user",

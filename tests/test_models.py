@@ -143,7 +143,10 @@ def test_regenerate_replaces_the_last_answer_and_does_not_send_it(answered):
         answered.begin_regenerate()
     )
     assert removed == [last_question.pk, last_answer.pk]
-    assert not Message.objects.filter(pk__in=removed).exists()
+    # Kept, not shown: a retry that fails loses nothing.
+    assert not Message.shown.filter(pk__in=removed).exists()
+    kept = Message.objects.filter(pk__in=removed, replaced=True).order_by("pk")
+    assert [m.content for m in kept] == ["two", "second"]
     assert question.content == "two" and question.client_id == "c"
     assert answer.status == Message.Status.STREAMING and answer.pk > question.pk
     assert history == [

@@ -213,9 +213,9 @@ class Conversation(models.Model):
 
     @transaction.atomic
     def begin_regenerate(self) -> Retry:
-        """Ask the last question again: its answer is deleted (not kept as an
-        earlier version) and a new turn begins, so the replaced answer is not in
-        the history sent to the model."""
+        """Ask the last question again: its answer is replaced (kept, marked
+        `replaced`, no longer shown) and a new turn begins, so the replaced answer
+        is not in the history sent to the model."""
         question = self._last_question_for_retry()
         if question is None:
             raise Conversation.NothingToRegenerate(
@@ -241,10 +241,11 @@ class Conversation(models.Model):
 
     def _retry(self, question: Message, content: str) -> Retry:
         """The question and everything after it make way for a new turn (the
-        question is stored again, as the newest message, with `content`)."""
+        question is stored again, as the newest message, with `content`). They
+        are kept, marked replaced: if the new answer fails, nothing is lost."""
         replaced = self.messages.filter(pk__gte=question.pk)
         removed = sorted(replaced.values_list("pk", flat=True))
-        replaced.delete()
+        replaced.update(replaced=True)
         return Retry(self.begin_turn(content, question.client_id), removed)
 
     def history_for_prompt(self) -> list[dict[str, str]]:

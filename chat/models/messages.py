@@ -30,6 +30,15 @@ class MessageQuerySet(models.QuerySet["Message"]):
         return list(self.filter(pk__in=ids, status=Message.Status.INTERRUPTED))
 
 
+class ShownMessages(models.Manager["Message"]):
+    """The default manager, so `conversation.messages` too: the messages a
+    regenerate or an edit replaced are kept (nothing is lost, and the throughput
+    figures still count them) but left out of the conversation."""
+
+    def get_queryset(self) -> models.QuerySet[Message]:
+        return super().get_queryset().filter(replaced=False)
+
+
 class Message(models.Model):
     class Role(models.TextChoices):
         USER = "user"
@@ -77,7 +86,11 @@ class Message(models.Model):
     context_tokens = models.PositiveIntegerField(null=True)
     prompt_chars = models.PositiveIntegerField(null=True)  # calibrates the estimate
 
-    objects = MessageQuerySet.as_manager()
+    # Replaced by a regenerate or an edit: kept, not shown, never sent.
+    replaced = models.BooleanField(default=False)
+
+    shown = ShownMessages()  # first: the default manager
+    objects = MessageQuerySet.as_manager()  # every row
 
     class Meta:
         ordering = ["pk"]
