@@ -3,6 +3,10 @@ from __future__ import annotations
 from django.contrib import admin
 
 from chat.models import Conversation, Message, ModelProfile
+from chat.signin import ThrottledAdminAuthenticationForm
+
+# The admin's own sign-in page is throttled like the site's.
+admin.site.login_form = ThrottledAdminAuthenticationForm
 
 
 @admin.register(ModelProfile)

@@ -13,6 +13,15 @@ Server -> client:
   {"type": "conversation", "id": N, "title": "..."}   the conversation was renamed
 
 Offsets count Unicode code points of the answer (or thinking) text the client has.
+
+Limits: a frame longer than MESSAGE_MAX_CHARS + 4096 characters is refused
+(`frame_too_large`), a message longer than MESSAGE_MAX_CHARS too
+(`message_too_long`). Each socket may send WS_FRAME_RATE frames a second on
+average, in bursts of WS_FRAME_BURST (`chat.ratelimit`): frames over that are
+dropped, the first of a run answered with a `rate_limited` error; after about
+WS_FLOOD_CLOSE_AFTER dropped in quick succession the socket is closed with
+code 4429.
+Other close codes: 4401 signed out, 4403 not your conversation.
 """
 
 from __future__ import annotations
