@@ -113,6 +113,9 @@ def _parse_send(data: dict[str, Any]) -> SendFrame:
         raise FrameError(
             "bad_frame", "client_id must be a string of 64 characters at most."
         )
+    if "\x00" in content or "\x00" in client_id:
+        # PostgreSQL cannot store NUL characters in text.
+        raise FrameError("bad_frame", "The message contains a NUL character.")
     return SendFrame(type="send", content=content, client_id=client_id)
 
 

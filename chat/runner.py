@@ -335,6 +335,9 @@ class Runner:
         generation = self._generations.get(conversation_id)
         if generation is None or generation.task is None or generation.task.done():
             return False
+        if generation.task.cancelling():
+            # Already stopping: another cancel would cut short its final save.
+            return True
         generation.task.cancel()
         return True
 
