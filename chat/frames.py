@@ -64,6 +64,9 @@ class ResumeFrame(TypedDict):
 ClientFrame = SendFrame | StopFrame | ResumeFrame
 
 
+MAX_INT = 2**63 - 1
+
+
 def max_frame_chars() -> int:
     # Room for the JSON around a message of the largest accepted size.
     return settings.MESSAGE_MAX_CHARS + 4096
@@ -125,6 +128,8 @@ def _non_negative_int(
     value = data.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise FrameError("bad_frame", f"{key} must be a non-negative integer.")
+    if value > MAX_INT:  # larger than any id or offset, and than SQLite's integers
+        raise FrameError("bad_frame", f"{key} is too large.")
     return value
 
 

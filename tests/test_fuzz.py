@@ -386,3 +386,15 @@ async def test_a_nul_character_is_refused_not_a_crash(alice, conversation):
         assert error["code"] == "bad_frame" and "NUL" in error["detail"]
     await communicator.disconnect()
     assert await conversation.messages.acount() == 0
+
+
+@pytest.mark.parametrize("key", ["message_id", "offset", "thinking_offset"])
+def test_numbers_past_the_databases_integers_are_refused(key):
+    from chat.frames import FrameError, parse
+
+    resume = {"type": "resume", "message_id": 1, "offset": 0, key: 2**63}
+    with pytest.raises(FrameError) as refused:
+        parse(json.dumps(resume))
+    assert refused.value.code == "bad_frame" and key in refused.value.detail
+    resume[key] = 2**63 - 1
+    assert parse(json.dumps(resume))[key] == 2**63 - 1
