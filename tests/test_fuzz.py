@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from chat.models import Conversation, Message
 from chat.runner import runner
 from chatsite.asgi import application
+from tests.test_consumers import connect, frames_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -336,22 +337,6 @@ def test_the_fuzzer_knows_every_documented_error_code():
 
 
 # ---------------------------------------------------------------- found by the fuzzer
-
-
-async def connect(user, conversation) -> WebsocketCommunicator:
-    communicator = WebsocketCommunicator(
-        application, f"/ws/conversations/{conversation.pk}/", headers=[ORIGIN]
-    )
-    communicator.scope["user"] = user
-    assert (await communicator.connect())[0]
-    return communicator
-
-
-async def frames_until(communicator, kind: str) -> list[dict[str, Any]]:
-    seen = []
-    while not seen or seen[-1]["type"] != kind:
-        seen.append(await communicator.receive_json_from(timeout=15))
-    return seen
 
 
 async def test_stopping_twice_does_not_cut_short_the_final_save(

@@ -28,6 +28,7 @@ from chat.ratelimit import CLOSE_RATE_LIMITED
 from chat.routing import websocket_urlpatterns
 from chatsite.asgi import application
 from tests.conftest import PASSWORDS
+from tests.test_consumers import connect
 
 ROOT = Path(__file__).resolve().parent.parent
 ORIGIN = (b"origin", b"http://127.0.0.1")
@@ -167,11 +168,7 @@ async def test_frame_flood_is_answered_once_then_closed_with_4429(
     settings.WS_FRAME_RATE = 1
     settings.WS_FRAME_BURST = 5
     settings.WS_FLOOD_CLOSE_AFTER = 10
-    communicator = WebsocketCommunicator(
-        application, f"/ws/conversations/{conversation.pk}/", headers=[ORIGIN]
-    )
-    communicator.scope["user"] = alice
-    assert (await communicator.connect())[0]
+    communicator = await connect(alice, conversation)
     for _ in range(5):  # the burst: accepted (a stop with nothing running is silent)
         await communicator.send_json_to({"type": "stop"})
     assert await communicator.receive_nothing(timeout=0.2)
@@ -194,11 +191,7 @@ async def test_frame_flood_is_answered_once_then_closed_with_4429(
 @pytest.mark.django_db(transaction=True)
 async def test_frames_at_a_normal_pace_are_never_limited(alice, conversation, settings):
     settings.WS_FRAME_BURST = 3
-    communicator = WebsocketCommunicator(
-        application, f"/ws/conversations/{conversation.pk}/", headers=[ORIGIN]
-    )
-    communicator.scope["user"] = alice
-    assert (await communicator.connect())[0]
+    communicator = await connect(alice, conversation)
     for _ in range(3):
         await communicator.send_to(text_data="not json")
         frame = await communicator.receive_json_from(timeout=5)
@@ -208,11 +201,7 @@ async def test_frames_at_a_normal_pace_are_never_limited(alice, conversation, se
 
 @pytest.mark.django_db(transaction=True)
 async def test_a_frame_over_the_default_limit_is_refused_clearly(alice, conversation):
-    communicator = WebsocketCommunicator(
-        application, f"/ws/conversations/{conversation.pk}/", headers=[ORIGIN]
-    )
-    communicator.scope["user"] = alice
-    assert (await communicator.connect())[0]
+    communicator = await connect(alice, conversation)
     too_long = "x" * (frames.max_frame_chars() + 1)
     await communicator.send_to(text_data=too_long)
     refused = await communicator.receive_json_from(timeout=5)
