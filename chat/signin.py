@@ -1,7 +1,9 @@
 """Sign-in throttling: failed attempts are counted per username and per client
 address in Django's cache (Redis when REDIS_URL is set, so every process counts
 the same failures). Past the limit, sign-in is refused, even with the right
-password, until the window that began with the first failure ends.
+password, until the window that began with the first failure ends. While the
+cache is unreachable, attempts are neither counted nor refused (logged): an
+outage of Redis must not lock everyone out.
 
 Used by the site's sign-in page and the admin's (see chat.admin).
 """
@@ -9,6 +11,9 @@ Used by the site's sign-in page and the admin's (see chat.admin).
 from __future__ import annotations
 
 import hashlib
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
@@ -18,8 +23,19 @@ from django.contrib.auth.views import LoginView
 from django.core.cache import cache
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.http import HttpRequest, HttpResponse
+from redis.exceptions import RedisError
+
+logger = logging.getLogger(__name__)
 
 THROTTLED = "throttled"
+
+
+@contextmanager
+def _unless_cache_away() -> Iterator[None]:
+    try:
+        yield
+    except (RedisError, OSError):
+        logger.warning("the cache is unreachable: sign-in failures are not counted")
 
 
 def _counters(request: HttpRequest | None, username: str) -> list[tuple[str, int]]:
@@ -36,25 +52,33 @@ def _counters(request: HttpRequest | None, username: str) -> list[tuple[str, int
 
 def is_throttled(request: HttpRequest | None, username: str) -> bool:
     counters = _counters(request, username)
-    counts = cache.get_many([key for key, _ in counters])
+    counts: dict[str, Any] = {}
+    with _unless_cache_away():
+        counts = cache.get_many([key for key, _ in counters])
     return any(counts.get(key, 0) >= limit for key, limit in counters)
 
 
 def record_failure(request: HttpRequest | None, username: str) -> None:
     for key, _ in _counters(request, username):
-        # The window starts with the first failure and is not extended by later ones.
-        cache.add(key, 0, timeout=settings.SIGNIN_LOCKOUT_SECONDS)
-        try:
-            cache.incr(key)
-        except ValueError:  # expired between add and incr
-            cache.add(key, 1, timeout=settings.SIGNIN_LOCKOUT_SECONDS)
+        with _unless_cache_away():
+            _count(key)
+
+
+def _count(key: str) -> None:
+    # The window starts with the first failure and is not extended by later ones.
+    cache.add(key, 0, timeout=settings.SIGNIN_LOCKOUT_SECONDS)
+    try:
+        cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.add(key, 1, timeout=settings.SIGNIN_LOCKOUT_SECONDS)
 
 
 def forget_failures(username: str) -> None:
     """After a successful sign-in; the address's count stays (one account of an
     attacker's own must not reset it)."""
     key, _ = _counters(None, username)[0]
-    cache.delete(key)
+    with _unless_cache_away():
+        cache.delete(key)
 
 
 class ThrottledSignInMixin:

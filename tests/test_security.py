@@ -446,6 +446,19 @@ def test_the_admin_sign_in_is_throttled_too(client, admin_user, settings):
     assert "_auth_user_id" not in client.session
 
 
+@pytest.mark.django_db
+def test_sign_in_still_works_while_the_cache_is_away(client, alice, settings, caplog):
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:1/0",  # nothing listens there
+        }
+    }
+    assert sign_in(client, "alice", "wrong").status_code == 200
+    assert sign_in(client, "alice", PASSWORDS["alice"]).status_code == 302
+    assert "sign-in failures are not counted" in caplog.text
+
+
 # --------------------------------------------------------------------------
 # Headers and deployment checks
 
