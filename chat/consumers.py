@@ -115,7 +115,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def resume(self, frame: frames.ResumeFrame) -> None:
         resumed = await runner.resume(
-            self, frame["message_id"], frame["offset"], frame["thinking_offset"]
+            self,
+            frame["message_id"],
+            frame["offset"],
+            frame["thinking_offset"],
+            conversation_id=self.conversation_id,
         )
         if resumed:
             return

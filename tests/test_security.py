@@ -28,7 +28,7 @@ from chat.ratelimit import CLOSE_RATE_LIMITED
 from chat.routing import websocket_urlpatterns
 from chatsite.asgi import application
 from tests.conftest import PASSWORDS
-from tests.test_consumers import connect
+from tests.test_consumers import connect, frames_until
 
 ROOT = Path(__file__).resolve().parent.parent
 ORIGIN = (b"origin", b"http://127.0.0.1")
@@ -536,3 +536,27 @@ def test_check_deploy_is_clean_with_production_settings():
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_resume_cannot_reach_an_answer_in_someone_elses_conversation(
+    alice, bob, demo_profile, simulator
+):
+    simulator.config.tps = 40
+    simulator.config.answer_tokens = 400
+    theirs = await Conversation.objects.acreate(owner=bob, model_profile=demo_profile)
+    mine = await Conversation.objects.acreate(owner=alice, model_profile=demo_profile)
+    bobs = await connect(bob, theirs)
+    await bobs.send_json_to({"type": "send", "content": "my secret", "client_id": ""})
+    started = await frames_until(bobs, "content")
+    answer_id = next(f["message_id"] for f in started if f["type"] == "start")
+
+    alices = await connect(alice, mine)
+    await alices.send_json_to({"type": "resume", "message_id": answer_id, "offset": 0})
+    refused = await alices.receive_json_from(timeout=5)
+    assert refused["type"] == "error" and refused["code"] == "not_found"
+    assert await alices.receive_nothing(timeout=0.3)
+    await alices.disconnect()
+    await bobs.send_json_to({"type": "stop"})
+    await frames_until(bobs, "done")
+    await bobs.disconnect()
