@@ -66,12 +66,16 @@ class FrameLimiter:
         self.frames = TokenBucket(rate, settings.WS_FRAME_BURST, clock=clock)
         self.drops = TokenBucket(rate, settings.WS_FLOOD_CLOSE_AFTER, clock=clock)
         self.dropping = False
+        self.closing = False
 
     def check(self) -> Verdict:
+        if self.closing:  # frames still arriving after the close: ignored
+            return Verdict.DROP
         if self.frames.take():
             self.dropping = False
             return Verdict.ACCEPT
         if not self.drops.take():
+            self.closing = True
             return Verdict.CLOSE
         first, self.dropping = not self.dropping, True
         return Verdict.WARN if first else Verdict.DROP

@@ -47,6 +47,8 @@ def test_limiter_warns_once_per_run_then_closes_a_sustained_flood(settings):
     assert [limiter.check(), limiter.check()] == [Verdict.ACCEPT, Verdict.WARN]
     # ...but the drops' own allowance (4, one back a second) runs out.
     assert [limiter.check(), limiter.check()] == [Verdict.DROP, Verdict.CLOSE]
+    clock.now += 60  # closed once; whatever still arrives is dropped
+    assert [limiter.check(), limiter.check()] == [Verdict.DROP, Verdict.DROP]
 
 
 def test_limiter_never_closes_a_client_that_keeps_to_the_rate(settings):
