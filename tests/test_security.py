@@ -93,7 +93,10 @@ def urls_for(route: str, candidates: list[int]):
 
 def walked_routes(*, with_parameters: bool):
     for route, pattern, namespace in url_patterns():
-        if "(" in route:  # regexes (admin's app index, catch-all): no object ids
+        if "(" in route:
+            # The admin's app index and catch-all take no object ids; elsewhere
+            # a regex route would escape the walks, so it must not exist.
+            assert namespace == "admin", f"{route}: the walks only fill path()"
             continue
         if bool(PARAMETER.search(route)) == with_parameters:
             yield route, pattern, namespace
@@ -195,7 +198,7 @@ async def test_frame_flood_is_answered_once_then_closed_with_4429(
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_frames_at_a_normal_pace_are_never_limited(alice, conversation, settings):
+async def test_a_burst_within_the_limit_is_answered_normally(alice, conversation, settings):
     settings.WS_FRAME_BURST = 3
     communicator = await connect(alice, conversation)
     for _ in range(3):
