@@ -198,7 +198,9 @@ async def test_frame_flood_is_answered_once_then_closed_with_4429(
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_a_burst_within_the_limit_is_answered_normally(alice, conversation, settings):
+async def test_a_burst_within_the_limit_is_answered_normally(
+    alice, conversation, settings
+):
     settings.WS_FRAME_BURST = 3
     communicator = await connect(alice, conversation)
     for _ in range(3):
