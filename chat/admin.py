@@ -17,6 +17,10 @@ from chat.models import (
     SiteDefaults,
     Team,
 )
+from chat.signin import ThrottledAdminAuthenticationForm
+
+# The admin's own sign-in page is throttled like the site's.
+admin.site.login_form = ThrottledAdminAuthenticationForm
 
 
 @admin.register(ModelProfile)

@@ -19,6 +19,7 @@ from chat import admission, frames
 from chat.fanout import RemoteView, conversation_group
 from chat.models import Conversation, Message, ModelProfile, Retry, Turn
 from chat.preload import preloader
+from chat.ratelimit import CLOSE_RATE_LIMITED, FrameLimiter, Verdict
 from chat.runner import runner
 
 logger = logging.getLogger(__name__)
@@ -39,10 +40,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
     conversation_id: int
     # Answers streamed by other processes, by message id (see `chat.fanout`).
     remote: dict[int, RemoteView]
+    limiter: FrameLimiter
 
     async def connect(self) -> None:
         user = self.scope["user"]
         self.conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
+        self.limiter = FrameLimiter()
         # Accept first so the close code reaches the browser (a refused
         # handshake would only show an HTTP 403).
         await self.accept()
@@ -69,6 +72,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None
     ) -> None:
+        if await self.flooded():
+            return
         try:
             frame = frames.parse(text_data)
         except frames.FrameError as exc:
@@ -91,6 +96,16 @@ class ChatConsumer(AsyncWebsocketConsumer):
             profile = await database_sync_to_async(_next_model)(self.conversation_id)
             if profile is not None:
                 await preloader.request(profile, self.conversation_id, runner.broadcast)
+
+    async def flooded(self) -> bool:
+        """Whether this frame is over the connection's rate (see chat.ratelimit)."""
+        verdict = self.limiter.check()
+        if verdict is Verdict.WARN:
+            detail = "Too many frames at once: this one was dropped. Slow down."
+            await self.send_frame(frames.error(None, "rate_limited", detail))
+        elif verdict is Verdict.CLOSE:
+            await self.close(code=CLOSE_RATE_LIMITED)
+        return verdict is not Verdict.ACCEPT
 
     async def send_frame(self, frame: dict[str, Any]) -> None:
         await self.send(text_data=json.dumps(frame, ensure_ascii=False))
@@ -138,7 +153,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def resume(self, frame: frames.ResumeFrame) -> None:
         resumed = await runner.resume(
-            self, frame["message_id"], frame["offset"], frame["thinking_offset"]
+            self,
+            frame["message_id"],
+            frame["offset"],
+            frame["thinking_offset"],
+            conversation_id=self.conversation_id,
         )
         if resumed:
             return

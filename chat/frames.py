@@ -25,6 +25,15 @@ Server -> client:
       token); "ready" carries our clock's load time, "error" why a preload failed
 
 Offsets count Unicode code points of the answer (or thinking) text the client has.
+
+Limits: a frame longer than MESSAGE_MAX_CHARS + 4096 characters is refused
+(`frame_too_large`), a message longer than MESSAGE_MAX_CHARS too
+(`message_too_long`). Each socket may send WS_FRAME_RATE frames a second on
+average, in bursts of WS_FRAME_BURST (`chat.ratelimit`): frames over that are
+dropped, the first of a run answered with a `rate_limited` error; after about
+WS_FLOOD_CLOSE_AFTER dropped in quick succession the socket is closed with
+code 4429.
+Other close codes: 4401 signed out, 4403 not your conversation.
 """
 
 from __future__ import annotations
@@ -83,6 +92,9 @@ ClientFrame = (
 )
 
 
+MAX_INT = 2**63 - 1
+
+
 def max_frame_chars() -> int:
     # Room for the JSON around a message of the largest accepted size.
     return settings.MESSAGE_MAX_CHARS + 4096
@@ -134,6 +146,8 @@ def _parse_send(data: dict[str, Any]) -> SendFrame:
         raise FrameError(
             "bad_frame", "client_id must be a string of 64 characters at most."
         )
+    if "\x00" in client_id:
+        raise FrameError("bad_frame", "The client id contains a NUL character.")
     return SendFrame(type="send", content=content, client_id=client_id)
 
 
@@ -148,6 +162,9 @@ def _content(data: dict[str, Any]) -> str:
             f"The message is {len(content):,} characters; the limit is "
             f"{settings.MESSAGE_MAX_CHARS:,}.",
         )
+    if "\x00" in content:
+        # PostgreSQL cannot store NUL characters in text.
+        raise FrameError("bad_frame", "The message contains a NUL character.")
     return content
 
 
@@ -157,6 +174,8 @@ def _non_negative_int(
     value = data.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise FrameError("bad_frame", f"{key} must be a non-negative integer.")
+    if value > MAX_INT:  # larger than any id or offset, and than SQLite's integers
+        raise FrameError("bad_frame", f"{key} is too large.")
     return value
 
 

@@ -351,18 +351,26 @@ class Runner:
         generation = self._generations.get(conversation_id)
         if generation is None or generation.task is None or generation.task.done():
             return False
+        if generation.task.cancelling():
+            # Already stopping: another cancel would cut short its final save.
+            return True
         generation.task.cancel()
         return True
 
     async def resume(
-        self, sink: Sink, message_id: int, offset: int, thinking_offset: int
+        self,
+        sink: Sink,
+        message_id: int,
+        offset: int,
+        thinking_offset: int,
+        *,
+        conversation_id: int,
     ) -> bool:
         """Send `sink` what it misses of a live generation, then attach it.
-        False if no generation of that message runs here."""
-        generation = next(
-            (g for g in self._generations.values() if g.message_id == message_id), None
-        )
-        if generation is None:
+        False if no generation of that message runs here in that conversation
+        (the sink's: message ids are easy to guess)."""
+        generation = self._generations.get(conversation_id)
+        if generation is None or generation.message_id != message_id:
             return False
         await sink.send_frame(frames.start(generation))
         if generation.queue_position is not None:

@@ -24,6 +24,7 @@ from channels.db import database_sync_to_async
 from chat import frames
 from chat.consumers import ChatConsumer
 from chat.models import ShareLink, SiteDefaults
+from chat.ratelimit import FrameLimiter
 from chat.runner import runner
 from chat.share_frames import Ordinals, for_viewer
 
@@ -45,6 +46,7 @@ class ShareConsumer(ChatConsumer):
 
     async def connect(self) -> None:
         self.token = self.scope["url_route"]["kwargs"]["token"]
+        self.limiter = FrameLimiter()
         link, refusal = await _find(self.token, self.scope.get("user"))
         if refusal is not None or link is None:
             # Accept first so the close code reaches the browser.
@@ -100,6 +102,8 @@ class ShareConsumer(ChatConsumer):
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None
     ) -> None:
+        if await self.flooded():
+            return
         try:
             frame = frames.parse(text_data)
         except frames.FrameError as exc:

@@ -4,11 +4,12 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from chat import share_urls, views
+from chat.signin import SignInView
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("setup/", views.setup, name="setup"),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", SignInView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("c/new/", views.new_conversation, name="new_conversation"),
     path("c/<int:pk>/", views.conversation, name="conversation"),

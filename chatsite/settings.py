@@ -34,6 +34,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "chat.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -102,6 +103,18 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
+# The cache holds sign-in failure counts (chat.signin): in Redis when there is
+# one, so every process counts the same failures.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    if not REDIS_URL
+    else {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "chatsite",
+    }
+}
+
 OLLAMA_BASE_URL = env_url(
     "OLLAMA_BASE_URL", "http://127.0.0.1:11434", schemes=("http", "https")
 )
@@ -111,6 +124,17 @@ UPSTREAM_CONNECT_TIMEOUT = env_int("UPSTREAM_CONNECT_TIMEOUT", 5, minimum=1)
 UPSTREAM_FIRST_TOKEN_TIMEOUT = env_int("UPSTREAM_FIRST_TOKEN_TIMEOUT", 300, minimum=1)
 # Largest accepted user message and WebSocket frame, in characters.
 MESSAGE_MAX_CHARS = env_int("MESSAGE_MAX_CHARS", 100_000, minimum=1)
+# Client frames per second each socket may send on average, the burst it may
+# save up, and how many frames dropped in quick succession close it
+# (chat.ratelimit).
+WS_FRAME_RATE = env_int("WS_FRAME_RATE", 20, minimum=1)
+WS_FRAME_BURST = env_int("WS_FRAME_BURST", 40, minimum=1)
+WS_FLOOD_CLOSE_AFTER = env_int("WS_FLOOD_CLOSE_AFTER", 200, minimum=1)
+# Failed sign-ins allowed per username and per client address in the window
+# (seconds) before sign-in is refused for the rest of it (chat.signin).
+SIGNIN_FAILURES_PER_USERNAME = env_int("SIGNIN_FAILURES_PER_USERNAME", 5, minimum=1)
+SIGNIN_FAILURES_PER_ADDRESS = env_int("SIGNIN_FAILURES_PER_ADDRESS", 20, minimum=1)
+SIGNIN_LOCKOUT_SECONDS = env_int("SIGNIN_LOCKOUT_SECONDS", 900, minimum=1)
 # Callers of /healthz sending "Authorization: Bearer <HEALTH_TOKEN>" get details.
 HEALTH_TOKEN = os.environ.get("HEALTH_TOKEN", "").strip()
 # Callers of /metrics sending "Authorization: Bearer <METRICS_TOKEN>" get them
@@ -167,6 +191,11 @@ SECURE_SSL_REDIRECT = SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS_ONLY
 # Load balancers probe each process directly, over plain HTTP (Prometheus too).
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
+# Only sent with SECURE_HSTS_SECONDS > 0; turn off for a domain whose
+# subdomains are not all served over HTTPS.
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 
 LOGGING = {
     "version": 1,

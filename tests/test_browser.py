@@ -701,3 +701,42 @@ def test_a_streamed_answer_is_laid_out_as_the_server_renders_it(
     page.reload()
     wait_until_done(page)
     assert page.evaluate(BLOCK_POSITIONS) == streamed
+
+
+# Content-Security-Policy violations, as the page reports them.
+RECORD_CSP_VIOLATIONS = """
+window.__cspViolations = [];
+document.addEventListener("securitypolicyviolation", (event) => {
+  window.__cspViolations.push(`${event.violatedDirective} ${event.blockedURI}`);
+});
+"""
+
+
+def test_pages_work_under_the_content_security_policy(
+    live_server_url, page, login, conversation, alice, simulator
+):
+    page.add_init_script(RECORD_CSP_VIOLATIONS)
+    simulator.config.tps = 200
+    simulator.config.think_tokens = 5
+    simulator.config.answer_text = RICH_ANSWER
+    login(page, alice)
+    response = page.goto(live_server_url + conversation.get_absolute_url())
+    policy = response.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
+    expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
+    # htmx works: the thinking toggle posts and swaps its partial in.
+    with page.expect_response(lambda r: r.url.endswith("/thinking/")) as saved:
+        page.select_option("#thinking-mode", "on")
+    assert saved.value.ok
+    ask(page)
+    wait_until_done(page)
+    assert_rich_answer(page.locator('article.assistant[data-status="done"] .answer'))
+    assert page.evaluate("window.__cspViolations") == []
+    page.reload()
+    wait_until_done(page)
+    page.wait_for_timeout(300)  # the enhancement of server-rendered answers
+    assert_rich_answer(page.locator('article.assistant[data-status="done"] .answer'))
+    assert page.evaluate("window.__cspViolations") == []
+    page.goto(live_server_url + "/")
+    expect(page.locator("#sidebar")).to_be_visible()
+    assert page.evaluate("window.__cspViolations") == []

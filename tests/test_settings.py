@@ -8,7 +8,13 @@ from django.core.checks import run_checks
 from django.core.exceptions import ImproperlyConfigured
 
 SETTINGS_FILE = Path(__file__).resolve().parent.parent / "chatsite" / "settings.py"
-TLS_ENV = ("TRUST_X_FORWARDED_PROTO", "HTTPS_ONLY", "SECURE_HSTS_SECONDS")
+TLS_ENV = (
+    "TRUST_X_FORWARDED_PROTO",
+    "HTTPS_ONLY",
+    "SECURE_HSTS_SECONDS",
+    "SECURE_HSTS_INCLUDE_SUBDOMAINS",
+    "SECURE_HSTS_PRELOAD",
+)
 
 
 def load_settings(monkeypatch, **env: str) -> dict:
@@ -85,3 +91,32 @@ def test_forwarded_proto_is_ignored_unless_trusted(client, settings):
     settings.SECURE_PROXY_SSL_HEADER = None
     response = client.get("/login/", headers={"x-forwarded-proto": "https"})
     assert response.status_code == 301
+
+
+def test_hsts_covers_subdomains_and_preload_unless_told_not_to(monkeypatch):
+    conf = load_settings(monkeypatch)
+    assert conf["SECURE_HSTS_INCLUDE_SUBDOMAINS"] and conf["SECURE_HSTS_PRELOAD"]
+    conf = load_settings(
+        monkeypatch,
+        SECURE_HSTS_INCLUDE_SUBDOMAINS="false",
+        SECURE_HSTS_PRELOAD="false",
+    )
+    assert not conf["SECURE_HSTS_INCLUDE_SUBDOMAINS"]
+    assert not conf["SECURE_HSTS_PRELOAD"]
+
+
+def test_the_cache_is_redis_when_there_is_one(monkeypatch):
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    local = load_settings(monkeypatch)["CACHES"]["default"]
+    assert local["BACKEND"].endswith("LocMemCache")
+    shared = load_settings(monkeypatch, REDIS_URL="redis://10.0.0.5:6379/1")
+    assert shared["CACHES"]["default"]["BACKEND"].endswith("redis.RedisCache")
+    assert shared["CACHES"]["default"]["LOCATION"] == "redis://10.0.0.5:6379/1"
+
+
+@pytest.mark.parametrize(
+    "env", [{"WS_FRAME_RATE": "0"}, {"SIGNIN_LOCKOUT_SECONDS": "soon"}]
+)
+def test_malformed_limits_fail_loudly(monkeypatch, env):
+    with pytest.raises(ImproperlyConfigured):
+        load_settings(monkeypatch, **env)

@@ -335,3 +335,16 @@ async def test_a_regenerated_answer_replaces_the_old_one_for_a_viewer(
     assert seen[1]["type"] == "message" and seen[1]["message"]["id"] == 1
     assert seen[1]["message"]["content"] == "First try"
     assert ids_in(seen[1:]) == {1, 2}
+
+
+async def test_a_flooding_viewer_is_closed_with_4429(alice, conversation, settings):
+    from chat.ratelimit import CLOSE_RATE_LIMITED
+
+    settings.WS_FRAME_RATE = 1
+    settings.WS_FRAME_BURST = 2
+    settings.WS_FLOOD_CLOSE_AFTER = 10
+    _, token = await make_link(conversation)
+    viewer = await open_viewer(token)
+    for _ in range(40):
+        await viewer.send_to(text_data="{}")
+    assert await closed_with(viewer) == CLOSE_RATE_LIMITED
