@@ -28,15 +28,19 @@ class ResumesOnDone(Recorder):
     """Like a second tab that reconnects the moment the first one sees `done`:
     its resume runs while the final frames are still being sent."""
 
-    def __init__(self, late: Recorder, message_id: int) -> None:
+    def __init__(self, late: Recorder, message_id: int, conversation_id: int) -> None:
         super().__init__()
         self.late = late
         self.message_id = message_id
+        self.conversation_id = conversation_id
 
     async def send_frame(self, frame: dict[str, Any]) -> None:
         await super().send_frame(frame)
         if frame["type"] == "done":
-            assert await runner.resume(self.late, self.message_id, 0, 0)
+            resumed = runner.resume(
+                self.late, self.message_id, 0, 0, conversation_id=self.conversation_id
+            )
+            assert await resumed
 
 
 @pytest.mark.django_db(transaction=True)
@@ -45,7 +49,7 @@ async def test_a_resume_during_the_final_frames_still_gets_the_stored_answer(
 ):
     turn = await database_sync_to_async(conversation.begin_turn)("hello")
     late = Recorder()
-    first = ResumesOnDone(late, turn.answer.pk)
+    first = ResumesOnDone(late, turn.answer.pk, conversation.pk)
     assert runner.claim(conversation.pk)
     runner.subscribe(conversation.pk, first)
     try:

@@ -70,6 +70,8 @@ def test_stream_frames(sim: SimulatorServer, client: httpx.Client) -> None:
     thinking, content = script(sim)
     assert deltas(events, "reasoning_content") == thinking and thinking
     assert deltas(events, "content") == content and content
+    # The client may read [DONE] before the server has closed the log entry.
+    assert wait_for(lambda: sim.log[-1].ended is not None)
     entry = sim.log[-1]
     assert entry.protocol == "openai" and entry.finished and entry.thinking
     assert entry.tokens_sent == len(tokens)
