@@ -67,6 +67,7 @@ class Generation:
     first_token_at: float | None = None
     publisher: fanout.Publisher | None = None
     shutting_down: bool = False
+    finishing: bool = False  # the answer is being saved: stop has nothing to do
     first_answer_at: float | None = None
     finished: Finished | None = None
     task: asyncio.Task[None] | None = None
@@ -351,10 +352,9 @@ class Runner:
         generation = self._generations.get(conversation_id)
         if generation is None or generation.task is None or generation.task.done():
             return False
-        if generation.task.cancelling():
-            # Already stopping: another cancel would cut short its final save.
-            return True
-        generation.task.cancel()
+        # On the loop's next turn: a task cancelled before its first step never
+        # runs its clean-up (the conversation would stay claimed for good).
+        generation.task.get_loop().call_soon(_cancel, generation)
         return True
 
     async def resume(
@@ -505,6 +505,7 @@ class Runner:
             status = Message.Status.ERROR
             error = UpstreamError("internal_error", f"Internal error: {exc}")
         closing: list[dict[str, Any]] = []
+        generation.finishing = True
         try:
             closing = await self._finish(generation, status, error)
         except DatabaseError:
@@ -601,6 +602,13 @@ class Runner:
         # for an answer it no longer runs is ignored): leaving it here could race
         # with the next answer's join.
         return closing
+
+
+def _cancel(generation: Generation) -> None:
+    task = generation.task
+    if task is None or task.done() or generation.finishing or task.cancelling():
+        return  # ended, or already ending: a cancel would cut short its final save
+    task.cancel()
 
 
 def _tail(parts: list[str], offset: int) -> str:

@@ -383,3 +383,25 @@ def test_numbers_past_the_databases_integers_are_refused(key):
     assert refused.value.code == "bad_frame" and key in refused.value.detail
     resume[key] = 2**63 - 1
     assert parse(json.dumps(resume))[key] == 2**63 - 1
+
+
+async def test_stops_at_every_moment_leave_the_answer_saved_and_the_conversation_free(
+    alice, conversation, simulator
+):
+    """Stops from the moment the answer starts (before its task has run, while it
+    fails, while it is saved) until the conversation is free again."""
+    simulator.config.status = 500
+    communicator = await connect(alice, conversation)
+    await communicator.send_json_to({"type": "send", "content": "Hi", "client_id": ""})
+    await frames_until(communicator, "start")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while runner.is_busy(conversation.pk):
+        assert loop.time() < deadline, "the conversation stayed claimed"
+        runner.stop(conversation.pk)
+        await asyncio.sleep(0)
+    answer = await Message.objects.filter(role="assistant").aget()
+    assert answer.status in (Message.Status.ERROR, Message.Status.STOPPED)
+    received = await frames_until(communicator, "done")
+    await communicator.disconnect()
+    assert received[-1]["status"] == answer.status
