@@ -53,6 +53,9 @@ ERROR_CODES = {
     "stream_cut",
     "malformed",
     "internal_error",
+    "nothing_to_regenerate",
+    "not_last_question",
+    "queue_unavailable",
 }
 FINAL_STATUSES = {
     Message.Status.DONE,
