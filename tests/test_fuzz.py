@@ -32,7 +32,7 @@ MESSAGE_MAX_CHARS = 300
 # What the README documents.
 CLOSE_CODES = {4401, 4403, 4429}
 SERVER_FRAMES = {"message", "start", "thinking", "content", "done", "error"}
-SERVER_FRAMES |= {"conversation", "queued"}
+SERVER_FRAMES |= {"conversation", "queued", "removed", "model"}
 ERROR_CODES = {
     "bad_frame",
     "frame_too_large",
