@@ -515,7 +515,11 @@ async def wait_done(page: Any, count: int = 1) -> None:
 
 
 def entry_for(log: list[dict[str, Any]], text: str) -> dict[str, Any]:
-    return next(e for e in log if e["body"]["messages"][-1]["content"] == text)
+    return next(
+        e
+        for e in log
+        if e["body"]["messages"] and e["body"]["messages"][-1]["content"] == text
+    )
 
 
 def token_latencies(stamps: list[list[float]], entry: dict[str, Any]) -> list[float]:

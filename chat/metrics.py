@@ -21,7 +21,7 @@ import logging
 from collections.abc import Iterator
 
 from django.conf import settings
-from django.db.models import Count
+from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import path
 from django.views.decorators.cache import never_cache
@@ -115,12 +115,14 @@ def _observe(message: Message) -> None:
 
 
 def queue_length() -> int:
-    """Answers waiting for a model slot, all processes: the messages in a queued
-    status, once messages have one (0 until then)."""
-    queued = getattr(Message.Status, "QUEUED", None)
-    if queued is None:
-        return 0
-    return Message.objects.filter(status=queued).count()
+    """Answers waiting for a model slot, in all processes (see `chat.admission`)."""
+    return _waiting().count()
+
+
+def _waiting() -> QuerySet[Message]:
+    return Message.objects.filter(
+        status=Message.Status.STREAMING, ticket__isnull=False, ticket__served=None
+    )
 
 
 class DatabaseCollector(Collector):
@@ -134,6 +136,7 @@ class DatabaseCollector(Collector):
         )
         counts = (
             Message.objects.filter(status=Message.Status.STREAMING)
+            .exclude(pk__in=_waiting().values("pk"))  # queued: not streaming yet
             .values_list("model_tag")
             .annotate(n=Count("pk"))
             .order_by("model_tag")

@@ -10,7 +10,7 @@ from django.test import AsyncClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from chat.metrics import REGISTRY, observe_answer, queue_length
-from chat.models import Conversation, Message
+from chat.models import Conversation, Message, Ticket
 from chat.upstream import aclose_all
 from chatsite.asgi import application
 from chatsite.env import env_token
@@ -80,25 +80,31 @@ def test_staff_session_gets_the_metrics(admin_client):
 
 
 @pytest.mark.django_db
-def test_active_streams_are_counted_in_the_database(client, conversation):
-    for _ in range(2):
+def test_active_streams_and_the_queue_are_counted_in_the_database(
+    client, conversation, alice, demo_profile
+):
+    answers = [
         Message.objects.create(
             conversation=conversation,
             role=Message.Role.ASSISTANT,
             status=Message.Status.STREAMING,
             model_tag=MODEL,
         )
+        for _ in range(4)
+    ]
     Message.objects.create(
         conversation=conversation, role=Message.Role.ASSISTANT, model_tag=MODEL
     )
+    # One admitted, one waiting for a slot; the others predate admission tickets.
+    Ticket.objects.create(
+        message=answers[0], user=alice, profile=demo_profile, served=1
+    )
+    Ticket.objects.create(message=answers[1], user=alice, profile=demo_profile)
     response = client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
     found = samples(response.content.decode())
-    assert found[("chatsite_active_streams", (("model", MODEL),))] == 2
-
-
-def test_queue_length_is_zero_until_messages_can_be_queued():
-    assert not hasattr(Message.Status, "QUEUED")
-    assert queue_length() == 0
+    assert found[("chatsite_active_streams", (("model", MODEL),))] == 3
+    assert found[("chatsite_queue_length", ())] == 1
+    assert queue_length() == 1
 
 
 def counts_before() -> dict[str, float]:
