@@ -3,7 +3,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.db import models
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import URLPattern, path, reverse
@@ -41,7 +40,6 @@ class ModelProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_filter = ["backend", "enabled", "is_demo"]
     search_fields = ["tag", "display_name", "base_url"]
     readonly_fields = ["chars_per_token"]
-    formfield_overrides = {models.URLField: {"assume_scheme": "http"}}
     fieldsets = [
         (None, {"fields": ["tag", "display_name", "enabled", "is_demo"]}),
         (

@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from chat.discovery import Refreshed, refresh_servers
 from chat.models import ModelProfile
+from chat.models.profiles import validate_server_url
 
 
 def report(request: HttpRequest, results: list[Refreshed]) -> None:
@@ -49,10 +50,10 @@ def refresh_from_server(
 
 
 class DiscoverForm(forms.Form):
-    base_url = forms.URLField(
+    base_url = forms.CharField(
         label="Server URL",
         max_length=500,
-        assume_scheme="http",
+        validators=[validate_server_url],
         help_text="e.g. http://gpu-box:11434 (Ollama) or http://gpu-box:8000 "
         "(vLLM, llama.cpp, LM Studio, SGLang; /v1 may be added or left out).",
     )

@@ -181,3 +181,49 @@ def test_admin_form_names_a_bad_option_and_saves_nothing(client, admin_user):
     assert response.status_code == 302
     saved = ModelProfile.objects.get()
     assert (saved.thinking_switch, saved.think_tags) == ("both", "close_only")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://gpu-box:11434",  # a single-label host, as on a team's network
+        "http://localhost:11434",
+        "https://models.example.com/v1",
+        "http://10.0.0.5:8000",
+        "http://[::1]:11434",
+    ],
+)
+def test_a_model_server_address_may_be_any_http_host(url):
+    profile(base_url=url).full_clean(exclude=["tag"])
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["gpu-box:11434", "ftp://gpu-box", "http://", "http://gpu-box:port", "http://[::1"],
+)
+def test_a_bad_model_server_address_is_refused_clearly(url):
+    with pytest.raises(ValidationError) as info:
+        profile(base_url=url).full_clean()
+    assert "http://gpu-box:11434" in info.value.message_dict["base_url"][0]
+
+
+@pytest.mark.django_db
+def test_the_admin_takes_a_single_label_host(client, admin_user):
+    client.force_login(admin_user)
+    form = {
+        "tag": "qwen3:8b",
+        "backend": "ollama",
+        "base_url": "http://gpu-box:11434",
+        "enabled": "on",
+        "context_length": 8192,
+        "default_thinking": "on",
+        "parallel_slots": 0,
+        "options": "{}",
+        "keep_alive": "",
+        "thinking_switch": "template",
+        "think_tags": "parse",
+        "first_token_timeout": 300,
+    }
+    response = client.post("/admin/chat/modelprofile/add/", form)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    assert ModelProfile.objects.get().base_url == "http://gpu-box:11434"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -58,6 +59,25 @@ class ThinkTags(models.TextChoices):
     OFF = "off", "Leave the answer as it is"
 
 
+def validate_server_url(value: str) -> None:
+    """An http(s) address with a host. Unlike Django's URL check, a single-label
+    host name (`http://gpu-box:11434`), as model servers on a team's own network
+    have, is fine."""
+    try:
+        parts = urlsplit(value.strip())
+        port = parts.port  # raises for a port that is not a number
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        ok = ok and (port is None or 0 < port < 65536)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValidationError(
+            "Enter the model server's address with http:// or https://, a host "
+            "and, if needed, a port, e.g. http://gpu-box:11434.",
+            code="invalid",
+        )
+
+
 class ModelProfileQuerySet(models.QuerySet["ModelProfile"]):
     def default(self) -> ModelProfile | None:
         """The model for a conversation that has none: a real model before the demo."""
@@ -78,7 +98,11 @@ class ModelProfile(models.Model):
     )
     display_name = models.CharField(max_length=200, blank=True)
     backend = models.CharField(max_length=10, choices=Backend, default=Backend.OLLAMA)
-    base_url = models.URLField(max_length=500)
+    base_url = models.CharField(
+        max_length=500,
+        validators=[validate_server_url],
+        help_text="e.g. http://gpu-box:11434",
+    )
     enabled = models.BooleanField(default=True)
     is_demo = models.BooleanField(
         default=False, help_text="Served by the bundled simulator, not a real model."
