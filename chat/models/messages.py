@@ -94,7 +94,11 @@ class Message(models.Model):
 
     class Meta:
         ordering = ["pk"]
-        indexes = [models.Index(fields=["status", "updated_at"])]
+        indexes = [
+            models.Index(fields=["status", "updated_at"]),
+            # The throughput page counts answers by when they were asked.
+            models.Index(fields=["created_at"]),
+        ]
 
     def __str__(self) -> str:
         return f"{self.role} #{self.pk}"
