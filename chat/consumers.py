@@ -79,6 +79,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except frames.FrameError as exc:
             await self.send_frame(frames.error(None, exc.code, exc.detail))
             return
+        await self.handle(frame)
+
+    async def handle(self, frame: frames.ClientFrame) -> None:
+        """Act on one valid frame."""
         if frame["type"] == "send":
             await self.start_answer(frame["content"], frame["client_id"])
         elif frame["type"] == "stop":

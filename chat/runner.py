@@ -338,10 +338,11 @@ class Runner:
             await self._layer.group_add(
                 fanout.generation_group(conversation_id), self._channel
             )
-        await _send_all(generation.attached, frames.start(generation))
+        start = frames.start(generation)
+        await _send_all(generation.attached, start)
         await self._group_send(
             fanout.conversation_group(conversation_id),
-            dict(fanout.frame_event(self.id, frames.start(generation))),
+            dict(fanout.frame_event(self.id, start)),
         )
         generation.task = asyncio.create_task(
             self._run(generation, profile, history), name=f"generation-{message.pk}"

@@ -99,16 +99,8 @@ class ShareConsumer(ChatConsumer):
         await super().disconnect(code)
         await self.channel_layer.group_discard(self.link.group_name, self.channel_name)
 
-    async def receive(
-        self, text_data: str | None = None, bytes_data: bytes | None = None
-    ) -> None:
-        if await self.flooded():
-            return
-        try:
-            frame = frames.parse(text_data)
-        except frames.FrameError as exc:
-            await self.send_frame(frames.error(None, exc.code, exc.detail))
-            return
+    async def handle(self, frame: frames.ClientFrame) -> None:
+        """Only `resume` (by ordinal) is accepted: the link is read-only."""
         if frame["type"] != "resume":
             await self.send_frame(
                 frames.error(

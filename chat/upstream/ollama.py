@@ -30,7 +30,8 @@ from chat.upstream.events import (
     server_message,
 )
 from chat.upstream.lines import complete_lines
-from chat.upstream.retry import busy_retried, retry_after
+from chat.upstream.retry import retry_after
+from chat.upstream.streaming import HTTP_ERRORS, stream_events
 
 logger = logging.getLogger("chat.upstream")
 
@@ -39,8 +40,6 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 
 # A compressing proxy would hold tokens back until its buffer fills.
 _HEADERS = {"Accept-Encoding": "identity"}
-
-_HTTP_ERRORS = (httpx.RequestError, httpx.InvalidURL)
 
 
 class NDJSONDecoder:
@@ -173,6 +172,33 @@ def _decode(
     return events, False, None
 
 
+class NDJSONReader:
+    """The decoding state of one `/api/chat` body (see `streaming.BodyReader`)."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self.decoder = NDJSONDecoder()
+        self.finished = False
+
+    def feed(self, data: bytes) -> tuple[list[Event], UpstreamError | None]:
+        events, self.finished, error = _decode(self.decoder.feed(data))
+        return events, error
+
+    def close(self) -> tuple[list[Event], UpstreamError | None]:
+        """The events of an unterminated last line and the error to raise."""
+        events, self.finished, error = _decode(self.decoder.close())
+        if error is not None or self.finished:
+            return events, error
+        if self.decoder.parsed == 0 and self.decoder.malformed:
+            detail = (
+                f"The model server at {self.base_url} did not answer in Ollama's "
+                "format (no line was JSON). Check that the address points at an "
+                "Ollama server."
+            )
+            return events, UpstreamError("malformed", detail)
+        return events, cut_short(self.base_url)
+
+
 @dataclass(frozen=True, slots=True)
 class ModelFacts:
     supports_thinking: bool
@@ -206,7 +232,7 @@ class OllamaClient:
         self.base_url = base_url.rstrip("/")
         self._http = http
 
-    async def chat(
+    def chat(
         self,
         model: str,
         messages: list[dict[str, str]],
@@ -231,37 +257,15 @@ class OllamaClient:
 
         Raises `UpstreamError`, also after some events were yielded.
         """
-        body = _chat_body(model, messages, think, options, keep_alive)
-        stage: Stage = "request"
-        finished = False
-        try:
-            async with busy_retried(
-                self._http,
-                self.base_url + "/api/chat",
-                body,
-                _HEADERS,
-                lambda response: self._status_error(response, "/api/chat", model),
-            ) as response:
-                stage = "waiting"
-                decoder = NDJSONDecoder()
-                async for data in response.aiter_bytes():
-                    if finished:
-                        return  # bytes after the done chunk: nothing more to read
-                    stage = "streaming"
-                    events, finished, error = _decode(decoder.feed(data))
-                    if events:
-                        yield events
-                    if error is not None:
-                        raise error
-                if not finished:
-                    events, error = self._tail(decoder)
-                    if events:
-                        yield events
-                    if error is not None:
-                        raise error
-        except _HTTP_ERRORS as exc:
-            if not finished:
-                raise self._transport_error(exc, stage) from exc
+        return stream_events(
+            self._http,
+            self.base_url + "/api/chat",
+            _chat_body(model, messages, think, options, keep_alive),
+            _HEADERS,
+            lambda response: self._status_error(response, "/api/chat", model),
+            NDJSONReader(self.base_url),
+            self.base_url,
+        )
 
     async def version(self) -> str:
         """Return the server's version string; raises `UpstreamError`."""
@@ -309,22 +313,6 @@ class OllamaClient:
             async for _ in batches:
                 pass
 
-    def _tail(self, decoder: NDJSONDecoder) -> tuple[list[Event], UpstreamError | None]:
-        """Return the events of an unterminated last line and the error to raise."""
-        events, finished, error = _decode(decoder.close())
-        if error is not None:
-            return events, error
-        if finished:
-            return events, None
-        if decoder.parsed == 0 and decoder.malformed:
-            detail = (
-                f"The model server at {self.base_url} did not answer in Ollama's "
-                "format (no line was JSON). Check that the address points at an "
-                "Ollama server."
-            )
-            return events, UpstreamError("malformed", detail)
-        return events, cut_short(self.base_url)
-
     async def _get_json(
         self,
         method: str,
@@ -337,7 +325,7 @@ class OllamaClient:
             response = await self._http.request(
                 method, self.base_url + path, json=body, headers=_HEADERS
             )
-        except _HTTP_ERRORS as exc:
+        except HTTP_ERRORS as exc:
             raise self._transport_error(exc, "request") from exc
         if response.status_code != 200:
             raise await self._status_error(response, path, model)

@@ -27,7 +27,6 @@ from chat.upstream.events import (
     Delta,
     Event,
     Finished,
-    Stage,
     UpstreamError,
     cut_short,
     error_for_status,
@@ -36,8 +35,9 @@ from chat.upstream.events import (
     sentence,
     server_message,
 )
-from chat.upstream.retry import busy_retried, retry_after
+from chat.upstream.retry import retry_after
 from chat.upstream.sse import SSEDecoder
+from chat.upstream.streaming import HTTP_ERRORS, stream_events
 from chat.upstream.thinktags import ThinkTagSplitter
 
 logger = logging.getLogger("chat.upstream")
@@ -46,8 +46,6 @@ PATH = "/v1/chat/completions"
 
 # A compressing proxy would hold tokens back until its buffer fills.
 _HEADERS = {"Accept-Encoding": "identity", "Accept": "text/event-stream"}
-
-_HTTP_ERRORS = (httpx.RequestError, httpx.InvalidURL)
 
 # Ollama option names (the profile's own form) -> the OpenAI body's names.
 # `num_ctx` has no OpenAI equivalent: the server's context is set at its start.
@@ -104,7 +102,7 @@ class OpenAIClient:
         self.thinking = thinking or ThinkingControl()
         self._http = http
 
-    async def chat(
+    def chat(
         self,
         model: str,
         messages: list[dict[str, str]],
@@ -122,46 +120,22 @@ class OpenAIClient:
 
         Raises `UpstreamError`, also after some events were yielded.
         """
-        body = self.request_body(model, messages, think=think, options=options)
-        stage: Stage = "request"
-        reader = StreamReader(self.base_url, self._splitter(think))
-        try:
-            async with busy_retried(
-                self._http,
-                self.base_url + PATH,
-                body,
-                _HEADERS,
-                lambda response: self._status_error(response, model, think),
-            ) as response:
-                stage = "waiting"
-                async for data in response.aiter_bytes():
-                    if reader.finished:
-                        return  # bytes after [DONE]: nothing more to read
-                    stage = "streaming"
-                    events, error = reader.feed(data)
-                    if events:
-                        yield events
-                    if error is not None:
-                        raise error
-                if not reader.finished:
-                    events, error = reader.close()
-                    if events:
-                        yield events
-                    if error is not None:
-                        raise error
-        except _HTTP_ERRORS as exc:
-            if not reader.finished:
-                timeout = self._http.timeout
-                raise error_for_transport(
-                    exc, base_url=self.base_url, stage=stage, timeout=timeout
-                ) from exc
+        return stream_events(
+            self._http,
+            self.base_url + PATH,
+            self.request_body(model, messages, think=think, options=options),
+            _HEADERS,
+            lambda response: self._status_error(response, model, think),
+            StreamReader(self.base_url, self._splitter(think)),
+            self.base_url,
+        )
 
     async def models(self) -> list[dict[str, Any]]:
         """Return the served models (`/v1/models` entries); raises `UpstreamError`."""
         path = "/v1/models"
         try:
             response = await self._http.get(self.base_url + path, headers=_HEADERS)
-        except _HTTP_ERRORS as exc:
+        except HTTP_ERRORS as exc:
             timeout = self._http.timeout
             raise error_for_transport(
                 exc, base_url=self.base_url, stage="request", timeout=timeout
