@@ -317,6 +317,7 @@ def test_malformed_after_writes_one_bad_event_then_goes_on(
     bad = [b for b in blocks if b != "data: [DONE]" and not _is_json(b[6:])]
     assert len(bad) == 1
     assert blocks[-1] == "data: [DONE]"
+    assert wait_for(lambda: sim.log[-1].ended is not None)
     assert sim.log[-1].fault == "malformed" and sim.log[-1].finished
 
 
