@@ -518,7 +518,7 @@ def entry_for(log: list[dict[str, Any]], text: str) -> dict[str, Any]:
     return next(
         e
         for e in log
-        if e["body"]["messages"] and e["body"]["messages"][-1]["content"] == text
+        if not e["load_only"] and e["body"]["messages"][-1]["content"] == text
     )
 
 

@@ -100,6 +100,17 @@ def max_frame_chars() -> int:
     return settings.MESSAGE_MAX_CHARS + 4096
 
 
+# Daphne closes a socket (1009) whose message is larger than this many bytes,
+# before the application sees it: `daphne --websocket-max-message-size`.
+DAPHNE_MAX_MESSAGE_BYTES = 1024 * 1024
+
+
+def max_frame_bytes() -> int:
+    """The WebSocket message size Daphne must accept: the largest frame we take,
+    in UTF-8 (at most 4 bytes per code point), and never below Daphne's default."""
+    return max(DAPHNE_MAX_MESSAGE_BYTES, 4 * max_frame_chars())
+
+
 def parse(text: str | None) -> ClientFrame:
     """Decode and validate one client frame; raise FrameError with a clear reason."""
     if text is None:

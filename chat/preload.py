@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,7 +44,45 @@ async def model_listed(profile: ModelProfile) -> bool | None:
     that cannot be known (not Ollama, or the server did not say)."""
     if profile.backend != ModelProfile.Backend.OLLAMA:
         return None
-    base_url = profile.base_url.rstrip("/")
+    names = await _running_models(profile.base_url.rstrip("/"), profile.tag)
+    return None if names is None else profile.tag in names
+
+
+# Answers starting together share one /api/ps request per server, and a model
+# seen loaded is taken as loaded for PS_FRESH seconds. "Not loaded" is never
+# reused: a load in progress is polled for its end.
+PS_FRESH = 1.0
+
+
+@dataclass(eq=False)
+class _Ask:
+    at: float
+    task: asyncio.Task[set[str] | None]
+
+
+_asks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Ask]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def _running_models(base_url: str, tag: str) -> set[str] | None:
+    """The models `/api/ps` lists: an answer already asked for (or one that listed
+    `tag` less than PS_FRESH ago) is shared."""
+    loop = asyncio.get_running_loop()
+    asks = _asks.setdefault(loop, {})
+    ask, now = asks.get(base_url), time.perf_counter()
+    if ask is not None and ask.task.done():
+        names = ask.task.result()
+        if names is None or tag not in names or now - ask.at > PS_FRESH:
+            ask = None
+    if ask is None:
+        ask = _Ask(now, loop.create_task(_ask_ps(base_url), name="api-ps"))
+        asks[base_url] = ask
+    # Shielded: one answer ending does not cancel the request the others await.
+    return await asyncio.shield(ask.task)
+
+
+async def _ask_ps(base_url: str) -> set[str] | None:
     try:
         response = await http_client_for(base_url).get(
             base_url + "/api/ps", timeout=PS_TIMEOUT
@@ -53,8 +92,11 @@ async def model_listed(profile: ModelProfile) -> bool | None:
         return None
     if not isinstance(models, list):
         return None
-    names = {m.get("name") for m in models if isinstance(m, dict)}
-    return profile.tag in names
+    return {
+        name
+        for m in models
+        if isinstance(m, dict) and isinstance(name := m.get("name"), str)
+    }
 
 
 @dataclass(eq=False)

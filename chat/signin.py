@@ -1,9 +1,15 @@
-"""Sign-in throttling: failed attempts are counted per username and per client
-address in Django's cache (Redis when REDIS_URL is set, so every process counts
-the same failures). Past the limit, sign-in is refused, even with the right
-password, until the window that began with the first failure ends. While the
+"""Sign-in throttling: failed attempts are counted per username *from one client
+address*, and per client address, in Django's cache (Redis when REDIS_URL is
+set, so every process counts the same failures). Past the limit, sign-in is
+refused, even with the right password, until the window that began with the
+first failure ends. While the
 cache is unreachable, attempts are neither counted nor refused (logged): an
 outage of Redis must not lock everyone out.
+
+A username is counted per address, not across all of them: otherwise anyone
+could keep a colleague locked out by failing with their username on purpose.
+Guessing one password from many addresses is still slowed by the per-address
+limits (each address gets its few tries per username, and its overall budget).
 
 Used by the site's sign-in page and the admin's (see chat.admin).
 """
@@ -39,10 +45,13 @@ def _unless_cache_away() -> Iterator[None]:
 
 
 def _counters(request: HttpRequest | None, username: str) -> list[tuple[str, int]]:
-    """(cache key, failures allowed) for this username and client address."""
-    name = hashlib.sha256(username.strip().casefold().encode()).hexdigest()
+    """(cache key, failures allowed): this username from this address first,
+    then this address whatever the username."""
+    address = (request.META.get("REMOTE_ADDR") if request is not None else "") or ""
+    name = hashlib.sha256(
+        f"{username.strip().casefold()}\0{address}".encode()
+    ).hexdigest()
     counters = [(f"signin-failures:user:{name}", settings.SIGNIN_FAILURES_PER_USERNAME)]
-    address = request.META.get("REMOTE_ADDR") if request is not None else None
     if address:
         counters.append(
             (f"signin-failures:addr:{address}", settings.SIGNIN_FAILURES_PER_ADDRESS)
@@ -73,10 +82,10 @@ def _count(key: str) -> None:
         cache.add(key, 1, timeout=settings.SIGNIN_LOCKOUT_SECONDS)
 
 
-def forget_failures(username: str) -> None:
+def forget_failures(request: HttpRequest | None, username: str) -> None:
     """After a successful sign-in; the address's count stays (one account of an
     attacker's own must not reset it)."""
-    key, _ = _counters(None, username)[0]
+    key, _ = _counters(request, username)[0]
     with _unless_cache_away():
         cache.delete(key)
 
@@ -102,7 +111,7 @@ class ThrottledSignInMixin:
         except ValidationError:
             record_failure(self.request, username)
             raise
-        forget_failures(username)
+        forget_failures(self.request, username)
         return cleaned
 
 

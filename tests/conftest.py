@@ -272,6 +272,25 @@ def _wait_until_serving(proc: Any, stack_file: Any, timeout: float = 60) -> None
 
 
 @pytest.fixture(scope="session")
+def django_db_setup(
+    django_db_setup: None, django_db_blocker: Any, test_mode: str
+) -> Iterator[None]:
+    """pytest-django's, and before the test database is dropped, the sessions
+    still open on it are ended: connections that async tests opened in executor
+    threads, which no `close()` in this thread reaches."""
+    yield
+    if test_mode == "sqlite":
+        return
+    from django.db import connection
+
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+
+
+@pytest.fixture(scope="session")
 def live_server_url(
     test_mode: str, django_db_setup: None, django_db_blocker: Any
 ) -> Iterator[str]:

@@ -34,6 +34,10 @@ class Simulator:
     def log(self) -> list[ChatLogEntry]:
         return self.server.log
 
+    @property
+    def ps_requests(self) -> int:
+        return self.server.state.ps_requests
+
     async def wait_for_end(self, timeout: float = 10) -> ChatLogEntry:
         """The last chat request, once the simulator has finished with it."""
         deadline = time.monotonic() + timeout

@@ -22,8 +22,8 @@ def two_tabs(live_server_url, context, login, conversation, alice):
 
 
 def answers_asked(simulator):
-    """The chat requests that asked for an answer (preloads send no messages)."""
-    return [entry for entry in simulator.log if entry.body.get("messages")]
+    """The chat requests that asked for an answer (not preloads)."""
+    return [entry for entry in simulator.log if not entry.load_only]
 
 
 def shown_answer(page):

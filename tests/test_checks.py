@@ -29,3 +29,13 @@ def test_production_with_redis_and_a_real_key_is_clean(settings):
         "default": {"BACKEND": "channels_redis.core.RedisChannelLayer"}
     }
     assert ids() == []
+
+
+def test_messages_larger_than_daphne_takes_are_flagged(settings):
+    settings.DEBUG = True
+    settings.MESSAGE_MAX_CHARS = 100_000  # 400 kB of UTF-8 at most: fits
+    assert ids() == []
+    settings.MESSAGE_MAX_CHARS = 1_000_000
+    (problem,) = settings_check(None)
+    assert problem.id == "chat.W002"
+    assert "--websocket-max-message-size 4016384" in problem.hint

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from channels.testing import WebsocketCommunicator
 
@@ -17,7 +19,7 @@ async def preload(communicator: WebsocketCommunicator) -> None:
 
 
 def loads(simulator) -> list:
-    return [entry for entry in simulator.log if entry.body["messages"] == []]
+    return [entry for entry in simulator.log if entry.load_only]
 
 
 def test_preload_frames_parse_and_build():
@@ -168,6 +170,26 @@ async def test_model_listed_reads_ollamas_running_models(simulator, demo_profile
     simulator.config.load_ms = 0
     await ollama_client(simulator.url).load(demo_profile.tag)
     assert await model_listed(demo_profile) is True
+
+
+async def test_answers_starting_together_share_one_ps_request(simulator, demo_profile):
+    simulator.config.load_ms = 0
+    await ollama_client(simulator.url).load(demo_profile.tag)
+    listed = await asyncio.gather(*(model_listed(demo_profile) for _ in range(20)))
+    assert listed == [True] * 20
+    assert simulator.ps_requests == 1
+    # Seen loaded a moment ago: taken as loaded without asking again.
+    assert await model_listed(demo_profile) is True
+    assert simulator.ps_requests == 1
+
+
+async def test_not_loaded_is_asked_again_each_time(simulator, demo_profile):
+    assert await model_listed(demo_profile) is False
+    assert await model_listed(demo_profile) is False
+    assert simulator.ps_requests == 2
+    simulator.config.load_ms = 0
+    await ollama_client(simulator.url).load(demo_profile.tag)
+    assert await model_listed(demo_profile) is True  # the load's end is seen at once
 
 
 async def test_model_listed_is_unknown_when_ps_cannot_tell(demo_profile):

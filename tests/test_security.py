@@ -18,7 +18,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+import websockets
 from channels.testing import WebsocketCommunicator
+from django.conf import settings
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
@@ -29,6 +31,7 @@ from chat.routing import websocket_urlpatterns
 from chatsite.asgi import application
 from tests.conftest import PASSWORDS
 from tests.test_consumers import connect, frames_until
+from tests.test_processes import frames_until as process_frames_until
 
 ROOT = Path(__file__).resolve().parent.parent
 ORIGIN = (b"origin", b"http://127.0.0.1")
@@ -225,6 +228,38 @@ async def test_a_frame_over_the_default_limit_is_refused_clearly(alice, conversa
     assert await conversation.messages.acount() == 0
 
 
+@pytest.mark.django_db(transaction=True)
+async def test_daphne_closes_a_socket_sending_more_than_any_frame_we_take(
+    live_server_url, alice, conversation, session_cookie
+):
+    url = f"ws{live_server_url[4:]}/ws/conversations/{conversation.pk}/"
+    headers = {
+        "Cookie": await asyncio.to_thread(session_cookie, alice),
+        "Origin": live_server_url,
+    }
+    async with websockets.connect(url, additional_headers=headers) as ws:
+        # The longest message, in 4-byte characters, still reaches the consumer,
+        # which answers it clearly.
+        content = "\U0001f600" * (settings.MESSAGE_MAX_CHARS + 1)
+        await ws.send(
+            json.dumps({"type": "send", "content": content}, ensure_ascii=False)
+        )
+        error = (await process_frames_until(ws, "error"))[-1]
+        assert error["code"] == "message_too_long"
+        # Up to Daphne's limit, a frame reaches the consumer and is refused by it
+        # with the socket left open; one byte more and Daphne drops the socket
+        # before buffering the message for us.
+        await ws.send("x" * frames.max_frame_bytes())
+        error = (await process_frames_until(ws, "error"))[-1]
+        assert error["code"] == "frame_too_large"
+        await ws.send("x" * (frames.max_frame_bytes() + 1))
+        with pytest.raises(websockets.ConnectionClosedError) as closed:
+            await process_frames_until(ws, "never")
+    # The close frame is lost when the server drops the socket mid-message.
+    assert closed.value.rcvd is None or closed.value.rcvd.code == 1009
+    assert await conversation.messages.acount() == 0
+
+
 # --------------------------------------------------------------------------
 # HTTP: CSRF on every POST, nobody else's objects by id
 
@@ -411,6 +446,20 @@ def test_sign_in_is_refused_after_repeated_failures_even_with_the_password(
     # Another account from elsewhere is not affected.
     other = Client(REMOTE_ADDR="10.0.0.9")
     assert sign_in(other, "bob", "wrong").status_code == 200
+
+
+@pytest.mark.django_db
+def test_failing_with_someone_elses_username_does_not_lock_them_out(
+    client, alice, settings
+):
+    settings.SIGNIN_FAILURES_PER_USERNAME = 3
+    for _ in range(3):
+        assert sign_in(client, "alice", "wrong").status_code == 200
+    assert sign_in(client, "alice", PASSWORDS["alice"]).status_code == 429
+    # Alice, at her own desk, still signs in; the other address stays refused.
+    at_her_desk = Client(REMOTE_ADDR="10.0.0.7")
+    assert sign_in(at_her_desk, "alice", PASSWORDS["alice"]).status_code == 302
+    assert sign_in(client, "alice", PASSWORDS["alice"]).status_code == 429
 
 
 @pytest.mark.django_db

@@ -47,9 +47,10 @@ Endpoints that are not part of Ollama's API, for tests and benchmarks:
   chat requests, oldest first. An entry is :class:`ChatLogEntry` as a dict:
   ``body`` (the parsed request), ``started`` (``time.time()``), ``status``,
   ``model``, ``thinking`` (whether thinking was produced), ``tokens_sent``,
-  ``done_reason``, ``fault``, ``disconnected`` (the client went away before the
-  end), ``finished`` (the response was completed as planned, including planned
-  error answers), ``ended`` and ``times`` (with ``record_times``: one
+  ``done_reason``, ``fault``, ``load_only`` (an Ollama chat without messages,
+  which only loads or unloads the model), ``disconnected`` (the client went
+  away before the end), ``finished`` (the response was completed as planned,
+  including planned error answers), ``ended`` and ``times`` (with ``record_times``: one
   ``time.time()`` per token, taken right after its chunk was written).
 - ``POST /_sim/reset`` clears the log and the loaded models and restores the
   config the server was started with.

@@ -219,6 +219,7 @@ def _show_body(model: SimModel) -> dict[str, Any]:
 
 async def _ps(request: web.Request) -> web.Response:
     state = request.app[STATE]
+    state.ps_requests += 1
     now, ready = time.time(), asyncio.get_running_loop().time()
     # A model still loading (load_ms) is not listed until it is ready.
     loaded = [
@@ -255,6 +256,7 @@ async def _chat(request: web.Request) -> web.StreamResponse:
         entry.end(finished=True)
         return error_response(exc.status, exc.message)
     entry.model = chat.model.name
+    entry.load_only = not chat.messages
     faults = take_faults(state.config)
     if faults.status is not None:
         entry.status, entry.fault = faults.status, "status"

@@ -30,6 +30,7 @@ class ChatLogEntry:
     tokens_sent: int = 0
     done_reason: str | None = None
     fault: str | None = None
+    load_only: bool = False  # Ollama: a chat without messages (a preload)
     disconnected: bool = False
     finished: bool = False
     ended: float | None = None
@@ -60,6 +61,7 @@ class SimulatorState:
         self._lock = threading.Lock()
         self._log: deque[ChatLogEntry] = deque(maxlen=config.log_size)
         self.loaded: dict[str, Loaded] = {}
+        self.ps_requests = 0  # GET /api/ps calls answered
 
     def record(self, entry: ChatLogEntry) -> None:
         with self._lock:
@@ -104,6 +106,7 @@ class SimulatorState:
         with self._lock:
             self._log.clear()
             self.loaded.clear()
+            self.ps_requests = 0
             for f in dataclasses.fields(self._initial):
                 value = copy.deepcopy(getattr(self._initial, f.name))
                 setattr(self.config, f.name, value)

@@ -314,6 +314,9 @@ def test_load_only_request(sim: SimulatorServer, client: httpx.Client) -> None:
     assert client.post("/api/chat", json=unload).json()["done_reason"] == "unload"
     assert client.get("/api/ps").json() == {"models": []}
     assert [e.done_reason for e in sim.log] == ["load", "unload"]
+    assert all(e.load_only for e in sim.log)
+    client.post("/api/chat", json={"model": THINKER, "messages": HELLO})
+    assert sim.log[-1].load_only is False
 
 
 def test_cold_load_waits_load_ms_once(

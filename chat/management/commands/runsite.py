@@ -17,6 +17,7 @@ import httpx
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
+from chat import frames
 from chat.discovery import fetch_ollama_models, sync_profiles
 from chat.models import Message
 from chat.upstream import UpstreamError
@@ -51,8 +52,12 @@ class Command(BaseCommand):
                 else:
                     children.append(self._start_simulator(options["simulator_port"]))
             host, port = options["host"], str(options["port"])
+            size = str(frames.max_frame_bytes())
             daphne = _spawn(
-                ["-m", "daphne", "-b", host, "-p", port, "chatsite.asgi:application"]
+                ["-m", "daphne", "-b", host, "-p", port]
+                + ["--websocket-max-message-size", size]
+                + ["--websocket-max-frame-size", size]
+                + ["chatsite.asgi:application"]
             )
             children.append(daphne)
             self.stdout.write(f"chatsite is running at http://{host}:{port}/")
