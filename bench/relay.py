@@ -35,6 +35,7 @@ class Scenario:
     streams: int
     tps: float
     tokens: int
+    viewers: int = 0  # signed-out sockets of one live shared link per stream
 
 
 @dataclass
@@ -45,6 +46,7 @@ class StreamResult:
     started: float = 0.0
     first_token: float | None = None
     queue_wait_ms: float | None = None  # chatsite's own figure, from `done`
+    viewer_frames: int = 0  # content frames its live-link viewers got, in all
 
 
 def answer_text(tokens: int) -> str:
@@ -171,6 +173,15 @@ class Site:
             int(pk) for pk in manage(self.env, "shell", "-v", "0", "-c", script).split()
         ]
 
+    def live_links(self, conversations: list[int]) -> list[str]:
+        """A live shared link's token for each conversation."""
+        script = (
+            "from chat.models import Conversation, ShareLink;"
+            "print(' '.join(ShareLink.create_for(c, mode='live')[1] for c in "
+            f"Conversation.objects.filter(pk__in={conversations!r}).order_by('pk')))"
+        )
+        return manage(self.env, "shell", "-v", "0", "-c", script).split()
+
     def configure(self, **changes: Any) -> None:
         httpx.post(f"{self.sim_url}/_sim/config", json=changes).raise_for_status()
         httpx.post(f"{self.sim_url}/_sim/reset").raise_for_status()
@@ -206,6 +217,38 @@ async def through_chatsite(
                 result.queue_wait_ms = (frame.get("stats") or {}).get("queue_wait_ms")
                 break
     result.arrivals = assign_arrivals(ends, chunks)
+    return result
+
+
+async def watch_link(site: Site, token: str, opened: asyncio.Event) -> int:
+    """A link viewer: its content frames until the answer is done."""
+    url = f"ws://127.0.0.1:{site.web_port}/ws/share/{token}/"
+    headers = {"Origin": f"http://127.0.0.1:{site.web_port}"}
+    frames = 0
+    async with websockets.connect(url, additional_headers=headers, max_size=None) as ws:
+        opened.set()
+        async for raw in ws:
+            kind = json.loads(raw)["type"]
+            if kind == "content":
+                frames += 1
+            elif kind in ("done", "error"):
+                break
+    return frames
+
+
+async def with_viewers(
+    site: Site, conversation_id: int, token: str | None, count: int, ends: list[int]
+) -> StreamResult:
+    """The owner's stream, with `count` viewers of a live link watching it."""
+    viewers: list[asyncio.Task[int]] = []
+    for _ in range(count if token else 0):
+        opened = asyncio.Event()
+        viewers.append(asyncio.create_task(watch_link(site, token or "", opened)))
+        await opened.wait()
+    if viewers:
+        await asyncio.sleep(0.5)  # their subscriptions are done (connect ends first)
+    result = await through_chatsite(site, conversation_id, ends)
+    result.viewer_frames = sum(await asyncio.gather(*viewers))
     return result
 
 
@@ -322,6 +365,7 @@ async def run_scenario(site: Site, scenario: Scenario) -> dict[str, Any]:
     base_lat = latencies(list(baseline), site.sim_log())
 
     conversations = site.new_conversations(scenario.streams)
+    tokens_of = site.live_links(conversations) if scenario.viewers else []
     site.configure(
         tps=scenario.tps,
         answer_tokens=scenario.tokens,
@@ -334,7 +378,16 @@ async def run_scenario(site: Site, scenario: Scenario) -> dict[str, Any]:
     began = time.monotonic()
     with gc_paused():
         relayed = await asyncio.gather(
-            *(through_chatsite(site, pk, ends) for pk in conversations)
+            *(
+                with_viewers(
+                    site,
+                    pk,
+                    tokens_of[i] if tokens_of else None,
+                    scenario.viewers,
+                    ends,
+                )
+                for i, pk in enumerate(conversations)
+            )
         )
     elapsed = time.monotonic() - began
     cpu_used = cpu_seconds(site.daphne_pid) - cpu_before
@@ -356,6 +409,11 @@ async def run_scenario(site: Site, scenario: Scenario) -> dict[str, Any]:
         row[f"added_{label}_ms"] = row[f"relay_{label}_ms"] - row[f"direct_{label}_ms"]
     row["ttft_added_ms"] = ttft(list(relayed)) - ttft(list(baseline))
     row["frames_per_token"] = sum(r.frames for r in relayed) / max(tokens, 1)
+    if scenario.viewers:
+        row["viewers"] = scenario.viewers * scenario.streams
+        row["viewer_frames_per_token"] = sum(r.viewer_frames for r in relayed) / max(
+            tokens * scenario.viewers, 1
+        )
     row["cpu_s_per_1k_tokens"] = cpu_used / max(tokens, 1) * 1000
     # The simulator and this load client share the machine with Daphne.
     row["sim_cpu_s_per_1k_tokens"] = sim_used / max(tokens, 1) * 1000

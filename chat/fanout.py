@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal, TypedDict
 
 from channels.layers import BaseChannelLayer, InMemoryChannelLayer
@@ -131,3 +132,64 @@ class RemoteView:
             return ""
         self.have[kind] = end
         return text[have - start :]
+
+
+SendFrame = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class Pacer:
+    """A viewer's frames, with its text deltas merged to at most one frame every
+    COALESCE_SECONDS (rule 3: viewers other than the owner may be coalesced).
+
+    `delta` never waits, so a relay feeding many viewers pays almost nothing per
+    token and viewer; the writes happen in the pacer's own task. Any other frame
+    goes out at once, after the text before it (order is kept).
+    """
+
+    def __init__(self, send: SendFrame) -> None:
+        self.send = send
+        self.pending: list[dict[str, Any]] = []
+        self.wake = asyncio.Event()
+        self.lock = asyncio.Lock()
+        self.task: asyncio.Task[None] | None = None
+
+    def delta(self, frame: dict[str, Any]) -> None:
+        last = self.pending[-1] if self.pending else None
+        if (
+            last is not None
+            and last["type"] == frame["type"]
+            and last["message_id"] == frame["message_id"]
+        ):
+            self.pending[-1] = {**last, "delta": last["delta"] + frame["delta"]}
+        else:
+            self.pending.append(frame)
+        if self.task is None:
+            self.task = asyncio.create_task(self._run(), name="pacer")
+        self.wake.set()
+
+    async def frame(self, frame: dict[str, Any]) -> None:
+        async with self.lock:
+            await self._flush()
+            await self.send(frame)
+
+    async def _run(self) -> None:
+        while True:
+            await self.wake.wait()
+            self.wake.clear()
+            try:
+                async with self.lock:
+                    await self._flush()
+            except Exception:
+                # The socket is going away; its disconnect closes the pacer.
+                logger.debug("dropped frames for a closing socket", exc_info=True)
+            await asyncio.sleep(COALESCE_SECONDS)
+
+    async def _flush(self) -> None:
+        pending, self.pending = self.pending, []
+        for frame in pending:
+            await self.send(frame)
+
+    def close(self) -> None:
+        self.pending = []
+        if self.task is not None:
+            self.task.cancel()

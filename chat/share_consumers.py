@@ -3,8 +3,11 @@
 It hears the conversation like a `ChatConsumer` (the runner in this process, the
 conversation's group for other processes) and passes its viewer only read-only
 frames, with ordinals for message ids and thinking dropped unless the link
-includes it (`chat.share_frames`). A viewer may only `resume`; any other frame
-is answered with a `read_only` error frame and the socket stays open.
+includes it (`chat.share_frames`). Its text comes merged to one frame about
+every 50 ms (`chat.fanout.Pacer`): a link watched by a crowd must not slow the
+owner's answer, whose relay writes to every socket of the process. A viewer may
+only `resume`; any other frame is answered with a `read_only` error frame and
+the socket stays open.
 
 Close codes:
   4401  the site requires sign-in for shared links and the viewer is signed out
@@ -23,6 +26,7 @@ from channels.db import database_sync_to_async
 
 from chat import frames
 from chat.consumers import ChatConsumer
+from chat.fanout import Pacer
 from chat.models import ShareLink, SiteDefaults
 from chat.ratelimit import FrameLimiter
 from chat.runner import runner
@@ -33,6 +37,7 @@ CLOSE_NO_LINK = 4404
 CLOSE_GONE = 4410
 
 GONE_DETAIL = "This link is no longer available."
+DELTAS = ("thinking", "content")
 
 
 class ShareConsumer(ChatConsumer):
@@ -43,6 +48,7 @@ class ShareConsumer(ChatConsumer):
     held: list[dict[str, Any]] | None = None
     expiry: asyncio.TimerHandle | None = None
     expiring: asyncio.Future[None] | None = None
+    pacer: Pacer
 
     async def connect(self) -> None:
         self.token = self.scope["url_route"]["kwargs"]["token"]
@@ -55,6 +61,7 @@ class ShareConsumer(ChatConsumer):
             return
         self.link = link
         self.conversation_id = link.conversation_id
+        self.pacer = Pacer(self._write)
         self.remote = {}
         # Subscribed before the socket opens: what the conversation sends from
         # here on is held until then, so an open socket has missed nothing since.
@@ -96,6 +103,7 @@ class ShareConsumer(ChatConsumer):
             return
         if self.expiry is not None:
             self.expiry.cancel()
+        self.pacer.close()
         await super().disconnect(code)
         await self.channel_layer.group_discard(self.link.group_name, self.channel_name)
 
@@ -129,6 +137,16 @@ class ShareConsumer(ChatConsumer):
         if self.held is not None:
             self.held.append(frame)
             return
+        if frame["type"] in DELTAS:
+            # The relay may be feeding the owner too: merging and writing the
+            # text is left to the viewer's pacer.
+            self.pacer.delta(frame)
+        else:
+            await self.pacer.frame(frame)
+
+    async def _write(self, frame: dict[str, Any]) -> None:
+        if self.closed or self.link is None:
+            return
         shown = for_viewer(frame, self.link, self.token, self.ordinals)
         if shown is not None:
             await self.send(text_data=json.dumps(shown, ensure_ascii=False))
@@ -142,6 +160,7 @@ class ShareConsumer(ChatConsumer):
             return
         await self.send_frame(frames.error(None, "link_gone", GONE_DETAIL))
         self.closed = True
+        self.pacer.close()
         runner.unsubscribe(self.conversation_id, self)
         await self.close(code=CLOSE_GONE)
 

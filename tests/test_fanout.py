@@ -5,7 +5,15 @@ import asyncio
 import pytest
 from channels.layers import InMemoryChannelLayer
 
-from chat.fanout import Publisher, RemoteView, conversation_group, spans_processes
+from chat import frames
+from chat.fanout import (
+    COALESCE_SECONDS,
+    Pacer,
+    Publisher,
+    RemoteView,
+    conversation_group,
+    spans_processes,
+)
 
 
 def test_remote_view_drops_overlap_and_reports_gaps():
@@ -40,3 +48,48 @@ async def test_publisher_merges_what_arrives_while_it_waits():
     assert (first["start"], first["text"]) == (0, "a")
     assert (second["start"], second["text"]) == (1, "bcd")
     assert second["origin"] == "me" and second["message_id"] == 42
+
+
+async def test_pacer_merges_text_and_keeps_order_with_other_frames():
+    sent: list[dict] = []
+
+    async def send(frame: dict) -> None:
+        sent.append(frame)
+
+    pacer = Pacer(send)
+    for piece in ("Hel", "lo", " there"):
+        pacer.delta(frames.delta("content", 5, piece))
+    pacer.delta(frames.delta("thinking", 5, "hmm"))
+    pacer.delta(frames.delta("content", 5, "!"))
+    assert sent == []  # adding never writes
+    await pacer.frame({"type": "done", "message_id": 5})
+    assert sent == [
+        frames.delta("content", 5, "Hello there"),
+        frames.delta("thinking", 5, "hmm"),
+        frames.delta("content", 5, "!"),
+        {"type": "done", "message_id": 5},
+    ]
+    pacer.close()
+
+
+async def test_pacer_writes_at_once_when_idle_then_at_most_every_interval():
+    sent: list[tuple[float, dict]] = []
+    loop = asyncio.get_running_loop()
+    second = asyncio.Event()
+
+    async def send(frame: dict) -> None:
+        sent.append((loop.time(), frame))
+        if len(sent) == 2:
+            second.set()
+
+    pacer = Pacer(send)
+    pacer.delta(frames.delta("content", 1, "a"))
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert [f["delta"] for _, f in sent] == ["a"]  # no wait for the first
+    for piece in "bcdef":  # while the pacer rests after "a"
+        pacer.delta(frames.delta("content", 1, piece))
+    await asyncio.wait_for(second.wait(), timeout=5)
+    pacer.close()
+    assert [f["delta"] for _, f in sent] == ["a", "bcdef"]
+    assert sent[1][0] - sent[0][0] >= COALESCE_SECONDS * 0.99

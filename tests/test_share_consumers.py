@@ -15,7 +15,7 @@ from django.test import AsyncClient
 from django.urls import reverse
 from django.utils import timezone
 
-from chat.fanout import conversation_group
+from chat.fanout import COALESCE_SECONDS, conversation_group
 from chat.models import Conversation, Message, ShareLink, SiteDefaults
 from chat.share_consumers import CLOSE_GONE, CLOSE_NO_LINK, CLOSE_SIGN_IN
 from chatsite.asgi import application
@@ -118,6 +118,30 @@ async def test_a_link_with_thinking_streams_the_thinking_too(
     answer = await conversation.messages.filter(role="assistant").alast()
     assert text_of(seen, "thinking") == answer.thinking and answer.thinking
     assert final["message"]["thinking"] == answer.thinking
+
+
+async def test_a_viewer_gets_the_text_merged_while_the_owner_gets_each_token(
+    alice, conversation, simulator
+):
+    simulator.config.tps = 1000
+    simulator.config.think_tokens = 0
+    simulator.config.answer_tokens = 300
+    _, token = await make_link(conversation)
+    viewer = await ready(await open_viewer(token))
+    owner = await connect(alice, conversation)
+    await send(owner)
+    mine = await frames_until(owner, "done")
+    seen = await frames_until(viewer, "done")
+    await owner.disconnect()
+    await viewer.disconnect()
+
+    answer = await conversation.messages.filter(role="assistant").alast()
+    assert text_of(seen, "content") == text_of(mine, "content") == answer.content
+    # At most one viewer frame per ~50 ms of the answer (about 300 ms here),
+    # where the owner got about one per token.
+    viewer_frames = sum(f["type"] == "content" for f in seen)
+    assert answer.total_ms is not None
+    assert viewer_frames <= answer.total_ms / 1000 / COALESCE_SECONDS + 2
 
 
 async def test_a_viewer_joining_mid_answer_resumes_by_ordinal(
