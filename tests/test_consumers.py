@@ -5,6 +5,8 @@ import json
 
 import pytest
 from channels.testing import WebsocketCommunicator
+from django.test import AsyncClient
+from django.urls import reverse
 
 from chat.models import Conversation, Message, ModelProfile
 from chatsite.asgi import application
@@ -512,6 +514,44 @@ async def test_edit_resends_the_changed_question(alice, conversation, simulator)
     assert "second qestion" not in str(sent)
     contents = [m.content async for m in conversation.messages.filter(role="user")]
     assert contents == ["first question", "second question"]
+
+
+async def test_a_regenerated_answer_and_a_version_switch_reach_every_tab(
+    alice, conversation, simulator
+):
+    owner = await connect(alice, conversation)
+    other = await connect(alice, conversation)
+    before = await answered_once(owner)
+    await frames_until(other, "done")
+    await other.receive_json_from(timeout=5)
+    first = [before[0]["message"]["id"], before[2]["message_id"]]
+
+    await owner.send_json_to({"type": "regenerate"})
+    await frames_until(owner, "done")
+    final = await owner.receive_json_from(timeout=5)
+    await frames_until(other, "done")
+    await other.receive_json_from(timeout=5)
+    assert '<span class="version-number">2 / 2</span>' in final["message"]["html"]
+    second = [final["message"]["id"] - 1, final["message"]["id"]]
+
+    client = AsyncClient()
+    await client.aforce_login(alice)
+    url = reverse("show_version", args=[conversation.pk, first[0]])
+    response = await client.post(url)
+    assert response.status_code == 200
+    for tab in (owner, other):
+        removed, question, answer = [await tab.receive_json_from(5) for _ in "qa."]
+        assert removed == {"type": "removed", "message_ids": second}
+        assert [question["message"]["id"], answer["message"]["id"]] == first
+        assert "1 / 2</span>" in answer["message"]["html"]
+    assert response.json()["frames"][0] == removed
+
+    # A tab that reconnects after the answer finished is sent it with its versions.
+    await other.send_json_to({"type": "resume", "message_id": first[1], "offset": 0})
+    resumed = await other.receive_json_from(timeout=5)
+    assert "1 / 2</span>" in resumed["message"]["html"]
+    await owner.disconnect()
+    await other.disconnect()
 
 
 async def refused(communicator, frame: dict) -> dict:
