@@ -463,14 +463,20 @@ async def answered_once(communicator, content: str = "first question") -> list[d
     return [*frames, await communicator.receive_json_from(timeout=5)]
 
 
-async def test_regenerate_replaces_the_answer_in_every_tab(
-    alice, conversation, simulator
-):
-    owner = await connect(alice, conversation)
-    other = await connect(alice, conversation)
+async def answered_in_two_tabs(user, conversation):
+    """Two tabs of the conversation, after one answer both saw to its end."""
+    owner = await connect(user, conversation)
+    other = await connect(user, conversation)
     before = await answered_once(owner)
     await frames_until(other, "done")
     await other.receive_json_from(timeout=5)
+    return owner, other, before
+
+
+async def test_regenerate_replaces_the_answer_in_every_tab(
+    alice, conversation, simulator
+):
+    owner, other, before = await answered_in_two_tabs(alice, conversation)
     old_question, old_answer = before[0]["message"]["id"], before[2]["message_id"]
 
     simulator.config.seed = 7  # a different answer this time
@@ -519,11 +525,7 @@ async def test_edit_resends_the_changed_question(alice, conversation, simulator)
 async def test_a_regenerated_answer_and_a_version_switch_reach_every_tab(
     alice, conversation, simulator
 ):
-    owner = await connect(alice, conversation)
-    other = await connect(alice, conversation)
-    before = await answered_once(owner)
-    await frames_until(other, "done")
-    await other.receive_json_from(timeout=5)
+    owner, other, before = await answered_in_two_tabs(alice, conversation)
     first = [before[0]["message"]["id"], before[2]["message_id"]]
 
     await owner.send_json_to({"type": "regenerate"})
