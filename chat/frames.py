@@ -246,9 +246,7 @@ def removed(message_ids: list[int]) -> dict[str, Any]:
 
 def version_shown(switch: VersionSwitch) -> list[dict[str, Any]]:
     """Another version of the last answer chosen: what it replaces, then it."""
-    shown = switch.shown
-    chosen = [m for m in (shown.question, shown.answer) if m is not None]
-    return [removed(switch.removed), *(message(m) for m in chosen)]
+    return [removed(switch.removed), *(message(m) for m in switch.shown.messages)]
 
 
 def message(message: Message) -> dict[str, Any]:

@@ -306,9 +306,8 @@ class Conversation(models.Model):
             removed = sorted(hidden.values_list("pk", flat=True))
             hidden.update(replaced=True)
             Message.objects.filter(pk__in=chosen.ids).update(replaced=False)
-            for message in (chosen.question, chosen.answer):
-                if message is not None:
-                    message.replaced = False
+            for message in chosen.messages:
+                message.replaced = False
         if chosen.answer is not None:
             chosen.answer.versions = place_of(versions, chosen)
         return VersionSwitch(removed, chosen)

@@ -91,8 +91,8 @@ class Message(models.Model):
 
     # Replaced by a regenerate or an edit: kept, not shown, never sent.
     replaced = models.BooleanField(default=False)
-    # A regenerate's or an edit's question: the first question asked at its
-    # place in the conversation, whose versions it and its answer are.
+    # On a regenerate's or an edit's question: its turn's first question (this
+    # question and its answer are a version of that turn: `chat.models.versions`).
     version_of = models.ForeignKey(
         "self",
         null=True,

@@ -19,9 +19,12 @@ class Version:
         return self.answer.pk if self.answer is not None else None
 
     @property
+    def messages(self) -> list[Message]:
+        return [m for m in (self.question, self.answer) if m is not None]
+
+    @property
     def ids(self) -> list[int]:
-        answer = [self.answer.pk] if self.answer is not None else []
-        return [self.question.pk, *answer]
+        return [m.pk for m in self.messages]
 
     @property
     def shown(self) -> bool:
