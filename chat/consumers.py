@@ -182,6 +182,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             self.remote[message.pk] = view
             await self.ask_catchup(message.pk, view)
         else:
+            await database_sync_to_async(_place_answer)(message)
             await self.send_frame(frames.message(message))
 
     # Channel-layer events from other processes (this process's own are skipped:
@@ -243,6 +244,12 @@ def _next_model(conversation_id: int) -> ModelProfile | None:
         return conversation.model_for_next_answer() if conversation else None
     except Conversation.NoModel:
         return None
+
+
+def _place_answer(message: Message) -> None:
+    """The last answer's versions, for its control (see `Message.versions`)."""
+    if message.role == Message.Role.ASSISTANT:
+        message.conversation.place_answer(message)
 
 
 def _begin_turn(conversation_id: int, content: str, client_id: str) -> Turn:

@@ -15,8 +15,11 @@ Server -> client:
   {"type": "done", "message_id": N, "status": "done" | "stopped" | "error", "stats": {}}
   {"type": "error", "message_id": N | null, "code": "...", "detail": "..."}
   {"type": "conversation", "id": N, "title": "..."}   the conversation was renamed
-  {"type": "removed", "message_ids": [N, ...]}  messages replaced by a regenerate or
-                                                an edit (their new turn follows)
+  {"type": "removed", "message_ids": [N, ...]}  messages replaced by a regenerate,
+                                                an edit (their new turn follows) or
+                                                another version of the last answer
+                                                (its question and answer follow as
+                                                `message` frames)
   {"type": "queued", "message_id": N, "position": P}  after `start`, while the answer
       waits for a model slot (P = 1 is next); sent again when P changes
   {"type": "model", "state": "loading" | "ready" | "error", "model": "...",
@@ -45,7 +48,7 @@ from django.conf import settings
 from django.template.loader import render_to_string
 
 if TYPE_CHECKING:
-    from chat.models import Conversation, Message
+    from chat.models import Conversation, Message, VersionSwitch
     from chat.runner import Generation
 
 
@@ -250,6 +253,11 @@ def conversation(conversation: Conversation) -> dict[str, Any]:
 
 def removed(message_ids: list[int]) -> dict[str, Any]:
     return {"type": "removed", "message_ids": message_ids}
+
+
+def version_shown(switch: VersionSwitch) -> list[dict[str, Any]]:
+    """Another version of the last answer chosen: what it replaces, then it."""
+    return [removed(switch.removed), *(message(m) for m in switch.shown.messages)]
 
 
 def message(message: Message) -> dict[str, Any]:

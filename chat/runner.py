@@ -241,6 +241,15 @@ class Runner:
             dict(fanout.frame_event(self.id, frame)),
         )
 
+    async def tell(self, conversation_id: int, sent: list[dict[str, Any]]) -> None:
+        """Frames from an HTTP request, to every socket of the conversation. A
+        process that has not served a socket yet looks the channel layer up
+        here, so other processes' sockets are told too."""
+        if self._layer is None:
+            self._layer = get_channel_layer()
+        for frame in sent:
+            await self.broadcast(conversation_id, frame)
+
     async def request_stop(self, conversation_id: int) -> None:
         """Stop the answer wherever it runs."""
         if not self.stop(conversation_id):

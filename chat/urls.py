@@ -27,6 +27,11 @@ urlpatterns = [
         views.message_source,
         name="message_source",
     ),
+    path(
+        "c/<int:pk>/messages/<int:message_id>/show/",
+        views.show_version,
+        name="show_version",
+    ),
 ]
 
 urlpatterns += share_urls.urlpatterns

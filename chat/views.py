@@ -2,16 +2,18 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from asgiref.sync import async_to_sync
 from django.contrib.auth import get_user_model, login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import Resolver404, resolve, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
+from chat import frames
 from chat.forms import FirstAdminForm, RenameForm, SettingsForm, ThinkingForm
 from chat.models import (
     Conversation,
@@ -21,6 +23,7 @@ from chat.models import (
     SettingsChange,
     SiteDefaults,
 )
+from chat.runner import runner
 
 # A streaming answer checkpoints about once a second; one silent for longer than
 # this belongs to a dead process (see chat.runner's ORPHAN_AFTER).
@@ -47,6 +50,12 @@ def _owned(request: SignedInRequest, pk: int) -> Conversation:
         Conversation.objects.select_related("model_profile"),
         pk=pk,
         owner=request.user,
+    )
+
+
+def _text(content: str, status: int = 200) -> HttpResponse:
+    return HttpResponse(
+        content, status=status, content_type="text/plain; charset=utf-8"
     )
 
 
@@ -236,10 +245,9 @@ def delete_conversation(request: SignedInRequest, pk: int) -> HttpResponse:
         updated_at__gte=timezone.now() - LIVE_ANSWER_SILENCE,
     )
     if live.exists():
-        return HttpResponse(
+        return _text(
             "An answer is still being written in this conversation: stop it first.",
             status=409,
-            content_type="text/plain; charset=utf-8",
         )
     was_current = _is_current_page(request, current)
     current.delete()
@@ -258,4 +266,23 @@ def message_source(request: SignedInRequest, pk: int, message_id: int) -> HttpRe
     message = get_object_or_404(
         Message, pk=message_id, conversation_id=pk, conversation__owner=request.user
     )
-    return HttpResponse(message.content, content_type="text/plain; charset=utf-8")
+    return _text(message.content)
+
+
+@login_required
+@require_POST
+def show_version(request: SignedInRequest, pk: int, message_id: int) -> HttpResponse:
+    """Show another version of the last answer (its "‹ 2 / 3 ›" control), the one
+    `message_id` asked: the frames that swap it in, which the conversation's
+    other tabs are sent too. Refused while an answer is being written."""
+    current = _owned(request, pk)
+    try:
+        switch = current.show_version(message_id)
+    except Conversation.Busy as exc:
+        return _text(str(exc), status=409)
+    except Conversation.NotAVersion as exc:
+        return _text(str(exc), status=404)
+    sent = frames.version_shown(switch)
+    if switch.removed:
+        async_to_sync(runner.tell)(current.pk, sent)
+    return JsonResponse({"frames": sent})

@@ -146,6 +146,55 @@ def test_a_refused_edit_keeps_the_field_and_its_text(two_tabs, conversation, sim
     assert len(answers_asked(simulator)) == 2
 
 
+@pytest.fixture
+def answered(conversation):
+    """A question and its answer, stored before the tabs open."""
+    conversation.messages.create(role="user", content="question")
+    conversation.messages.create(role="assistant", content="The first answer.")
+
+
+def test_choose_a_version_of_the_answer_by_keyboard_and_keep_it_after_a_reload(
+    answered, two_tabs, simulator
+):
+    first, second = two_tabs
+    expect(shown_answer(first)).to_have_text(["The first answer."])
+    expect(first.locator(".versions")).to_have_count(0)  # one version: no control
+
+    simulator.config.think_tokens = 0
+    simulator.config.answer_text = "The second answer."
+    first.locator(".regenerate:visible").click()
+    for page in (first, second):
+        expect(shown_answer(page)).to_have_text(["The second answer."])
+        expect(page.locator(".version-number")).to_have_text("2 / 2")
+    previous = first.get_by_role("button", name="Version 2 of 2, previous version")
+    expect(
+        first.get_by_role("button", name="Version 2 of 2, next version")
+    ).to_be_disabled()
+
+    previous.focus()
+    first.keyboard.press("Enter")
+    for page in (first, second):
+        expect(shown_answer(page)).to_have_text(["The first answer."])
+        expect(page.locator(".version-number")).to_have_text("1 / 2")
+        expect(page.locator("article.user .user-text")).to_have_text(["question"])
+    # The previous step is at its end: the next one has the focus, to go back.
+    expect(
+        first.get_by_role("button", name="Version 1 of 2, next version")
+    ).to_be_focused()
+    expect(
+        first.get_by_role("button", name="Version 1 of 2, previous version")
+    ).to_be_disabled()
+
+    first.reload()
+    expect(shown_answer(first)).to_have_text(["The first answer."])
+    expect(first.locator(".version-number")).to_have_text("1 / 2")
+    assert len(answers_asked(simulator)) == 1  # switching asks the model nothing
+    assert list(Message.shown.values_list("content", flat=True)) == [
+        "question",
+        "The first answer.",
+    ]
+
+
 MATRIX_ANSWER = r"""A matrix:
 
 $$

@@ -5,6 +5,8 @@ import json
 
 import pytest
 from channels.testing import WebsocketCommunicator
+from django.test import AsyncClient
+from django.urls import reverse
 
 from chat.models import Conversation, Message, ModelProfile
 from chatsite.asgi import application
@@ -461,14 +463,20 @@ async def answered_once(communicator, content: str = "first question") -> list[d
     return [*frames, await communicator.receive_json_from(timeout=5)]
 
 
-async def test_regenerate_replaces_the_answer_in_every_tab(
-    alice, conversation, simulator
-):
-    owner = await connect(alice, conversation)
-    other = await connect(alice, conversation)
+async def answered_in_two_tabs(user, conversation):
+    """Two tabs of the conversation, after one answer both saw to its end."""
+    owner = await connect(user, conversation)
+    other = await connect(user, conversation)
     before = await answered_once(owner)
     await frames_until(other, "done")
     await other.receive_json_from(timeout=5)
+    return owner, other, before
+
+
+async def test_regenerate_replaces_the_answer_in_every_tab(
+    alice, conversation, simulator
+):
+    owner, other, before = await answered_in_two_tabs(alice, conversation)
     old_question, old_answer = before[0]["message"]["id"], before[2]["message_id"]
 
     simulator.config.seed = 7  # a different answer this time
@@ -512,6 +520,40 @@ async def test_edit_resends_the_changed_question(alice, conversation, simulator)
     assert "second qestion" not in str(sent)
     contents = [m.content async for m in conversation.messages.filter(role="user")]
     assert contents == ["first question", "second question"]
+
+
+async def test_a_regenerated_answer_and_a_version_switch_reach_every_tab(
+    alice, conversation, simulator
+):
+    owner, other, before = await answered_in_two_tabs(alice, conversation)
+    first = [before[0]["message"]["id"], before[2]["message_id"]]
+
+    await owner.send_json_to({"type": "regenerate"})
+    await frames_until(owner, "done")
+    final = await owner.receive_json_from(timeout=5)
+    await frames_until(other, "done")
+    await other.receive_json_from(timeout=5)
+    assert '<span class="version-number">2 / 2</span>' in final["message"]["html"]
+    second = [final["message"]["id"] - 1, final["message"]["id"]]
+
+    client = AsyncClient()
+    await client.aforce_login(alice)
+    url = reverse("show_version", args=[conversation.pk, first[0]])
+    response = await client.post(url)
+    assert response.status_code == 200
+    for tab in (owner, other):
+        removed, question, answer = [await tab.receive_json_from(5) for _ in "qa."]
+        assert removed == {"type": "removed", "message_ids": second}
+        assert [question["message"]["id"], answer["message"]["id"]] == first
+        assert "1 / 2</span>" in answer["message"]["html"]
+    assert response.json()["frames"][0] == removed
+
+    # A tab that reconnects after the answer finished is sent it with its versions.
+    await other.send_json_to({"type": "resume", "message_id": first[1], "offset": 0})
+    resumed = await other.receive_json_from(timeout=5)
+    assert "1 / 2</span>" in resumed["message"]["html"]
+    await owner.disconnect()
+    await other.disconnect()
 
 
 async def refused(communicator, frame: dict) -> dict:

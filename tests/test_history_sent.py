@@ -4,6 +4,7 @@ end to end, through the socket and the runner, asserted on the simulator's log."
 from __future__ import annotations
 
 import pytest
+from channels.db import database_sync_to_async
 
 from chat.models import Message, ModelProfile
 from tests.test_consumers import answer_of, connect, frames_until, send
@@ -91,3 +92,28 @@ async def test_no_history_sends_only_the_system_prompt_and_question(
     await communicator.disconnect()
     request = (await simulator.wait_for_end()).body
     assert request["messages"] == [{"role": "user", "content": "alone"}]
+
+
+async def test_the_history_sent_follows_the_version_shown(
+    alice, conversation, simulator
+):
+    simulator.config.answer_text = "The first answer."
+    communicator = await connect(alice, conversation)
+    await send(communicator, "question 1")
+    await frames_until(communicator, "done")
+    simulator.config.answer_text = "The second answer."
+    await communicator.send_json_to({"type": "regenerate"})
+    await frames_until(communicator, "done")
+    await simulator.wait_for_end()
+    first = (await database_sync_to_async(conversation.last_turn_versions)())[0]
+    await database_sync_to_async(conversation.show_version)(first.question.pk)
+
+    await send(communicator, "question 2")
+    await frames_until(communicator, "done")
+    await communicator.disconnect()
+    request = (await simulator.wait_for_end()).body
+    assert request["messages"] == [
+        {"role": "user", "content": "question 1"},
+        {"role": "assistant", "content": "The first answer."},
+        {"role": "user", "content": "question 2"},
+    ]

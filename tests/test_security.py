@@ -329,6 +329,7 @@ def test_no_page_shows_bob_an_object_of_alices_by_id(bob_client, alices_objects)
         "rename_conversation",
         "delete_conversation",
         "message_source",
+        "show_version",
     } <= walked
     assert Conversation.objects.get(pk=alices_objects[0]).title == "alice's secret"
     assert Message.objects.filter(conversation_id=alices_objects[0]).count() == 2

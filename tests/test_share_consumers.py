@@ -337,7 +337,7 @@ async def test_frames_from_other_processes_are_filtered_too(conversation):
     await viewer.disconnect()
 
 
-async def test_a_regenerated_answer_replaces_the_old_one_for_a_viewer(
+async def test_a_regenerate_or_another_version_replaces_the_answer_for_a_viewer(
     alice, conversation, simulator
 ):
     _, token = await make_link(conversation)
@@ -346,12 +346,11 @@ async def test_a_regenerated_answer_replaces_the_old_one_for_a_viewer(
     await send(owner, "First try")
     await frames_until(owner, "done")
     await frames_until(viewer, "done")
-    await viewer.receive_json_from(timeout=5)  # the stored answer
+    first = await viewer.receive_json_from(timeout=5)  # the stored answer
     await owner.send_json_to({"type": "regenerate"})
     await frames_until(owner, "done")
     seen = await frames_until(viewer, "done")
-    await owner.disconnect()
-    await viewer.disconnect()
+    await viewer.receive_json_from(timeout=5)
 
     # The old question and answer (ordinals 1, 2) go; their replacements take
     # the same ordinals, as a reload of the shared page would number them.
@@ -359,6 +358,22 @@ async def test_a_regenerated_answer_replaces_the_old_one_for_a_viewer(
     assert seen[1]["type"] == "message" and seen[1]["message"]["id"] == 1
     assert seen[1]["message"]["content"] == "First try"
     assert ids_in(seen[1:]) == {1, 2}
+
+    # The owner goes back to the first version: the viewer follows, with no
+    # control to switch (nor the owner's ids) on the page.
+    versions = await database_sync_to_async(conversation.last_turn_versions)()
+    client = AsyncClient()
+    await client.aforce_login(alice)
+    url = reverse("show_version", args=[conversation.pk, versions[0].question.pk])
+    assert (await client.post(url)).status_code == 200
+    switched = [await viewer.receive_json_from(timeout=5) for _ in range(3)]
+    await owner.disconnect()
+    await viewer.disconnect()
+    assert switched[0] == {"type": "removed", "message_ids": [1, 2]}
+    assert [f["message"]["id"] for f in switched[1:]] == [1, 2]
+    answer = switched[2]["message"]
+    assert answer["content"] == first["message"]["content"]
+    assert "versions" not in answer["html"] and "show/" not in answer["html"]
 
 
 async def test_a_flooding_viewer_is_closed_with_4429(alice, conversation, settings):

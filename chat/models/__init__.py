@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from chat.models.admission import Ticket
-from chat.models.conversations import Conversation, Retry, Turn
+from chat.models.conversations import Conversation, Retry, Turn, VersionSwitch
 from chat.models.effective import Effective, EffectiveSettings, History, Level
 from chat.models.history import Prompt
 from chat.models.messages import Message, MessageQuerySet
@@ -19,6 +19,7 @@ from chat.models.profiles import (
 from chat.models.sharing import ShareLink
 from chat.models.site import SiteDefaults
 from chat.models.teams import Team
+from chat.models.versions import Version, Versions
 
 __all__ = [
     "Conversation",
@@ -42,4 +43,7 @@ __all__ = [
     "ThinkTags",
     "Ticket",
     "Turn",
+    "Version",
+    "Versions",
+    "VersionSwitch",
 ]

@@ -16,6 +16,7 @@ from chat.models.messages import Message
 from chat.models.notices import SettingsChange
 from chat.models.profiles import HistoryPolicy, ModelProfile, ThinkingMode
 from chat.models.site import SiteDefaults
+from chat.models.versions import Version, place_of, versions_in
 
 
 class Conversation(models.Model):
@@ -29,6 +30,9 @@ class Conversation(models.Model):
         pass
 
     class NotLastQuestion(Exception):
+        pass
+
+    class NotAVersion(Exception):
         pass
 
     owner = models.ForeignKey(
@@ -169,16 +173,18 @@ class Conversation(models.Model):
         )
 
     @transaction.atomic
-    def begin_turn(self, content: str, client_id: str = "") -> Turn:
+    def begin_turn(
+        self, content: str, client_id: str = "", version_of: int | None = None
+    ) -> Turn:
         """Store the user's message and a streaming placeholder for the answer;
         return both, the model to ask and the history to send it."""
         profile = self.model_for_next_answer()
-        # The row lock (PostgreSQL) makes two sends from two processes take turns.
-        Conversation.objects.select_for_update().filter(pk=self.pk).first()
-        if self.messages.filter(status=Message.Status.STREAMING).exists():
-            raise Conversation.Busy("Wait for the current answer, or stop it.")
+        self._lock_when_idle()
         question = self.messages.create(
-            role=Message.Role.USER, content=content, client_id=client_id
+            role=Message.Role.USER,
+            content=content,
+            client_id=client_id,
+            version_of_id=version_of,
         )
         prompt = self.build_prompt(profile)
         answer = self.messages.create(
@@ -206,8 +212,13 @@ class Conversation(models.Model):
         )
 
     def timeline(self) -> list[Message | SettingsChange]:
-        """Messages with the settings-change notices between them, in order."""
-        messages: list[Message | SettingsChange] = list(self.messages.all())
+        """Messages with the settings-change notices between them, in order; the
+        last answer knows its versions."""
+        shown = list(self.messages.all())
+        answers = [m for m in shown if m.role == Message.Role.ASSISTANT]
+        if answers:
+            self.place_answer(answers[-1])
+        messages: list[Message | SettingsChange] = list(shown)
         notices: list[Message | SettingsChange] = list(self.settings_changes.all())
         return list(heapq.merge(messages, notices, key=_created_at))
 
@@ -231,22 +242,75 @@ class Conversation(models.Model):
             raise Conversation.NotLastQuestion("Only your last message can be edited.")
         return self._retry(question, content)
 
-    def _last_question_for_retry(self) -> Message | None:
-        # Checked before the row lock too, so a missing model deletes nothing.
-        self.model_for_next_answer()
+    def _lock_when_idle(self) -> None:
+        # The row lock (PostgreSQL) makes two sends, retries or version switches
+        # from two processes take turns.
         Conversation.objects.select_for_update().filter(pk=self.pk).first()
         if self.messages.filter(status=Message.Status.STREAMING).exists():
             raise Conversation.Busy("Wait for the current answer, or stop it.")
+
+    def _last_question(self) -> Message | None:
         return self.messages.filter(role=Message.Role.USER).order_by("pk").last()
+
+    def _last_question_for_retry(self) -> Message | None:
+        # Checked before the row lock too, so a missing model deletes nothing.
+        self.model_for_next_answer()
+        self._lock_when_idle()
+        return self._last_question()
 
     def _retry(self, question: Message, content: str) -> Retry:
         """The question and everything after it make way for a new turn (the
         question is stored again, as the newest message, with `content`). They
-        are kept, marked replaced: if the new answer fails, nothing is lost."""
+        are kept, marked replaced: if the new answer fails, nothing is lost, and
+        they stay one of the turn's versions (`show_version`)."""
         replaced = self.messages.filter(pk__gte=question.pk)
         removed = sorted(replaced.values_list("pk", flat=True))
         replaced.update(replaced=True)
-        return Retry(self.begin_turn(content, question.client_id), removed)
+        first = question.version_of_id or question.pk
+        turn = self.begin_turn(content, question.client_id, version_of=first)
+        self.place_answer(turn.answer)
+        return Retry(turn, removed)
+
+    def last_turn_versions(self) -> list[Version]:
+        """Every question and answer asked at the last question's place (each
+        regenerate or edit made one), oldest first; the shown one among them."""
+        last = self._last_question()
+        if last is None:
+            return []
+        first = last.version_of_id or last.pk
+        rows = Message.objects.filter(conversation=self, pk__gte=first).order_by("pk")
+        return versions_in(rows, first)
+
+    def place_answer(self, answer: Message) -> None:
+        """Tell the last answer where it stands among its turn's versions (its
+        `versions`), for the control that switches between them."""
+        versions = self.last_turn_versions()
+        shown = next((v for v in versions if v.shown), None)
+        if shown is not None and shown.answer_id == answer.pk:
+            answer.versions = place_of(versions, shown)
+
+    @transaction.atomic
+    def show_version(self, question_id: int) -> VersionSwitch:
+        """Show another version of the last turn: the shown question and answer
+        are marked replaced (kept), the chosen ones shown again. Only the last
+        turn has versions to choose from, so nothing else moves."""
+        self._lock_when_idle()
+        versions = self.last_turn_versions()
+        chosen = next((v for v in versions if v.question.pk == question_id), None)
+        if chosen is None:
+            raise Conversation.NotAVersion("That is not a version of the last answer.")
+        removed: list[int] = []
+        if not chosen.shown:
+            shown = next(v for v in versions if v.shown)  # the last question's
+            hidden = self.messages.filter(pk__gte=shown.question.pk)
+            removed = sorted(hidden.values_list("pk", flat=True))
+            hidden.update(replaced=True)
+            Message.objects.filter(pk__in=chosen.ids).update(replaced=False)
+            for message in chosen.messages:
+                message.replaced = False
+        if chosen.answer is not None:
+            chosen.answer.versions = place_of(versions, chosen)
+        return VersionSwitch(removed, chosen)
 
     def history_for_prompt(self) -> list[dict[str, str]]:
         """The messages to send with the newest question: the system prompt, then
@@ -265,6 +329,11 @@ class Turn(NamedTuple):
     history: list[dict[str, str]]
     titled: bool  # the conversation took its title from this question
     options: dict[str, Any] | None = None  # the request's options (num_ctx, ...)
+
+
+class VersionSwitch(NamedTuple):
+    removed: list[int]  # the messages the chosen version replaces, oldest first
+    shown: Version  # the chosen version, its answer placed among the others
 
 
 class Retry(NamedTuple):

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import models
 from django.utils import timezone
+
+if TYPE_CHECKING:
+    from chat.models.versions import Versions
 
 
 class MessageQuerySet(models.QuerySet["Message"]):
@@ -88,9 +91,22 @@ class Message(models.Model):
 
     # Replaced by a regenerate or an edit: kept, not shown, never sent.
     replaced = models.BooleanField(default=False)
+    # On a regenerate's or an edit's question: its turn's first question (this
+    # question and its answer are a version of that turn: `chat.models.versions`).
+    version_of = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
 
     shown = ShownMessages()  # first: the default manager
     objects = MessageQuerySet.as_manager()  # every row
+
+    # Set on the last answer where it has other versions (the "‹ 2 / 3 ›" control):
+    # see `Conversation.last_turn_versions`.
+    versions: Versions | None = None
 
     class Meta:
         ordering = ["pk"]

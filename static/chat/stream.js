@@ -723,6 +723,51 @@ function resendEdited(article, content) {
   sendReplacing({ type: "edit", message_id: Number(article.dataset.messageId), content });
 }
 
+// ---------------------------------------------------------------- versions of the last answer
+
+function csrfToken() {
+  try {
+    return JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRFToken"];
+  } catch {
+    return "";
+  }
+}
+
+// "‹ 2 / 3 ›": the server shows the chosen version and answers with the frames it
+// sends the conversation's other tabs too (`removed`, then the version's question
+// and answer), so this tab changes the same way with or without its socket.
+async function showVersion(button) {
+  if (busy) {
+    showAlert("Wait for the current answer, or stop it.");
+    return;
+  }
+  let response;
+  try {
+    response = await fetch(button.dataset.versionUrl, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "X-CSRFToken": csrfToken() },
+    });
+  } catch {
+    showAlert("Not connected: try again once reconnected.");
+    return;
+  }
+  if (!response.ok) {
+    showAlert(await response.text());
+    return;
+  }
+  showAlert("");
+  for (const frame of (await response.json()).frames) handlers[frame.type]?.(frame);
+  // The pressed button was replaced with its answer: the same step keeps focus
+  // (or the other, at either end), so the arrows can be pressed again.
+  const control = list.querySelector("article:last-of-type .versions");
+  if (!control) return;
+  const steps = control.querySelectorAll(".version-step:not(:disabled)");
+  const same = control.querySelector(`.version-step[data-step="${button.dataset.step}"]:not(:disabled)`);
+  (same ?? steps[0])?.focus({ preventScroll: true });
+  announce(`Version ${control.dataset.number} of ${control.dataset.count}`);
+}
+
 // ---------------------------------------------------------------- clicks in the list
 
 async function copyFrom(button, source) {
@@ -755,6 +800,8 @@ function wireList() {
       copyFrom(button, answerSource(button));
     } else if (button?.classList.contains("regenerate")) {
       regenerate();
+    } else if (button?.classList.contains("version-step")) {
+      showVersion(button);
     } else if (button?.classList.contains("edit-message")) {
       startEditing(button.closest("article"));
     }
