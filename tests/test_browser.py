@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from chat.models import Conversation, Message
+from tests.simulator.conftest import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -390,7 +391,8 @@ def test_stop_button_stops_and_enter_sends_shift_enter_breaks(
     page.click("#stop-button")
     expect(page.locator('article.assistant[data-status="stopped"]')).to_be_visible()
     expect(page.locator("#send-button")).to_be_visible()
-    assert simulator.log[-1].disconnected
+    # The model server hears of the stop when its next write fails.
+    assert wait_for(lambda: simulator.log[-1].disconnected, timeout=10)
 
 
 def test_scrolling_up_pauses_following_and_offers_a_jump_back(
