@@ -15,6 +15,7 @@ one checkpoint task per process that the relay never awaits.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 import time
@@ -43,6 +44,7 @@ ORPHAN_AFTER = timedelta(seconds=10)
 SWEEP_SECONDS = 5.0
 # How long a shutdown waits for the stopped answers' final saves.
 SHUTDOWN_SECONDS = 10.0
+LISTEN_END_SECONDS = 2.0
 
 
 class Sink(Protocol):
@@ -186,12 +188,16 @@ class Runner:
 
     async def _listen(self) -> None:
         assert self._layer is not None and self._channel is not None
+        task = asyncio.current_task()
         while True:
             try:
                 event = await self._layer.receive(self._channel)
             except asyncio.CancelledError:
                 raise
             except Exception:
+                if task is not None and task.cancelling():
+                    # Shutting down (`_end_listening` broke a lost cancel's read).
+                    raise asyncio.CancelledError from None
                 logger.warning("channel layer receive failed", exc_info=True)
                 await asyncio.sleep(1)
                 continue
@@ -424,7 +430,28 @@ class Runner:
         for task in (*self._background, self._checkpoints):
             if task is not None and task.get_loop() is loop:
                 task.cancel()
+        await self._end_listening(loop)
         self._background, self._checkpoints, self._loop = [], None, None
+
+    async def _end_listening(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Wait for the cancelled channel-layer listener. Its blocking Redis read
+        can lose a cancellation (redis-py under a read timeout, then
+        channels-redis' pop loop goes on): closing the layer's connections ends
+        that read, and the listener then sees it is being cancelled."""
+        listeners = [
+            t
+            for t in self._background
+            if t.get_name() == "listen" and t.get_loop() is loop
+        ]
+        if not listeners:
+            return
+        _, pending = await asyncio.wait(listeners, timeout=LISTEN_END_SECONDS)
+        close_pools = getattr(self._layer, "close_pools", None)
+        if pending and close_pools is not None:
+            logger.warning("the channel layer listener ignored its cancel: closing")
+            with contextlib.suppress(Exception):
+                await close_pools()
+            await asyncio.wait(pending, timeout=LISTEN_END_SECONDS)
 
     async def sweep_orphans(self) -> None:
         """Answers left streaming by a dead process: marked interrupted (their

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
+from channels.layers import BaseChannelLayer
 
-from chat.runner import runner
+from chat.runner import Runner, runner
 
 
 class Recorder:
@@ -63,3 +64,42 @@ async def test_a_resume_during_the_final_frames_still_gets_the_stored_answer(
     assert final["content"] == first.frames[-1]["message"]["content"] != ""
     streamed = "".join(f["delta"] for f in late.frames if f["type"] == "content")
     assert streamed == final["content"]
+
+
+class StubbornLayer(BaseChannelLayer):
+    """A channel layer whose receive, like a blocking Redis read that lost a
+    cancellation, goes on waiting until its connections are closed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closed = asyncio.Event()
+
+    async def new_channel(self, prefix: str = "specific.") -> str:
+        return f"{prefix}test!1"
+
+    async def receive(self, channel: str) -> dict[str, Any]:
+        while True:
+            try:
+                await self.closed.wait()
+            except asyncio.CancelledError:
+                continue  # lost, as in the read
+            raise ConnectionError("Connection closed by server.")
+
+    async def close_pools(self) -> None:
+        self.closed.set()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_shutdown_ends_a_listener_whose_read_lost_its_cancel(monkeypatch):
+    layer = StubbornLayer()
+    monkeypatch.setattr("chat.runner.get_channel_layer", lambda: layer)
+    own = Runner()
+    await own.ensure_started()
+    (listener,) = [t for t in own._background if t.get_name() == "listen"]
+    await asyncio.sleep(0.05)  # in its read
+    try:
+        await asyncio.wait_for(own.shutdown(), timeout=15)
+        assert layer.closed.is_set()
+        assert listener.done() and listener.cancelled()
+    finally:
+        layer.closed.set()  # whatever happened, the loop can end
