@@ -245,6 +245,12 @@ def _live_server_setup(log_path: str) -> None:
         if conn.connection is not None:
             _INHERITED_DB_CONNECTIONS.append(conn.connection)
             conn.connection = None
+        # Likewise the parent's connection pool (DATABASE_POOL): its sockets are
+        # the parent's and its worker threads did not survive the fork.
+        pools = getattr(type(conn), "_connection_pools", None)
+        if pools:
+            _INHERITED_DB_CONNECTIONS.append(dict(pools))
+            pools.clear()
     # G7: asgiref's single-thread executor's thread did not survive the fork.
     SyncToAsync.single_thread_executor = ThreadPoolExecutor(max_workers=1)
     channel_layers.backends.clear()

@@ -43,3 +43,32 @@ def test_env_url(monkeypatch):
     monkeypatch.setenv("URL", "box:11434")
     with pytest.raises(ImproperlyConfigured, match="http://"):
         env_url("URL", "", schemes=("http", "https"))
+
+
+def settings_with(env: dict[str, str]) -> dict:
+    """chatsite.settings' DATABASES as a fresh process with `env` reads it."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import json, chatsite.settings as s;"
+        "print(json.dumps(s.DATABASES['default'].get('OPTIONS', {})))"
+    )
+    full = {**os.environ, **env}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=full, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_postgresql_connections_come_from_a_pool_unless_turned_off():
+    url = {"DATABASE_URL": "postgres://chatsite@db.internal:5432/chatsite"}
+    assert settings_with(url)["pool"] == {"min_size": 1, "max_size": 10, "timeout": 10}
+    sized = settings_with({**url, "DATABASE_POOL_SIZE": "25"})
+    assert sized["pool"]["max_size"] == 25
+    assert "pool" not in settings_with({**url, "DATABASE_POOL": "false"})
+    sqlite = settings_with({"DATABASE_URL": "sqlite:////tmp/x.sqlite3"})
+    assert "pool" not in sqlite
