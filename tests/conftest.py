@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
-import inspect
 import logging
 import os
 import re
@@ -41,6 +40,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connections
+
+from tests.fixtures import is_async_test
 
 # Playwright's sync API keeps an event loop running in the main thread; Django
 # would refuse ORM calls in browser tests (G9). Test process only.
@@ -103,7 +104,7 @@ def pytest_collection_modifyitems(
         names = getattr(item, "fixturenames", None)
         if names is None:
             continue
-        if inspect.iscoroutinefunction(getattr(item, "function", None)):
+        if is_async_test(item):
             names.append("_close_async_db_connections")
         uses_db = item.get_closest_marker("django_db") is not None or "db" in names
         if "live_server_url" in names and uses_db and not _is_transactional(item):

@@ -52,9 +52,16 @@ class Simulator:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        function = getattr(item, "function", None)
-        if asyncio.iscoroutinefunction(function):
+        if is_async_test(item):
             item.fixturenames.append("_stop_runner")  # type: ignore[attr-defined]
+
+
+def is_async_test(item: pytest.Item) -> bool:
+    """The test runs in an event loop (Hypothesis wraps an async test in a sync
+    function: look inside)."""
+    function = getattr(item, "function", None)
+    inner = getattr(getattr(function, "hypothesis", None), "inner_test", None)
+    return asyncio.iscoroutinefunction(function) or asyncio.iscoroutinefunction(inner)
 
 
 @pytest.fixture

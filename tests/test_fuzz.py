@@ -268,8 +268,6 @@ async def check_database(session: Session) -> None:
 # ---------------------------------------------------------------- the test
 
 
-# Hypothesis' wrapper hides that the test is async from conftest's check.
-@pytest.mark.usefixtures("_close_async_db_connections")
 @settings(
     max_examples=int(os.environ.get("FUZZ_EXAMPLES", "25")),
     deadline=None,
