@@ -239,14 +239,13 @@ async def watch_link(site: Site, token: str, opened: asyncio.Event) -> int:
 async def with_viewers(
     site: Site, conversation_id: int, token: str | None, count: int, ends: list[int]
 ) -> StreamResult:
-    """The owner's stream, with `count` viewers of a live link watching it."""
+    """The owner's stream, with `count` viewers of a live link watching it (a
+    share socket subscribes before its handshake ends: once open, it hears all)."""
     viewers: list[asyncio.Task[int]] = []
     for _ in range(count if token else 0):
         opened = asyncio.Event()
         viewers.append(asyncio.create_task(watch_link(site, token or "", opened)))
         await opened.wait()
-    if viewers:
-        await asyncio.sleep(0.5)  # their subscriptions are done (connect ends first)
     result = await through_chatsite(site, conversation_id, ends)
     result.viewer_frames = sum(await asyncio.gather(*viewers))
     return result

@@ -60,7 +60,26 @@ def frame_event(origin: str, frame: dict[str, Any]) -> FrameEvent:
     return FrameEvent(type="chat.frame", origin=origin, frame=frame)
 
 
-class Publisher:
+class Paced:
+    """Writes what was added since the last write (`flush`) as soon as something
+    is, then rests COALESCE_SECONDS: one write per interval at most, and none
+    waits for a timer when the last one was long ago (rule 3)."""
+
+    def __init__(self) -> None:
+        self.wake = asyncio.Event()
+
+    async def run(self) -> None:
+        while True:
+            await self.wake.wait()
+            self.wake.clear()
+            await self.flush()
+            await asyncio.sleep(COALESCE_SECONDS)
+
+    async def flush(self) -> None:
+        raise NotImplementedError
+
+
+class Publisher(Paced):
     """Sends one generation's new text to its conversation group, merged per kind,
     at most one event per kind every COALESCE_SECONDS. The relay only calls
     `add`, which never waits."""
@@ -72,23 +91,16 @@ class Publisher:
         conversation_id: int,
         message_id: int,
     ) -> None:
+        super().__init__()
         self.layer, self.origin = layer, origin
         self.group = conversation_group(conversation_id)
         self.message_id = message_id
         self.pending: dict[Kind, list[str]] = {"thinking": [], "content": []}
         self.published: dict[Kind, int] = {"thinking": 0, "content": 0}
-        self.wake = asyncio.Event()
 
     def add(self, kind: Kind, text: str) -> None:
         self.pending[kind].append(text)
         self.wake.set()
-
-    async def run(self) -> None:
-        while True:
-            await self.wake.wait()
-            self.wake.clear()
-            await self.flush()
-            await asyncio.sleep(COALESCE_SECONDS)
 
     async def flush(self) -> None:
         for kind in ("thinking", "content"):
@@ -137,7 +149,7 @@ class RemoteView:
 SendFrame = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-class Pacer:
+class Pacer(Paced):
     """A viewer's frames, with its text deltas merged to at most one frame every
     COALESCE_SECONDS (rule 3: viewers other than the owner may be coalesced).
 
@@ -147,9 +159,9 @@ class Pacer:
     """
 
     def __init__(self, send: SendFrame) -> None:
+        super().__init__()
         self.send = send
         self.pending: list[dict[str, Any]] = []
-        self.wake = asyncio.Event()
         self.lock = asyncio.Lock()
         self.task: asyncio.Task[None] | None = None
 
@@ -164,27 +176,23 @@ class Pacer:
         else:
             self.pending.append(frame)
         if self.task is None:
-            self.task = asyncio.create_task(self._run(), name="pacer")
+            self.task = asyncio.create_task(self.run(), name="pacer")
         self.wake.set()
 
     async def frame(self, frame: dict[str, Any]) -> None:
         async with self.lock:
-            await self._flush()
+            await self._write_pending()
             await self.send(frame)
 
-    async def _run(self) -> None:
-        while True:
-            await self.wake.wait()
-            self.wake.clear()
-            try:
-                async with self.lock:
-                    await self._flush()
-            except Exception:
-                # The socket is going away; its disconnect closes the pacer.
-                logger.debug("dropped frames for a closing socket", exc_info=True)
-            await asyncio.sleep(COALESCE_SECONDS)
+    async def flush(self) -> None:
+        try:
+            async with self.lock:
+                await self._write_pending()
+        except Exception:
+            # The socket is going away; its disconnect closes the pacer.
+            logger.debug("dropped frames for a closing socket", exc_info=True)
 
-    async def _flush(self) -> None:
+    async def _write_pending(self) -> None:
         pending, self.pending = self.pending, []
         for frame in pending:
             await self.send(frame)

@@ -44,7 +44,7 @@ ORPHAN_AFTER = timedelta(seconds=10)
 SWEEP_SECONDS = 5.0
 # How long a shutdown waits for the stopped answers' final saves.
 SHUTDOWN_SECONDS = 10.0
-LISTEN_END_SECONDS = 2.0
+END_SECONDS = 2.0  # for the process's own tasks to end once cancelled
 
 
 class Sink(Protocol):
@@ -196,7 +196,7 @@ class Runner:
                 raise
             except Exception:
                 if task is not None and task.cancelling():
-                    # Shutting down (`_end_listening` broke a lost cancel's read).
+                    # Shutting down (`_wait_ended` broke a lost cancel's read).
                     raise asyncio.CancelledError from None
                 logger.warning("channel layer receive failed", exc_info=True)
                 await asyncio.sleep(1)
@@ -425,33 +425,32 @@ class Runner:
                 tasks.append(task)
         if tasks:
             await asyncio.wait(tasks, timeout=SHUTDOWN_SECONDS)
-        # The process's own loops hold nothing worth waiting for. (Tasks of an
-        # event loop that ended, as tests run several, are just dropped.)
-        for task in (*self._background, self._checkpoints):
-            if task is not None and task.get_loop() is loop:
-                task.cancel()
-        await self._end_listening(loop)
+        # The process's own loops. (Tasks of an event loop that ended, as tests
+        # run several, are just dropped.)
+        own = [
+            task
+            for task in (*self._background, self._checkpoints)
+            if task is not None and task.get_loop() is loop
+        ]
+        for task in own:
+            task.cancel()
+        await self._wait_ended(own)
         self._background, self._checkpoints, self._loop = [], None, None
 
-    async def _end_listening(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Wait for the cancelled channel-layer listener. Its blocking Redis read
-        can lose a cancellation (redis-py under a read timeout, then
-        channels-redis' pop loop goes on): closing the layer's connections ends
-        that read, and the listener then sees it is being cancelled."""
-        listeners = [
-            t
-            for t in self._background
-            if t.get_name() == "listen" and t.get_loop() is loop
-        ]
-        if not listeners:
+    async def _wait_ended(self, cancelled: list[asyncio.Task[None]]) -> None:
+        """Wait for the cancelled tasks. The listener's blocking Redis read can
+        lose a cancellation (redis-py under a read timeout, then channels-redis'
+        pop loop goes on): closing the layer's connections ends that read, and
+        the listener then sees it is being cancelled."""
+        if not cancelled:
             return
-        _, pending = await asyncio.wait(listeners, timeout=LISTEN_END_SECONDS)
+        _, pending = await asyncio.wait(cancelled, timeout=END_SECONDS)
         close_pools = getattr(self._layer, "close_pools", None)
         if pending and close_pools is not None:
-            logger.warning("the channel layer listener ignored its cancel: closing")
+            logger.warning("a task ignored its cancel: closing the layer's connections")
             with contextlib.suppress(Exception):
                 await close_pools()
-            await asyncio.wait(pending, timeout=LISTEN_END_SECONDS)
+            await asyncio.wait(pending, timeout=END_SECONDS)
 
     async def sweep_orphans(self) -> None:
         """Answers left streaming by a dead process: marked interrupted (their

@@ -104,6 +104,18 @@ def cut_short(base_url: str) -> UpstreamError:
     return UpstreamError("stream_cut", detail)
 
 
+def ended_early(
+    base_url: str, *, parsed: int, malformed: int, wire: str, hint: str
+) -> UpstreamError:
+    """The error of a body that ended before its final event: nothing in it was
+    in the `wire` format (a wrong address or backend, `hint` says what to check),
+    or it was cut short."""
+    if parsed == 0 and malformed:
+        detail = f"The model server at {base_url} did not answer in {wire}. {hint}"
+        return UpstreamError("malformed", detail)
+    return cut_short(base_url)
+
+
 def error_for_status(
     status: int, message: str, *, base_url: str, path: str, model: str | None
 ) -> UpstreamError:

@@ -22,7 +22,7 @@ from chat.upstream.events import (
     Finished,
     Stage,
     UpstreamError,
-    cut_short,
+    ended_early,
     error_for_status,
     error_for_transport,
     error_text,
@@ -189,14 +189,13 @@ class NDJSONReader:
         events, self.finished, error = _decode(self.decoder.close())
         if error is not None or self.finished:
             return events, error
-        if self.decoder.parsed == 0 and self.decoder.malformed:
-            detail = (
-                f"The model server at {self.base_url} did not answer in Ollama's "
-                "format (no line was JSON). Check that the address points at an "
-                "Ollama server."
-            )
-            return events, UpstreamError("malformed", detail)
-        return events, cut_short(self.base_url)
+        return events, ended_early(
+            self.base_url,
+            parsed=self.decoder.parsed,
+            malformed=self.decoder.malformed,
+            wire="Ollama's format (no line was JSON)",
+            hint="Check that the address points at an Ollama server.",
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from chat.upstream.events import (
     Event,
     Finished,
     UpstreamError,
-    cut_short,
+    ended_early,
     error_for_status,
     error_for_transport,
     error_text,
@@ -286,14 +286,13 @@ class StreamReader:
             # Some servers end without `[DONE]` after the finish chunk.
             self._finish(events)
             return events, None
-        if self.parsed == 0 and self.malformed:
-            detail = (
-                f"The model server at {self.base_url} did not answer in the "
-                "OpenAI-compatible format (no event was JSON). Check the address "
-                "and the profile's backend."
-            )
-            return events, UpstreamError("malformed", detail)
-        return events, cut_short(self.base_url)
+        return events, ended_early(
+            self.base_url,
+            parsed=self.parsed,
+            malformed=self.malformed,
+            wire="the OpenAI-compatible format (no event was JSON)",
+            hint="Check the address and the profile's backend.",
+        )
 
     def _event(self, payload: str, events: list[Event]) -> None:
         if payload.strip() == "[DONE]":
