@@ -6,17 +6,18 @@ generation (see `chat.runner`): disconnecting only unsubscribes.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.db import transaction
 
-from chat import admission, frames
-from chat.fanout import RemoteView, conversation_group
+from chat import admission, frames, layer
+from chat.fanout import Kind, RemoteView, conversation_group
 from chat.models import Conversation, Message, ModelProfile, Retry, Turn
 from chat.preload import preloader
 from chat.ratelimit import CLOSE_RATE_LIMITED, FrameLimiter, Verdict
@@ -26,6 +27,9 @@ logger = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
+# How long a catch-up request waits for its reply before it is asked again
+# (the request or the reply can be lost while Redis restarts).
+CATCHUP_SECONDS = 2.0
 
 # A refused turn's error code, by the model's exception.
 REFUSALS: dict[type[Exception], str] = {
@@ -41,6 +45,28 @@ class ChatConsumer(AsyncWebsocketConsumer):
     # Answers streamed by other processes, by message id (see `chat.fanout`).
     remote: dict[int, RemoteView]
     limiter: FrameLimiter
+    left: bool = False  # `disconnect` ran
+    # Catch-ups waiting for their reply, by message id (`ask_catchup`).
+    catchups: dict[int, asyncio.Task[None]]
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """However the socket ends (a crashed handler, a cancel), it leaves the
+        runner and its groups: `disconnect` only runs on a clean close."""
+        self.catchups = {}
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self.disconnect(1011)
+
+    # channels' consumer reads its channel with `channel_receive` (set in
+    # `__call__`); a failed read (Redis away) would end the socket with a 1011.
+    @property
+    def channel_receive(self) -> Callable[[], Awaitable[Any]]:
+        return self._channel_receive
+
+    @channel_receive.setter
+    def channel_receive(self, read: Callable[[], Awaitable[Any]]) -> None:
+        self._channel_receive = layer.retrying(read)
 
     async def connect(self) -> None:
         user = self.scope["user"]
@@ -58,12 +84,22 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return
         self.remote = {}
         await runner.ensure_started()
-        await self.channel_layer.group_add(self.group, self.channel_name)
         runner.subscribe(self.conversation_id, self)
+        # Without it only other processes' answers are missed (and `join`
+        # retries it): the socket stays.
+        await layer.join(self.group, self.channel_name)
 
     async def disconnect(self, code: int) -> None:
-        runner.unsubscribe(self.conversation_id, self)
-        await self.channel_layer.group_discard(self.group, self.channel_name)
+        """Idempotent, and never raises (see `__call__`)."""
+        if self.left:
+            return
+        self.left = True
+        for task in self.catchups.values():
+            task.cancel()
+        if hasattr(self, "conversation_id"):
+            runner.unsubscribe(self.conversation_id, self)
+        if hasattr(self, "channel_name"):
+            await layer.leave_all(self.channel_name)
 
     @property
     def group(self) -> str:
@@ -127,13 +163,19 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 frames.error(None, "busy", "Wait for the current answer, or stop it.")
             )
             return
+        told: list[dict[str, Any]] = []
         try:
             if retry is None:
                 turn = await database_sync_to_async(_begin_turn)(
                     self.conversation_id, content, client_id
                 )
             else:
-                turn = await self.begin_retry(retry)
+                retried = await database_sync_to_async(_begin_retry)(
+                    self.conversation_id, retry
+                )
+                turn = retried.turn
+                # Every tab is told which messages the new turn replaces.
+                told.append(frames.removed(retried.removed))
         except tuple(REFUSALS) as exc:
             runner.release(self.conversation_id)
             await self.send_frame(frames.error(None, REFUSALS[type(exc)], str(exc)))
@@ -141,19 +183,14 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except BaseException:
             runner.release(self.conversation_id)
             raise
-        await runner.broadcast(self.conversation_id, frames.message(turn.question))
+        told.append(frames.message(turn.question))
         if turn.titled:
-            await runner.broadcast(
-                self.conversation_id, frames.conversation(turn.question.conversation)
-            )
-        await runner.start(turn.profile, turn.answer, turn.history, turn.options)
-
-    async def begin_retry(self, begin: Callable[[Conversation], Retry]) -> Turn:
-        """Begin a regenerate or an edit, and tell every tab which messages
-        the new turn replaces."""
-        retry = await database_sync_to_async(_begin_retry)(self.conversation_id, begin)
-        await runner.broadcast(self.conversation_id, frames.removed(retry.removed))
-        return retry.turn
+            told.append(frames.conversation(turn.question.conversation))
+        # The stored turn goes to the runner at once (no await before it): its
+        # task tells the sockets, so nothing can leave the conversation claimed.
+        await runner.start(
+            turn.profile, turn.answer, turn.history, turn.options, told=told
+        )
 
     async def resume(self, frame: frames.ResumeFrame) -> None:
         resumed = await runner.resume(
@@ -182,8 +219,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
             self.remote[message.pk] = view
             await self.ask_catchup(message.pk, view)
         else:
-            await database_sync_to_async(_place_answer)(message)
-            await self.send_frame(frames.message(message))
+            await self.send_stored(message)
+
+    async def send_stored(self, message: Message) -> None:
+        await database_sync_to_async(_place_answer)(message)
+        await self.send_frame(frames.message(message))
 
     # Channel-layer events from other processes (this process's own are skipped:
     # its sockets were sent the same frames directly).
@@ -203,34 +243,77 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return
         message_id = event["message_id"]
         view = self.remote.setdefault(message_id, RemoteView())
+        delta = (event["kind"], event["start"], event["text"])
         if view.resuming:
-            return  # the catch-up will carry this text
-        new = view.take(event["kind"], event["start"], event["text"])
-        if new is None:
-            # Text before this is missing here (joined mid-answer): ask for it.
-            await self.ask_catchup(message_id, view)
-        elif new:
-            await self.send_frame(frames.delta(event["kind"], message_id, new))
+            view.held.append(delta)  # sent after the catch-up, by offset
+            return
+        await self.take(message_id, view, [delta])
+
+    async def take(
+        self, message_id: int, view: RemoteView, deltas: list[tuple[Kind, int, str]]
+    ) -> None:
+        """Send what is new in `deltas`; at a gap (text missing here: joined
+        mid-answer, or events lost while Redis was away), hold the rest and ask
+        for a catch-up."""
+        for i, (kind, start, text) in enumerate(deltas):
+            new = view.take(kind, start, text)
+            if new is None:
+                view.held = deltas[i:]
+                await self.ask_catchup(message_id, view)
+                return
+            if new:
+                await self.send_frame(frames.delta(kind, message_id, new))
 
     async def ask_catchup(self, message_id: int, view: RemoteView) -> None:
+        """Ask the answer's process for what this socket misses, again every
+        CATCHUP_SECONDS until it replies (the request or its reply can be lost),
+        or until the stored answer shows it ended."""
         view.resuming = True
-        offsets = (view.have["thinking"], view.have["content"])
-        await runner.request_resume(
-            self.conversation_id, message_id, offsets, self.channel_name
-        )
+        waiting = self.catchups.pop(message_id, None)
+        if waiting is not None:
+            waiting.cancel()  # it waited for an older request
+        task = asyncio.create_task(self.await_catchup(message_id, view))
+        self.catchups[message_id] = task
+
+    async def await_catchup(self, message_id: int, view: RemoteView) -> None:
+        while view.resuming and self.remote.get(message_id) is view:
+            offsets = (view.have["thinking"], view.have["content"])
+            view.caught.clear()
+            await runner.request_resume(
+                self.conversation_id, message_id, offsets, self.channel_name
+            )
+            try:
+                async with asyncio.timeout(CATCHUP_SECONDS):
+                    await view.caught.wait()
+                return
+            except TimeoutError:
+                pass
+            message = await Message.shown.filter(
+                pk=message_id, conversation_id=self.conversation_id
+            ).afirst()
+            if message is None or message.status != Message.Status.STREAMING:
+                # It ended meanwhile, and its final frames were lost.
+                if self.remote.get(message_id) is view:
+                    del self.remote[message_id]
+                    if message is not None:
+                        await self.send_stored(message)
+                return
 
     async def chat_catchup(self, event: dict[str, Any]) -> None:
         message_id = event["message_id"]
         view = self.remote.setdefault(message_id, RemoteView())
+        if view.resuming:  # not a retried request's second reply
+            await self.send_frame(event["start"])
+            if event.get("queued"):
+                await self.send_frame(event["queued"])
         view.resuming = False
-        await self.send_frame(event["start"])
-        if event.get("queued"):
-            await self.send_frame(event["queued"])
-        for kind in ("thinking", "content"):
-            start, text = event[kind]
-            new = view.take(kind, start, text)
-            if new:
-                await self.send_frame(frames.delta(kind, message_id, new))
+        view.caught.set()
+        held, view.held = view.held, []
+        caught: list[tuple[Kind, int, str]] = [
+            ("thinking", *event["thinking"]),
+            ("content", *event["content"]),
+        ]
+        await self.take(message_id, view, [*caught, *held])
 
 
 def _next_model(conversation_id: int) -> ModelProfile | None:

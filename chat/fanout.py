@@ -132,6 +132,10 @@ class RemoteView:
     def __init__(self, thinking: int = 0, content: int = 0) -> None:
         self.have: dict[Kind, int] = {"thinking": thinking, "content": content}
         self.resuming = False  # a catch-up was asked for; deltas wait for it
+        # The deltas that came meanwhile (kind, start, text): none is dropped,
+        # since the catch-up may never come (`ChatConsumer.ask_catchup`).
+        self.held: list[tuple[Kind, int, str]] = []
+        self.caught = asyncio.Event()  # the catch-up came
 
     def take(self, kind: Kind, start: int, text: str) -> str | None:
         """The part of `text` (at code point `start`) that is new to this socket;

@@ -31,7 +31,7 @@ from channels.layers import BaseChannelLayer, get_channel_layer
 from django.db import DatabaseError, connections, router, transaction
 from django.utils import timezone
 
-from chat import admission, fanout, first_token, frames, rendering
+from chat import admission, fanout, first_token, frames, layer, rendering
 from chat.metrics import observe_answer
 from chat.models import Message, ModelProfile
 from chat.upstream import Delta, Event, Finished, UpstreamError, client_for
@@ -84,6 +84,11 @@ class Generation:
     # and the fault it stopped the generation for.
     load_ms: float | None = None
     failure: UpstreamError | None = None
+    # `_run` began: before that a cancel would skip it (no save, no frames), so
+    # a stop then is only noted, and `_run` acts on it once it began.
+    running: bool = False
+    stop_asked: bool = False
+    announced: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def message_id(self) -> int:
@@ -184,6 +189,9 @@ class Runner:
             assert self._layer is not None
             self._channel = await self._layer.new_channel()
             self._background.append(loop.create_task(self._listen(), name="listen"))
+            # Puts this process's group memberships back after Redis lost them.
+            watch = layer.memberships.watch()
+            self._background.append(loop.create_task(watch, name="memberships"))
         _stop_with_daphne(self)
 
     async def _listen(self) -> None:
@@ -215,13 +223,8 @@ class Runner:
             await asyncio.sleep(SWEEP_SECONDS)
 
     async def _group_send(self, group: str, event: dict[str, Any]) -> None:
-        if not fanout.spans_processes(self._layer):
-            return
-        assert self._layer is not None
-        try:
-            await self._layer.group_send(group, event)
-        except Exception:
-            logger.warning("sending to %s failed", group, exc_info=True)
+        if fanout.spans_processes(self._layer):
+            await layer.group_send(group, event)
 
     # Subscriptions: every open socket of a conversation hears its messages; a
     # socket hears a running generation's deltas once attached to it.
@@ -302,10 +305,7 @@ class Runner:
         }
         if generation.queue_position is not None:
             catchup["queued"] = frames.queued(generation)
-        try:
-            await self._layer.send(event["reply_to"], catchup)
-        except Exception:
-            logger.warning("resume reply failed", exc_info=True)
+        await layer.send(event["reply_to"], catchup)
 
     # Generations.
 
@@ -332,9 +332,22 @@ class Runner:
         message: Message,
         history: list[dict[str, str]],
         options: dict[str, Any] | None = None,
+        told: Sequence[dict[str, Any]] = (),
     ) -> Generation:
-        """Start streaming `message` (a claimed conversation's placeholder answer)."""
+        """Start streaming `message` (a claimed conversation's placeholder answer),
+        after broadcasting the frames `told` (the turn's question).
+
+        The generation is registered and its task created with no await between:
+        a claimed conversation always has a live task that ends by releasing it.
+        Everything that can fail or wait (the channel layer, the sockets) happens
+        inside the task. A failure before it exists releases the claim.
+        """
         conversation_id = message.conversation_id
+        try:
+            await self.ensure_started()
+        except BaseException:
+            self.release(conversation_id)
+            raise
         generation = Generation(
             conversation_id=conversation_id,
             message=message,
@@ -344,25 +357,43 @@ class Runner:
             options=options,
         )
         self._generations[conversation_id] = generation
+        generation.task = asyncio.create_task(
+            self._run(generation, profile, history, told),
+            name=f"generation-{message.pk}",
+        )
+        generation.task.add_done_callback(lambda _: self._ended(generation))
         self._ensure_checkpoints()
-        await self.ensure_started()
+        # The caller (a socket's handler) goes on once every viewer was told
+        # (its next frame, a stop say, comes after the start, as before the
+        # task existed); cancelling this wait leaves the task alone.
+        await generation.announced.wait()
+        return generation
+
+    def _ended(self, generation: Generation) -> None:
+        """The task ended. `_run` unregisters it first; a task that never ran
+        (its loop closed first) must not keep the conversation claimed (the
+        orphan sweep marks its answer: it gets no heartbeat)."""
+        conversation_id = generation.conversation_id
+        generation.announced.set()
+        if self._generations.get(conversation_id) is generation:
+            logger.warning("answer %s ended before it ran", generation.message_id)
+            del self._generations[conversation_id]
+            self.release(conversation_id)
+
+    async def _announce(
+        self, generation: Generation, told: Sequence[dict[str, Any]]
+    ) -> None:
+        """The turn's frames and the start frame, to every viewer; and this
+        process's channel into the generation group (for stops and resumes)."""
+        conversation_id = generation.conversation_id
+        for frame in told:
+            await self.broadcast(conversation_id, frame)
         if self._channel is not None and self._layer is not None:
             generation.publisher = fanout.Publisher(
-                self._layer, self.id, conversation_id, message.pk
+                self._layer, self.id, conversation_id, generation.message_id
             )
-            await self._layer.group_add(
-                fanout.generation_group(conversation_id), self._channel
-            )
-        start = frames.start(generation)
-        await _send_all(generation.attached, start)
-        await self._group_send(
-            fanout.conversation_group(conversation_id),
-            dict(fanout.frame_event(self.id, start)),
-        )
-        generation.task = asyncio.create_task(
-            self._run(generation, profile, history), name=f"generation-{message.pk}"
-        )
-        return generation
+            await layer.join(fanout.generation_group(conversation_id), self._channel)
+        await self.broadcast(conversation_id, frames.start(generation))
 
     def stop(self, conversation_id: int) -> bool:
         generation = self._generations.get(conversation_id)
@@ -421,7 +452,10 @@ class Runner:
             task = generation.task
             if task is not None and task.get_loop() is loop:
                 generation.shutting_down = True
-                task.cancel()
+                if generation.running:
+                    task.cancel()
+                else:
+                    generation.stop_asked = True
                 tasks.append(task)
         if tasks:
             await asyncio.wait(tasks, timeout=SHUTDOWN_SECONDS)
@@ -484,9 +518,15 @@ class Runner:
         """
         while self._generations:
             await asyncio.sleep(CHECKPOINT_SECONDS)
+            # Only a running task's answer gets a heartbeat: one without would
+            # look alive to the orphan sweep for ever.
             batch = [
-                (g, (g.thinking_len, g.content_len)) for g in self._generations.values()
+                (g, (g.thinking_len, g.content_len))
+                for g in self._generations.values()
+                if g.task is not None and not g.task.done()
             ]
+            if not batch:
+                continue
             rows = [
                 (g.message_id, None, None)
                 if seen == g.checkpointed
@@ -511,9 +551,17 @@ class Runner:
         generation: Generation,
         profile: ModelProfile,
         history: list[dict[str, str]],
+        told: Sequence[dict[str, Any]] = (),
     ) -> None:
         status, error = Message.Status.DONE, None
+        generation.running = True
         try:
+            try:
+                await self._announce(generation, told)
+            finally:
+                generation.announced.set()
+            if generation.stop_asked:
+                raise asyncio.CancelledError
             await admission.wait_for_slot(
                 generation.message_id,
                 profile.pk,
@@ -551,6 +599,12 @@ class Runner:
             # Stored and told: the conversation is free for its next answer.
             self._generations.pop(generation.conversation_id, None)
             self.release(generation.conversation_id)
+            if self._channel is not None:
+                # Not re-joined after a Redis restart any more (Redis' copy
+                # stays: see the end of `_finish`).
+                layer.forget(
+                    fanout.generation_group(generation.conversation_id), self._channel
+                )
         group = fanout.conversation_group(generation.conversation_id)
         for frame in closing:
             await self._group_send(group, dict(fanout.frame_event(self.id, frame)))
@@ -644,7 +698,10 @@ def _cancel(generation: Generation) -> None:
     task = generation.task
     if task is None or task.done() or generation.finishing or task.cancelling():
         return  # ended, or already ending: a cancel would cut short its final save
-    task.cancel()
+    if generation.running:
+        task.cancel()
+    else:
+        generation.stop_asked = True
 
 
 def _tail(parts: list[str], offset: int) -> str:

@@ -24,7 +24,7 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 
-from chat import frames
+from chat import frames, layer
 from chat.consumers import ChatConsumer
 from chat.fanout import Pacer
 from chat.models import ShareLink, SiteDefaults
@@ -67,9 +67,9 @@ class ShareConsumer(ChatConsumer):
         # here on is held until then, so an open socket has missed nothing since.
         self.held = []
         await runner.ensure_started()
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.channel_layer.group_add(link.group_name, self.channel_name)
         runner.subscribe(self.conversation_id, self)
+        await layer.join(self.group, self.channel_name)
+        await layer.join(link.group_name, self.channel_name)
         message_ids = await _message_ids(link)
         self.ordinals = Ordinals(message_ids)
         await self.accept()
@@ -104,8 +104,7 @@ class ShareConsumer(ChatConsumer):
         if self.expiry is not None:
             self.expiry.cancel()
         self.pacer.close()
-        await super().disconnect(code)
-        await self.channel_layer.group_discard(self.link.group_name, self.channel_name)
+        await super().disconnect(code)  # leaves the link's group too
 
     async def handle(self, frame: frames.ClientFrame) -> None:
         """Only `resume` (by ordinal) is accepted: the link is read-only."""

@@ -96,12 +96,23 @@ if REDIS_URL:
     REDIS_URL = env_url("REDIS_URL", REDIS_URL, schemes=("redis", "rediss", "unix"))
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            # channels-redis with a bounded pool that waits for a connection
+            # (redis-py's raises past 100 at once): see chat/layer.py.
+            "BACKEND": "chat.layer.RedisChannelLayer",
             "CONFIG": {
-                # redis-py 8 reads with a 5 s socket timeout by default, the same
-                # as channels-redis' blocking BZPOPMIN: every idle socket would
-                # crash after 5 s (channels_redis#422). Wait longer than the pop.
-                "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        # redis-py 8 reads with a 5 s socket timeout by default,
+                        # the same as channels-redis' blocking BZPOPMIN: every
+                        # idle socket would crash after 5 s (channels_redis#422).
+                        # Wait longer than the pop.
+                        "socket_timeout": 15,
+                        "max_connections": env_int("REDIS_POOL_SIZE", 50, minimum=2),
+                        # Seconds a call waits for a free connection.
+                        "timeout": 10,
+                    }
+                ],
                 "capacity": 2000,
                 "expiry": 15,
                 # At least Daphne's websocket timeout (24 h by default).
