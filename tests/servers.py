@@ -317,7 +317,8 @@ def _redis_candidates() -> list[tuple[str, Path]]:
     return out
 
 
-def start_redis(label: str, exe: Path) -> Server:
+def start_redis(label: str, exe: Path, port: int | None = None) -> Server:
+    """A new, empty redis-server (on `port`, else a free one)."""
     import redis
 
     t0 = time.monotonic()
@@ -328,7 +329,7 @@ def start_redis(label: str, exe: Path) -> Server:
             .stdout.decode()
             .strip()
         )
-        port = _free_port()
+        port = port or _free_port()
         log_path = base / "redis.log"
         cmd: list[str | Path] = [exe, "--port", str(port), "--dir", base]
         cmd += ["--logfile", log_path, "--pidfile", base / "redis.pid", *REDIS_ARGS]

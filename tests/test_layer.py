@@ -1,0 +1,277 @@
+"""The channel layer under load and faults, on a real Redis: a small pool, a
+Redis that is away, a crashed socket, and a Redis restarted (empty) mid-answer
+with the viewer on another Daphne process (see chat/layer.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import json
+import os
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+from channels.db import database_sync_to_async
+from channels.layers import channel_layers
+from django.conf import settings as django_settings
+from django.db import connection
+
+from chat.consumers import ChatConsumer
+from chat.models import Conversation, Message, SiteDefaults
+from chat.runner import runner
+from tests import servers
+from tests.test_consumers import connect, frames_until, send
+from tests.test_processes import Daphne, free_port, open_socket, text_of
+from tests.test_processes import send as ws_send
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SOCKETS = 40
+
+
+def redis_layer(settings: Any, test_mode: str, **host: Any) -> None:
+    """The configured Redis layer, with `host` overriding its host's options."""
+    if test_mode == "sqlite":
+        pytest.skip("needs Redis")
+    config = copy.deepcopy(settings.CHANNEL_LAYERS)
+    config["default"]["CONFIG"]["hosts"][0].update(host)
+    settings.CHANNEL_LAYERS = config
+    channel_layers.backends.clear()
+
+
+@pytest.fixture
+def small_pool(settings, test_mode):
+    redis_layer(settings, test_mode, max_connections=4)
+
+
+@pytest.fixture
+def redis_away(settings, test_mode):
+    redis_layer(settings, test_mode, address=f"redis://127.0.0.1:{free_port()}/0")
+
+
+async def until(check: Callable[[], Any], what: str, timeout: float = 60) -> None:
+    """Poll `check` (sync or async) until it is true, with a bounded deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if asyncio.iscoroutine(result):
+            result = await result
+        if result:
+            return
+        assert time.monotonic() < deadline, what
+        await asyncio.sleep(0.05)
+
+
+async def group_members(conversation_ids: list[int]) -> int:
+    """How many channels the conversations' groups hold in Redis."""
+    client = aioredis.Redis.from_url(django_settings.REDIS_URL)
+    try:
+        return sum(
+            [await client.zcard(f"asgi:group:chat.{pk}") for pk in conversation_ids]
+        )
+    finally:
+        await client.aclose()
+
+
+def left_nothing(conversation_ids: list[int]) -> bool:
+    """No conversation claimed, no socket subscribed."""
+    return not any(
+        runner.is_busy(pk) or pk in runner._subscribers for pk in conversation_ids
+    )
+
+
+async def test_many_sockets_on_a_small_pool_all_stream_and_leave_nothing_behind(
+    alice, demo_profile, simulator, small_pool
+):
+    """More concurrent Redis calls than the pool holds: they wait for a
+    connection, no socket fails, no conversation stays busy, and closing all
+    at once leaves their groups."""
+    simulator.config.tps = 0
+    simulator.config.think_tokens = 0
+    simulator.config.answer_tokens = 30
+    site = await database_sync_to_async(SiteDefaults.load)()
+    site.generations_per_user = 0
+    await site.asave()
+    conversations = [
+        await Conversation.objects.acreate(owner=alice, model_profile=demo_profile)
+        for _ in range(SOCKETS)
+    ]
+    ids = [c.pk for c in conversations]
+    sockets = await asyncio.gather(*(connect(alice, c) for c in conversations))
+    await asyncio.gather(*(send(s, f"question {i}") for i, s in enumerate(sockets)))
+    streams = await asyncio.gather(
+        *(frames_until(s, "done", timeout=120) for s in sockets)
+    )
+    await asyncio.gather(*(s.disconnect() for s in sockets))
+
+    for conversation, frames in zip(conversations, streams, strict=True):
+        answer = await conversation.messages.filter(role="assistant").aget()
+        assert answer.status == "done"
+        assert text_of(frames, "content") == answer.content != ""
+    await until(lambda: left_nothing(ids), "a conversation stayed busy")
+    await until(lambda: no_members(ids), "a closed socket stayed in its group")
+
+
+async def no_members(conversation_ids: list[int]) -> bool:
+    return await group_members(conversation_ids) == 0
+
+
+async def has_members(conversation_ids: list[int]) -> bool:
+    return not await no_members(conversation_ids)
+
+
+async def test_a_socket_stays_usable_while_redis_is_away(
+    alice, conversation, simulator, redis_away
+):
+    """Every channel-layer call fails: the socket opens, its own answer streams
+    in-process, and closing it leaves nothing behind."""
+    socket = await connect(alice, conversation)
+    await send(socket, "still here?")
+    frames = await frames_until(socket, "done", timeout=60)
+    await socket.disconnect()
+
+    answer = await conversation.messages.filter(role="assistant").aget()
+    assert answer.status == "done"
+    assert text_of(frames, "content") == answer.content != ""
+    assert left_nothing([conversation.pk])
+
+
+async def test_an_answer_whose_layer_calls_fail_frees_its_conversation(
+    conversation, simulator, redis_away
+):
+    """The runner's group join fails (Redis away): the answer still runs, and
+    the conversation is free once it ended."""
+    turn = await database_sync_to_async(conversation.begin_turn)("hello")
+    assert runner.claim(conversation.pk)
+    # Whatever happened, the conversation must not stay claimed.
+    with contextlib.suppress(Exception):
+        await runner.start(turn.profile, turn.answer, turn.history)
+    await until(lambda: not runner.is_busy(conversation.pk), "left busy")
+    answer = await Message.objects.aget(pk=turn.answer.pk)
+    assert answer.status != "streaming"
+
+
+async def test_a_crashed_socket_still_leaves_the_runner_and_its_group(
+    alice, conversation, simulator, small_pool, monkeypatch
+):
+    async def crash(self: ChatConsumer, frame: Any) -> None:
+        raise RuntimeError("a handler bug")
+
+    monkeypatch.setattr(ChatConsumer, "handle", crash)
+    socket = await connect(alice, conversation)
+    await until(lambda: has_members([conversation.pk]), "never joined its group")
+    await socket.send_json_to({"type": "stop"})
+    with pytest.raises(RuntimeError):
+        await socket.receive_from(timeout=10)
+    assert left_nothing([conversation.pk])
+    assert await group_members([conversation.pk]) == 0
+
+
+class RestartableRedis:
+    """A redis-server of this test's own, stopped and started again empty on
+    the same port (as after a crash or a restart without persistence)."""
+
+    def __init__(self) -> None:
+        self.label, self.exe = servers._redis_candidates()[0]
+        self.server = servers.start_redis(self.label, self.exe)
+        self.url = self.server.url
+
+    def restart(self, while_down: Callable[[], None]) -> None:
+        self.server.stop()
+        while_down()
+        self.server = servers.start_redis(self.label, self.exe, self.server.port)
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+@pytest.fixture
+def own_redis(test_mode):
+    if test_mode == "sqlite":
+        pytest.skip("needs Redis")
+    server = RestartableRedis()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def two_daphnes(own_redis, tmp_path, simulator):
+    db = django_settings.DATABASES["default"]
+    name = connection.settings_dict["NAME"]
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{name}",
+        "REDIS_URL": own_redis.url,
+        "DJANGO_SETTINGS_MODULE": "chatsite.settings",
+    }
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    daphnes = [Daphne(env, tmp_path / f"daphne-{i}.log").start() for i in range(2)]
+    yield daphnes
+    for daphne in daphnes:
+        daphne.stop(signal.SIGKILL)
+
+
+async def content_until(ws: Any, have: list[dict[str, Any]], chars: int) -> None:
+    """Read `ws` into `have` until its content text is `chars` long."""
+    async with asyncio.timeout(60):
+        while len(text_of(have, "content")) < chars:
+            frame = json.loads(await ws.recv())
+            have.append(frame)
+            assert frame["type"] != "done", frame
+
+
+async def frames_to(ws: Any, have: list[dict[str, Any]], kind: str) -> None:
+    async with asyncio.timeout(60):
+        while not have or have[-1]["type"] != kind:
+            have.append(json.loads(await ws.recv()))
+
+
+async def test_a_redis_restart_mid_answer_keeps_a_viewer_on_another_process_live(
+    two_daphnes, own_redis, conversation, alice, session_cookie, simulator
+):
+    simulator.config.tps = 50
+    simulator.config.think_tokens = 0
+    simulator.config.answer_tokens = 3000
+    cookie = await asyncio.to_thread(session_cookie, alice)
+    owner = await open_socket(two_daphnes[0], conversation, cookie)
+    viewer = await open_socket(two_daphnes[1], conversation, cookie)
+    await ws_send(owner)
+    mine: list[dict[str, Any]] = []
+    theirs: list[dict[str, Any]] = []
+    await content_until(viewer, theirs, 100)
+
+    # Redis goes away while the owner's answer streams on (the owner's socket
+    # stays open), and comes back empty.
+    loop = asyncio.get_running_loop()
+
+    def while_down() -> None:
+        have = len(text_of(mine, "content"))
+        future = asyncio.run_coroutine_threadsafe(
+            content_until(owner, mine, have + 200), loop
+        )
+        future.result()
+
+    await content_until(owner, mine, 1)
+    await asyncio.to_thread(own_redis.restart, while_down)
+    at_restart = len(text_of(mine, "content"))
+
+    # The viewer gets the rest live: far more text while the answer still runs.
+    await content_until(viewer, theirs, at_restart + 1000)
+    answer = await Message.objects.aget(role="assistant", conversation=conversation)
+    assert answer.status == "streaming"
+
+    await owner.send(json.dumps({"type": "stop"}))
+    await frames_to(owner, mine, "done")
+    await frames_to(viewer, theirs, "message")
+    await owner.close()
+    await viewer.close()
+    answer = await Message.objects.aget(pk=answer.pk)
+    assert answer.status == "stopped"
+    # In order, nothing twice, nothing missing.
+    assert text_of(theirs, "content") == answer.content == text_of(mine, "content")
+    assert theirs[-1]["message"]["content"] == answer.content
