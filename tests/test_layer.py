@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from channels.db import database_sync_to_async
-from channels.layers import channel_layers
+from channels.layers import channel_layers, get_channel_layer
 from django.conf import settings as django_settings
 from django.db import connection
 
 from chat.consumers import ChatConsumer
+from chat.fanout import conversation_group, generation_group
 from chat.models import Conversation, Message, SiteDefaults
 from chat.runner import runner
 from tests import servers
@@ -170,6 +171,55 @@ async def test_a_crashed_socket_still_leaves_the_runner_and_its_group(
         await socket.receive_from(timeout=10)
     assert left_nothing([conversation.pk])
     assert await group_members([conversation.pk]) == 0
+
+
+async def test_a_lost_catch_up_is_asked_again_and_live_text_meanwhile_is_kept(
+    alice, conversation, small_pool
+):
+    """A viewer resumes an answer that another process streams; the first
+    request is lost (Redis restarted, say). The viewer asks again, and the
+    live text that came meanwhile follows the catch-up, once and in order."""
+    turn = await database_sync_to_async(conversation.begin_turn)("hello")
+    answer_id = turn.answer.pk
+    layer = get_channel_layer()
+    owner = await layer.new_channel()  # the other process's runner
+    await layer.group_add(generation_group(conversation.pk), owner)
+    viewer = await connect(alice, conversation)
+
+    def delta(start: int, text: str) -> dict[str, Any]:
+        return {
+            "type": "chat.delta",
+            "origin": "elsewhere",
+            "message_id": answer_id,
+            "kind": "content",
+            "start": start,
+            "text": text,
+        }
+
+    await viewer.send_json_to({"type": "resume", "message_id": answer_id, "offset": 5})
+    async with asyncio.timeout(30):
+        lost = await layer.receive(owner)
+        await layer.group_send(conversation_group(conversation.pk), delta(12, "LMNOP"))
+        again = await layer.receive(owner)
+    assert lost["type"] == again["type"] == "generation.resume"
+    assert again["offset"] == 5 and again["reply_to"] == lost["reply_to"]
+    catchup = {
+        "type": "chat.catchup",
+        "origin": "elsewhere",
+        "start": {"type": "start", "message_id": answer_id},
+        "message_id": answer_id,
+        "thinking": [0, ""],
+        "content": [5, "fghijkl"],
+    }
+    await layer.send(again["reply_to"], catchup)
+    await layer.send(again["reply_to"], catchup)  # the first request's late reply
+    await layer.group_send(conversation_group(conversation.pk), delta(17, "QR"))
+    frames = await frames_until(viewer, "content")
+    while text_of(frames, "content") != "fghijklLMNOPQR":
+        frames.append(await viewer.receive_json_from(timeout=15))
+        assert len(text_of(frames, "content")) <= len("fghijklLMNOPQR"), frames
+    await viewer.disconnect()
+    assert [f["type"] for f in frames].count("start") == 1
 
 
 class RestartableRedis:
