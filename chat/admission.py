@@ -37,6 +37,7 @@ from django.db import DatabaseError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from chat import layer as guarded_layer
 from chat.models import Conversation, Message, ModelProfile, SiteDefaults, Ticket
 from chat.upstream import UpstreamError
 
@@ -300,8 +301,7 @@ async def wait_for_slot(
                 return  # another waiter's decision admitted this one
     finally:
         if channel is not None:
-            assert layer is not None
-            await _quietly(layer.group_discard(WAKE_GROUP, channel))
+            await guarded_layer.leave(WAKE_GROUP, channel)
 
 
 async def release(message_id: int, *, served: bool) -> None:
@@ -351,10 +351,11 @@ async def _listen(layer: BaseChannelLayer | None) -> str | None:
         return None
     try:
         channel = await layer.new_channel()
-        await layer.group_add(WAKE_GROUP, channel)
     except Exception:
         logger.warning("no admission wake-ups: polling", exc_info=True)
         return None
+    # Until it joined (Redis away, or restarted and re-joined), it polls.
+    await guarded_layer.join(WAKE_GROUP, channel)
     return channel
 
 
