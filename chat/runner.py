@@ -376,7 +376,7 @@ class Runner:
         conversation_id = generation.conversation_id
         generation.announced.set()
         if self._generations.get(conversation_id) is generation:
-            logger.warning("answer %s ended before it ran", generation.message_id)
+            logger.warning("answer %s has no running task", generation.message_id)
             del self._generations[conversation_id]
             self.release(conversation_id)
 
@@ -519,11 +519,13 @@ class Runner:
         while self._generations:
             await asyncio.sleep(CHECKPOINT_SECONDS)
             # Only a running task's answer gets a heartbeat: one without would
-            # look alive to the orphan sweep for ever.
+            # look alive to the orphan sweep for ever. A generation whose task
+            # ended without unregistering it is let go.
+            for g in list(self._generations.values()):
+                if g.task is None or g.task.done():
+                    self._ended(g)
             batch = [
-                (g, (g.thinking_len, g.content_len))
-                for g in self._generations.values()
-                if g.task is not None and not g.task.done()
+                (g, (g.thinking_len, g.content_len)) for g in self._generations.values()
             ]
             if not batch:
                 continue

@@ -12,6 +12,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ from django.db import connection
 from chat.consumers import ChatConsumer
 from chat.fanout import conversation_group, generation_group
 from chat.models import Conversation, Message, SiteDefaults
-from chat.runner import runner
+from chat.runner import Generation, runner
 from tests import servers
 from tests.test_consumers import connect, frames_until, send
 from tests.test_processes import Daphne, free_port, open_socket, text_of
@@ -325,3 +326,32 @@ async def test_a_redis_restart_mid_answer_keeps_a_viewer_on_another_process_live
     # In order, nothing twice, nothing missing.
     assert text_of(theirs, "content") == answer.content == text_of(mine, "content")
     assert theirs[-1]["message"]["content"] == answer.content
+
+
+async def test_an_answer_whose_task_died_gets_no_heartbeat_and_is_freed(
+    conversation, monkeypatch
+):
+    """A generation left registered with no running task (as when its start
+    failed before the task existed): the conversation is let go, and the
+    orphan sweep marks the answer, since no heartbeat keeps it alive."""
+    monkeypatch.setattr("chat.runner.ORPHAN_AFTER", timedelta(seconds=3))
+    turn = await database_sync_to_async(conversation.begin_turn)("hello")
+    assert runner.claim(conversation.pk)
+    dead = asyncio.create_task(asyncio.sleep(0))
+    await dead
+    runner._generations[conversation.pk] = Generation(
+        conversation_id=conversation.pk,
+        message=turn.answer,
+        model=turn.profile.tag,
+        think=None,
+        task=dead,
+    )
+    runner._ensure_checkpoints()
+
+    async def interrupted() -> bool:
+        await runner.sweep_orphans()
+        answer = await Message.objects.aget(pk=turn.answer.pk)
+        return answer.status == "interrupted"
+
+    await until(lambda: not runner.is_busy(conversation.pk), "left busy")
+    await until(interrupted, "kept alive by a heartbeat")
