@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer, get_channel_layer
 from django.db import DatabaseError, connections, router, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
 from chat import admission, fanout, first_token, frames, rendering
@@ -45,6 +46,10 @@ SWEEP_SECONDS = 5.0
 # How long a shutdown waits for the stopped answers' final saves.
 SHUTDOWN_SECONDS = 10.0
 END_SECONDS = 2.0  # for the process's own tasks to end once cancelled
+SAVE_FAILED = (
+    "The answer could not be saved; its text up to the last save (about a second "
+    "before the end) is kept."
+)
 
 
 class Sink(Protocol):
@@ -64,6 +69,7 @@ class Generation:
     thinking: list[str] = field(default_factory=list)
     content_len: int = 0  # in code points, the unit of resume offsets
     thinking_len: int = 0
+    replaced_chars: int = 0  # unstorable characters of the server's text
     requested_at: float = field(default_factory=time.perf_counter)
     upstream_at: float | None = None
     first_token_at: float | None = None
@@ -115,6 +121,7 @@ class Generation:
         now = time.perf_counter()
         if self.first_token_at is None:
             self.first_token_at = now
+        self.replaced_chars += event.replaced
         if event.kind == "content":
             if self.first_answer_at is None:
                 self.first_answer_at = now
@@ -141,6 +148,7 @@ class Generation:
             "first_answer_token_ms": since(self.first_answer_at),
             "thinking_ms": thinking_ms,
             "total_ms": since(time.perf_counter()),
+            "replaced_chars": self.replaced_chars,
         }
         if self.finished is not None:
             values.update(
@@ -494,7 +502,7 @@ class Runner:
                 for g, seen in batch
             ]
             try:
-                await _checkpoint(rows)
+                failed = await _checkpoint(rows)
             except Exception:
                 # The database may be briefly away: the next round retries.
                 logger.warning(
@@ -502,7 +510,8 @@ class Runner:
                 )
                 continue
             for g, seen in batch:
-                g.checkpointed = seen
+                if g.message_id not in failed:
+                    g.checkpointed = seen
 
     # The generation's task.
 
@@ -544,9 +553,12 @@ class Runner:
         generation.finishing = True
         try:
             closing = await self._finish(generation, status, error)
-        except DatabaseError:
-            # E.g. the conversation was deleted meanwhile: nothing left to save.
+        except Exception:
+            # Any failure (the conversation was deleted meanwhile, the database
+            # refused the text): the task still ends as usual below, its slot and
+            # claim released and its viewers told.
             logger.exception("answer %s could not be saved", generation.message_id)
+            closing = await self._unsaved(generation)
         finally:
             # Stored and told: the conversation is free for its next answer.
             self._generations.pop(generation.conversation_id, None)
@@ -558,6 +570,26 @@ class Runner:
             generation.message_id, served=generation.upstream_at is not None
         )
         await _learn_token_ratio(profile, generation.message)
+
+    async def _unsaved(self, generation: Generation) -> list[dict[str, Any]]:
+        """The final save failed: the answer is marked failed, keeping the text
+        of its last checkpoint, if the database takes that much (a streaming row
+        would hold its model slot until the orphan sweep); its viewers are told
+        either way. Returns the frames for other processes' sockets."""
+        message = generation.message
+        message.status = Message.Status.ERROR
+        message.error_code, message.error_detail = "save_failed", SAVE_FAILED
+        try:
+            await _mark_unsaved(message)
+        except Exception:
+            logger.warning("answer %s: marking it failed failed", message.pk)
+        closing = [frames.error(message.pk, message.error_code, SAVE_FAILED)]
+        closing.append(frames.done(message))
+        generation.closing = closing
+        subscribers = self._subscribers.get(generation.conversation_id, set())
+        for frame in closing:
+            await _send_all(generation.attached | subscribers, frame)
+        return closing
 
     async def _tell_queued(self, generation: Generation, position: int) -> None:
         """The answer waits for a model slot: its viewers see its place in line."""
@@ -666,6 +698,15 @@ def _save_message(message: Message) -> None:
     message.save()
 
 
+@database_sync_to_async
+def _mark_unsaved(message: Message) -> None:
+    Message.objects.filter(pk=message.pk, status=Message.Status.STREAMING).update(
+        status=message.status,
+        error_code=message.error_code,
+        error_detail=message.error_detail,
+    )
+
+
 async def _learn_token_ratio(profile: ModelProfile, message: Message) -> None:
     """Calibrate the profile's token estimate from the answer's prompt figures
     (after the answer is saved and told: it delays nobody)."""
@@ -675,18 +716,60 @@ async def _learn_token_ratio(profile: ModelProfile, message: Message) -> None:
         logger.warning("calibrating %s failed", profile.tag, exc_info=True)
 
 
+Row = tuple[int, str | None, str | None]
+
+
 @database_sync_to_async
-def _checkpoint(rows: Sequence[tuple[int, str | None, str | None]]) -> None:
+def _checkpoint(rows: Sequence[Row]) -> set[int]:
     """One UPDATE per answer (message id, content, thinking; no text when it is
     unchanged), in one transaction. Answers no longer streaming (their final save
-    came first) are left alone.
+    came first) are left alone. Returns the ids whose text was not saved.
 
     Plain `executemany`, not a queryset per row: the ORM spends ~200 µs of Python
     per UPDATE, and while this thread holds the GIL for it (20-60 ms a second with
     100 answers streaming) the event loop waits for it after every socket call.
+
+    One answer the database refuses must not cost the others their save (nor
+    their heartbeat, which would let the orphan sweep interrupt them): the batch
+    runs in a savepoint, and if it fails each row is tried again in its own, the
+    refused one still getting its heartbeat. Raises only when no row could be
+    written at all (the database is away: the caller retries next round).
     """
     using = router.db_for_write(Message)
     connection = connections[using]
+    stamp = connection.ops.adapt_datetimefield_value(timezone.now())
+    with transaction.atomic(using=using), connection.cursor() as cursor:
+        try:
+            with transaction.atomic(using=using):
+                _write_checkpoint(cursor, rows, stamp)
+            return set()
+        except (DatabaseError, ValueError):  # ValueError: UnicodeEncodeError
+            logger.warning("checkpoint batch refused: saving row by row", exc_info=True)
+        failed: set[int] = set()
+        errors: list[Exception] = []
+        written = 0
+        for message_id, content, thinking in rows:
+            attempts = [(message_id, content, thinking)]
+            if content is not None:
+                attempts.append((message_id, None, None))  # its heartbeat, at least
+            for attempt in attempts:
+                try:
+                    with transaction.atomic(using=using):
+                        _write_checkpoint(cursor, [attempt], stamp)
+                except (DatabaseError, ValueError) as exc:
+                    logger.warning("checkpoint of answer %s refused", message_id)
+                    failed.add(message_id)
+                    errors.append(exc)
+                    continue
+                written += 1
+                break
+        if not written:
+            raise errors[-1]
+        return failed
+
+
+def _write_checkpoint(cursor: Any, rows: Sequence[Row], stamp: Any) -> None:
+    connection: BaseDatabaseWrapper = cursor.db
     qn = connection.ops.quote_name
     columns = {f.name: f.column for f in Message._meta.concrete_fields if f.column}
 
@@ -695,7 +778,6 @@ def _checkpoint(rows: Sequence[tuple[int, str | None, str | None]]) -> None:
 
     table = qn(Message._meta.db_table)
     where = f"WHERE {column('id')} = %s AND {column('status')} = %s"
-    stamp = connection.ops.adapt_datetimefield_value(timezone.now())
     streaming = Message.Status.STREAMING.value
     texts = [
         (content, thinking, stamp, message_id, streaming)
@@ -707,17 +789,16 @@ def _checkpoint(rows: Sequence[tuple[int, str | None, str | None]]) -> None:
         for message_id, content, _ in rows
         if content is None
     ]
-    with transaction.atomic(using=using), connection.cursor() as cursor:
-        if texts:
-            cursor.executemany(
-                f"UPDATE {table} SET {column('content')} = %s, "
-                f"{column('thinking')} = %s, {column('updated_at')} = %s {where}",
-                texts,
-            )
-        if beats:
-            cursor.executemany(
-                f"UPDATE {table} SET {column('updated_at')} = %s {where}", beats
-            )
+    if texts:
+        cursor.executemany(
+            f"UPDATE {table} SET {column('content')} = %s, "
+            f"{column('thinking')} = %s, {column('updated_at')} = %s {where}",
+            texts,
+        )
+    if beats:
+        cursor.executemany(
+            f"UPDATE {table} SET {column('updated_at')} = %s {where}", beats
+        )
 
 
 def _stop_with_daphne(runner: Runner) -> None:

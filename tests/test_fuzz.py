@@ -56,6 +56,7 @@ ERROR_CODES = {
     "nothing_to_regenerate",
     "not_last_question",
     "queue_unavailable",
+    "save_failed",
 }
 FINAL_STATUSES = {
     Message.Status.DONE,

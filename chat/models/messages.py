@@ -82,6 +82,9 @@ class Message(models.Model):
     eval_ms = models.FloatField(null=True)
     load_ms = models.FloatField(null=True)
     done_reason = models.CharField(max_length=20, blank=True)
+    # Characters of the server's text that could not be stored (NUL, lone
+    # surrogates), kept as U+FFFD (`chat.upstream.events.cleaned`).
+    replaced_chars = models.PositiveIntegerField(default=0)
     # What was sent with the question (the history builder's account).
     history_sent = models.PositiveIntegerField(null=True)
     history_total = models.PositiveIntegerField(null=True)
@@ -162,6 +165,7 @@ class Message(models.Model):
             "load_ms": self.load_ms,
             "decode_tps": self.decode_tps,
             "done_reason": self.done_reason,
+            "replaced_chars": self.replaced_chars,
         }
 
 
