@@ -297,6 +297,11 @@ class Runner:
         if generation is None or generation.message_id != event["message_id"]:
             return
         assert self._layer is not None
+        refusal = past_the_text(generation, event["thinking_offset"], event["offset"])
+        if refusal is not None:
+            reply = {"type": "chat.catchup", "message_id": generation.message_id}
+            await self._reply(event["reply_to"], {**reply, "refused": refusal})
+            return
         catchup = {
             "type": "chat.catchup",
             "origin": self.id,
@@ -310,8 +315,12 @@ class Runner:
         }
         if generation.queue_position is not None:
             catchup["queued"] = frames.queued(generation)
+        await self._reply(event["reply_to"], catchup)
+
+    async def _reply(self, channel: str, event: dict[str, Any]) -> None:
+        assert self._layer is not None
         try:
-            await self._layer.send(event["reply_to"], catchup)
+            await self._layer.send(channel, event)
         except Exception:
             logger.warning("resume reply failed", exc_info=True)
 
@@ -396,6 +405,14 @@ class Runner:
         generation = self._generations.get(conversation_id)
         if generation is None or generation.message_id != message_id:
             return False
+        if sink in generation.attached:
+            # It is sent every delta already: sending the text after `offset`
+            # again would double it on screen.
+            return True
+        refusal = past_the_text(generation, thinking_offset, offset)
+        if refusal is not None:
+            await sink.send_frame(refusal)
+            return True
         await sink.send_frame(frames.start(generation))
         if generation.queue_position is not None:
             await sink.send_frame(frames.queued(generation))
@@ -677,6 +694,22 @@ def _cancel(generation: Generation) -> None:
     if task is None or task.done() or generation.finishing or task.cancelling():
         return  # ended, or already ending: a cancel would cut short its final save
     task.cancel()
+
+
+def past_the_text(
+    generation: Generation, thinking_offset: int, offset: int
+) -> dict[str, Any] | None:
+    """The error for a resume from beyond the text written so far (a client
+    cannot have text the model has not written: resuming there would append the
+    next text to the wrong place), or None."""
+    if offset <= generation.content_len and thinking_offset <= generation.thinking_len:
+        return None
+    detail = (
+        f"Cannot resume from offset {offset} (thinking {thinking_offset}): the "
+        f"answer has {generation.content_len} characters so far (thinking "
+        f"{generation.thinking_len}). Reload the page to see it whole."
+    )
+    return frames.error(generation.message_id, "bad_offset", detail)
 
 
 def _tail(parts: list[str], offset: int) -> str:

@@ -57,6 +57,7 @@ ERROR_CODES = {
     "not_last_question",
     "queue_unavailable",
     "save_failed",
+    "bad_offset",
 }
 FINAL_STATUSES = {
     Message.Status.DONE,
