@@ -39,8 +39,16 @@ from chat.upstream import Delta, Event, Finished, UpstreamError, client_for
 
 logger = logging.getLogger(__name__)
 
+# Coupled intervals. An answer's owner proves it alive with a checkpoint every
+# CHECKPOINT_SECONDS; the orphan sweep (every SWEEP_SECONDS, on every process)
+# calls it orphaned when that proof is older than ORPHAN_AFTER. While the
+# database is away no proof can land, however alive the owner: so a sweep only
+# judges once its own process has reached the database for ORPHAN_AFTER without
+# a failed sweep (`Runner._trusted_since`), which gives the owner's heartbeat as
+# long to land after an outage. An outage too short for any sweep to see (under
+# SWEEP_SECONDS) delays a heartbeat by less than SWEEP_SECONDS +
+# CHECKPOINT_SECONDS, which must stay below ORPHAN_AFTER.
 CHECKPOINT_SECONDS = 1.0
-# A streaming answer whose checkpoint is older than this has no live owner.
 ORPHAN_AFTER = timedelta(seconds=10)
 SWEEP_SECONDS = 5.0
 # How long a shutdown waits for the stopped answers' final saves.
@@ -175,6 +183,9 @@ class Runner:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._layer: BaseChannelLayer | None = None
         self._channel: str | None = None
+        # Since when (monotonic) this process's sweeps have reached the database
+        # without a failure; None after a failure (see ORPHAN_AFTER).
+        self._trusted_since: float | None = None
 
     # The process's own tasks: requests from other processes (stop, resume) and
     # the sweep for answers whose process died.
@@ -219,6 +230,7 @@ class Runner:
             try:
                 await self.sweep_orphans()
             except Exception:
+                self._trusted_since = None  # the owners could not checkpoint either
                 logger.warning("orphan sweep failed", exc_info=True)
             await asyncio.sleep(SWEEP_SECONDS)
 
@@ -479,9 +491,19 @@ class Runner:
 
     async def sweep_orphans(self) -> None:
         """Answers left streaming by a dead process: marked interrupted (their
-        text kept), and their viewers told."""
+        text kept), and their viewers told. Only once the database has been
+        reachable long enough for live owners to have checkpointed (see
+        ORPHAN_AFTER); this process's own answers are alive by definition."""
+        now = time.monotonic()
+        since = self._trusted_since
+        if since is None or now - since <= ORPHAN_AFTER.total_seconds():
+            await database_sync_to_async(_reach_database)()  # raises if away
+            if self._trusted_since is None:
+                self._trusted_since = now
+            return
+        own = [g.message_id for g in self._generations.values()]
         orphans = await database_sync_to_async(Message.objects.interrupt_orphans)(
-            older_than=ORPHAN_AFTER
+            older_than=ORPHAN_AFTER, keep=own
         )
         for message in orphans:
             logger.warning("answer %s was orphaned: marked interrupted", message.pk)
@@ -724,6 +746,13 @@ async def _send_all(sinks: Iterable[Sink], frame: dict[str, Any]) -> None:
             # A socket that fails to take a frame is going away; its disconnect
             # handler unsubscribes it. The other readers must not notice.
             logger.debug("dropped a frame for a closing socket", exc_info=True)
+
+
+def _reach_database() -> None:
+    """A round trip to the database (raises when it is away)."""
+    connection = connections[router.db_for_read(Message)]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
 
 
 @database_sync_to_async
