@@ -28,7 +28,14 @@ from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer, get_channel_layer
-from django.db import DatabaseError, connections, router, transaction
+from django.db import (
+    DatabaseError,
+    InterfaceError,
+    OperationalError,
+    connections,
+    router,
+    transaction,
+)
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
@@ -805,6 +812,8 @@ def _checkpoint(rows: Sequence[Row]) -> set[int]:
             with transaction.atomic(using=using):
                 _write_checkpoint(cursor, rows, stamp)
             return set()
+        except (OperationalError, InterfaceError):
+            raise  # the database is away: no row would do better
         except (DatabaseError, ValueError):  # ValueError: UnicodeEncodeError
             logger.warning("checkpoint batch refused: saving row by row", exc_info=True)
         failed: set[int] = set()
