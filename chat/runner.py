@@ -80,6 +80,7 @@ class Generation:
     model: str
     think: bool | None
     attached: set[Sink] = field(default_factory=set)
+    catching_up: set[Sink] = field(default_factory=set)  # in `Runner.resume`
     content: list[str] = field(default_factory=list)
     thinking: list[str] = field(default_factory=list)
     content_len: int = 0  # in code points, the unit of resume offsets
@@ -424,14 +425,25 @@ class Runner:
         generation = self._generations.get(conversation_id)
         if generation is None or generation.message_id != message_id:
             return False
-        if sink in generation.attached:
-            # It is sent every delta already: sending the text after `offset`
-            # again would double it on screen.
+        if sink in generation.attached or sink in generation.catching_up:
+            # It is sent every delta already (or is being caught up): sending
+            # the text after `offset` again would double it on screen.
             return True
         refusal = past_the_text(generation, thinking_offset, offset)
         if refusal is not None:
             await sink.send_frame(refusal)
             return True
+        generation.catching_up.add(sink)
+        try:
+            await self._catch_up(generation, sink, offset, thinking_offset)
+        finally:
+            generation.catching_up.discard(sink)
+        return True
+
+    async def _catch_up(
+        self, generation: Generation, sink: Sink, offset: int, thinking_offset: int
+    ) -> None:
+        message_id = generation.message_id
         await sink.send_frame(frames.start(generation))
         if generation.queue_position is not None:
             await sink.send_frame(frames.queued(generation))
@@ -453,9 +465,8 @@ class Runner:
             # It ended during our sends: its final frames went out without us.
             for frame in generation.closing:
                 await sink.send_frame(frame)
-            return True
+            return
         generation.attached.add(sink)
-        return True
 
     async def shutdown(self) -> None:
         """Stop every generation, marked interrupted, and wait for their saves."""

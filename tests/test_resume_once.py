@@ -3,6 +3,8 @@ nothing, and an offset beyond the text is refused with `bad_offset`."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from chat.models import Message
@@ -70,3 +72,33 @@ async def test_a_resume_from_beyond_the_text_is_refused(alice, conversation, sim
     await tab.disconnect()
     answer = await Message.objects.aget(pk=message_id)
     assert text_of(received, "content") == answer.content
+
+
+class Collector:
+    """A socket's side of the runner: the frames it was sent."""
+
+    def __init__(self) -> None:
+        self.frames: list[dict] = []
+
+    async def send_frame(self, frame: dict) -> None:
+        self.frames.append(frame)
+        await asyncio.sleep(0)  # a socket write yields to the loop
+
+
+async def test_resumes_of_one_socket_at_the_same_time_send_the_text_once(
+    alice, conversation, simulator
+):
+    """As a shared page's catch-up task and its own resume frame may."""
+    owner, message_id = await start_long_answer(alice, conversation, simulator)
+    sink = Collector()
+    both = [
+        runner.resume(sink, message_id, 0, 0, conversation_id=conversation.pk)
+        for _ in range(2)
+    ]
+    assert await asyncio.gather(*both) == [True, True]
+    runner.stop(conversation.pk)
+    await frames_until(owner, "done", timeout=WAIT)
+    await owner.disconnect()
+    answer = await Message.objects.aget(pk=message_id)
+    assert text_of(sink.frames, "content") == answer.content
+    assert text_of(sink.frames, "thinking") == answer.thinking
