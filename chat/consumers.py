@@ -212,6 +212,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
                     None, "not_found", "That message is not in this conversation."
                 )
             )
+        elif message.status == Message.Status.STREAMING and message.pk in self.remote:
+            # Followed already (from its start, or a catch-up is on its way):
+            # what the page has counts, and nothing is sent twice.
+            have = self.remote[message.pk].have
+            have["thinking"] = max(have["thinking"], frame["thinking_offset"])
+            have["content"] = max(have["content"], frame["offset"])
         elif message.status == Message.Status.STREAMING:
             # Running on another process: it answers with a catch-up event. If
             # that process died, the orphan sweep sends the stored message.
@@ -301,6 +307,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def chat_catchup(self, event: dict[str, Any]) -> None:
         message_id = event["message_id"]
+        if "refused" in event:  # a resume from beyond the text
+            self.remote.pop(message_id, None)
+            await self.send_frame(event["refused"])
+            return
         view = self.remote.setdefault(message_id, RemoteView())
         if view.resuming:  # not a retried request's second reply
             await self.send_frame(event["start"])

@@ -122,10 +122,7 @@ def parse(text: str | None) -> ClientFrame:
         raise FrameError(
             "frame_too_large", "The frame is larger than the server accepts."
         )
-    try:
-        data = json.loads(text)
-    except ValueError:
-        raise FrameError("bad_frame", "The frame is not valid JSON.") from None
+    data = _decode(text)
     if not isinstance(data, dict):
         raise FrameError("bad_frame", "A frame must be a JSON object.")
     kind = data.get("type")
@@ -151,6 +148,25 @@ def parse(text: str | None) -> ClientFrame:
             content=_content(data),
         )
     raise FrameError("unknown_type", f"Unknown frame type: {str(kind)[:40]!r}.")
+
+
+def _decode(text: str) -> Any:
+    """The frame's JSON value, refused whole when any string in it (a key, a
+    field we read or one we ignore) is not valid Unicode: JSON may escape lone
+    surrogates (`"\\ud800"`), which no socket frame, log line or database can
+    carry. Encoding the decoded value again finds every one in a single pass."""
+    try:
+        data = json.loads(text)
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except RecursionError:
+        raise FrameError("bad_frame", "The frame is nested too deeply.") from None
+    except UnicodeEncodeError:  # before ValueError, its base class
+        raise FrameError(
+            "bad_frame", "The frame holds text that is not valid Unicode."
+        ) from None
+    except ValueError:
+        raise FrameError("bad_frame", "The frame is not valid JSON.") from None
+    return data
 
 
 def _parse_send(data: dict[str, Any]) -> SendFrame:

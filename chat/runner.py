@@ -28,7 +28,15 @@ from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer, get_channel_layer
-from django.db import DatabaseError, connections, router, transaction
+from django.db import (
+    DatabaseError,
+    InterfaceError,
+    OperationalError,
+    connections,
+    router,
+    transaction,
+)
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
 from chat import admission, fanout, first_token, frames, layer, rendering
@@ -38,13 +46,25 @@ from chat.upstream import Delta, Event, Finished, UpstreamError, client_for
 
 logger = logging.getLogger(__name__)
 
+# Coupled intervals. An answer's owner proves it alive with a checkpoint every
+# CHECKPOINT_SECONDS; the orphan sweep (every SWEEP_SECONDS, on every process)
+# calls it orphaned when that proof is older than ORPHAN_AFTER. While the
+# database is away no proof can land, however alive the owner: so a sweep only
+# judges once its own process has reached the database for ORPHAN_AFTER without
+# a failed sweep (`Runner._trusted_since`), which gives the owner's heartbeat as
+# long to land after an outage. An outage too short for any sweep to see (under
+# SWEEP_SECONDS) delays a heartbeat by less than SWEEP_SECONDS +
+# CHECKPOINT_SECONDS, which must stay below ORPHAN_AFTER.
 CHECKPOINT_SECONDS = 1.0
-# A streaming answer whose checkpoint is older than this has no live owner.
 ORPHAN_AFTER = timedelta(seconds=10)
 SWEEP_SECONDS = 5.0
 # How long a shutdown waits for the stopped answers' final saves.
 SHUTDOWN_SECONDS = 10.0
 END_SECONDS = 2.0  # for the process's own tasks to end once cancelled
+SAVE_FAILED = (
+    "The answer could not be saved; its text up to the last save (about a second "
+    "before the end) is kept."
+)
 
 
 class Sink(Protocol):
@@ -60,10 +80,12 @@ class Generation:
     model: str
     think: bool | None
     attached: set[Sink] = field(default_factory=set)
+    catching_up: set[Sink] = field(default_factory=set)  # in `Runner.resume`
     content: list[str] = field(default_factory=list)
     thinking: list[str] = field(default_factory=list)
     content_len: int = 0  # in code points, the unit of resume offsets
     thinking_len: int = 0
+    replaced_chars: int = 0  # unstorable characters of the server's text
     requested_at: float = field(default_factory=time.perf_counter)
     upstream_at: float | None = None
     first_token_at: float | None = None
@@ -120,6 +142,7 @@ class Generation:
         now = time.perf_counter()
         if self.first_token_at is None:
             self.first_token_at = now
+        self.replaced_chars += event.replaced
         if event.kind == "content":
             if self.first_answer_at is None:
                 self.first_answer_at = now
@@ -146,6 +169,7 @@ class Generation:
             "first_answer_token_ms": since(self.first_answer_at),
             "thinking_ms": thinking_ms,
             "total_ms": since(time.perf_counter()),
+            "replaced_chars": self.replaced_chars,
         }
         if self.finished is not None:
             values.update(
@@ -172,6 +196,9 @@ class Runner:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._layer: BaseChannelLayer | None = None
         self._channel: str | None = None
+        # Since when (monotonic) this process's sweeps have reached the database
+        # without a failure; None after a failure (see ORPHAN_AFTER).
+        self._trusted_since: float | None = None
 
     # The process's own tasks: requests from other processes (stop, resume) and
     # the sweep for answers whose process died.
@@ -219,6 +246,7 @@ class Runner:
             try:
                 await self.sweep_orphans()
             except Exception:
+                self._trusted_since = None  # the owners could not checkpoint either
                 logger.warning("orphan sweep failed", exc_info=True)
             await asyncio.sleep(SWEEP_SECONDS)
 
@@ -292,6 +320,11 @@ class Runner:
         if generation is None or generation.message_id != event["message_id"]:
             return
         assert self._layer is not None
+        refusal = past_the_text(generation, event["thinking_offset"], event["offset"])
+        if refusal is not None:
+            reply = {"type": "chat.catchup", "message_id": generation.message_id}
+            await layer.send(event["reply_to"], {**reply, "refused": refusal})
+            return
         catchup = {
             "type": "chat.catchup",
             "origin": self.id,
@@ -419,6 +452,25 @@ class Runner:
         generation = self._generations.get(conversation_id)
         if generation is None or generation.message_id != message_id:
             return False
+        if sink in generation.attached or sink in generation.catching_up:
+            # It is sent every delta already (or is being caught up): sending
+            # the text after `offset` again would double it on screen.
+            return True
+        refusal = past_the_text(generation, thinking_offset, offset)
+        if refusal is not None:
+            await sink.send_frame(refusal)
+            return True
+        generation.catching_up.add(sink)
+        try:
+            await self._catch_up(generation, sink, offset, thinking_offset)
+        finally:
+            generation.catching_up.discard(sink)
+        return True
+
+    async def _catch_up(
+        self, generation: Generation, sink: Sink, offset: int, thinking_offset: int
+    ) -> None:
+        message_id = generation.message_id
         await sink.send_frame(frames.start(generation))
         if generation.queue_position is not None:
             await sink.send_frame(frames.queued(generation))
@@ -440,9 +492,8 @@ class Runner:
             # It ended during our sends: its final frames went out without us.
             for frame in generation.closing:
                 await sink.send_frame(frame)
-            return True
+            return
         generation.attached.add(sink)
-        return True
 
     async def shutdown(self) -> None:
         """Stop every generation, marked interrupted, and wait for their saves."""
@@ -488,9 +539,19 @@ class Runner:
 
     async def sweep_orphans(self) -> None:
         """Answers left streaming by a dead process: marked interrupted (their
-        text kept), and their viewers told."""
+        text kept), and their viewers told. Only once the database has been
+        reachable long enough for live owners to have checkpointed (see
+        ORPHAN_AFTER); this process's own answers are alive by definition."""
+        now = time.monotonic()
+        since = self._trusted_since
+        if since is None or now - since <= ORPHAN_AFTER.total_seconds():
+            await database_sync_to_async(_reach_database)()  # raises if away
+            if self._trusted_since is None:
+                self._trusted_since = now
+            return
+        own = [g.message_id for g in self._generations.values()]
         orphans = await database_sync_to_async(Message.objects.interrupt_orphans)(
-            older_than=ORPHAN_AFTER
+            older_than=ORPHAN_AFTER, keep=own
         )
         for message in orphans:
             logger.warning("answer %s was orphaned: marked interrupted", message.pk)
@@ -536,7 +597,7 @@ class Runner:
                 for g, seen in batch
             ]
             try:
-                await _checkpoint(rows)
+                failed = await _checkpoint(rows)
             except Exception:
                 # The database may be briefly away: the next round retries.
                 logger.warning(
@@ -544,7 +605,8 @@ class Runner:
                 )
                 continue
             for g, seen in batch:
-                g.checkpointed = seen
+                if g.message_id not in failed:
+                    g.checkpointed = seen
 
     # The generation's task.
 
@@ -594,9 +656,12 @@ class Runner:
         generation.finishing = True
         try:
             closing = await self._finish(generation, status, error)
-        except DatabaseError:
-            # E.g. the conversation was deleted meanwhile: nothing left to save.
+        except Exception:
+            # Any failure (the conversation was deleted meanwhile, the database
+            # refused the text): the task still ends as usual below, its slot and
+            # claim released and its viewers told.
             logger.exception("answer %s could not be saved", generation.message_id)
+            closing = await self._unsaved(generation)
         finally:
             # Stored and told: the conversation is free for its next answer.
             self._generations.pop(generation.conversation_id, None)
@@ -614,6 +679,26 @@ class Runner:
             generation.message_id, served=generation.upstream_at is not None
         )
         await _learn_token_ratio(profile, generation.message)
+
+    async def _unsaved(self, generation: Generation) -> list[dict[str, Any]]:
+        """The final save failed: the answer is marked failed, keeping the text
+        of its last checkpoint, if the database takes that much (a streaming row
+        would hold its model slot until the orphan sweep); its viewers are told
+        either way. Returns the frames for other processes' sockets."""
+        message = generation.message
+        message.status = Message.Status.ERROR
+        message.error_code, message.error_detail = "save_failed", SAVE_FAILED
+        try:
+            await _mark_unsaved(message)
+        except Exception:
+            logger.warning("answer %s: marking it failed failed", message.pk)
+        closing = [frames.error(message.pk, message.error_code, SAVE_FAILED)]
+        closing.append(frames.done(message))
+        generation.closing = closing
+        subscribers = self._subscribers.get(generation.conversation_id, set())
+        for frame in closing:
+            await _send_all(generation.attached | subscribers, frame)
+        return closing
 
     async def _tell_queued(self, generation: Generation, position: int) -> None:
         """The answer waits for a model slot: its viewers see its place in line."""
@@ -706,6 +791,22 @@ def _cancel(generation: Generation) -> None:
         generation.stop_asked = True
 
 
+def past_the_text(
+    generation: Generation, thinking_offset: int, offset: int
+) -> dict[str, Any] | None:
+    """The error for a resume from beyond the text written so far (a client
+    cannot have text the model has not written: resuming there would append the
+    next text to the wrong place), or None."""
+    if offset <= generation.content_len and thinking_offset <= generation.thinking_len:
+        return None
+    detail = (
+        f"Cannot resume from offset {offset} (thinking {thinking_offset}): the "
+        f"answer has {generation.content_len} characters so far (thinking "
+        f"{generation.thinking_len}). Reload the page to see it whole."
+    )
+    return frames.error(generation.message_id, "bad_offset", detail)
+
+
 def _tail(parts: list[str], offset: int) -> str:
     return "".join(parts)[offset:]
 
@@ -720,9 +821,25 @@ async def _send_all(sinks: Iterable[Sink], frame: dict[str, Any]) -> None:
             logger.debug("dropped a frame for a closing socket", exc_info=True)
 
 
+def _reach_database() -> None:
+    """A round trip to the database (raises when it is away)."""
+    connection = connections[router.db_for_read(Message)]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+
+
 @database_sync_to_async
 def _save_message(message: Message) -> None:
     message.save()
+
+
+@database_sync_to_async
+def _mark_unsaved(message: Message) -> None:
+    Message.objects.filter(pk=message.pk, status=Message.Status.STREAMING).update(
+        status=message.status,
+        error_code=message.error_code,
+        error_detail=message.error_detail,
+    )
 
 
 async def _learn_token_ratio(profile: ModelProfile, message: Message) -> None:
@@ -734,18 +851,62 @@ async def _learn_token_ratio(profile: ModelProfile, message: Message) -> None:
         logger.warning("calibrating %s failed", profile.tag, exc_info=True)
 
 
+Row = tuple[int, str | None, str | None]
+
+
 @database_sync_to_async
-def _checkpoint(rows: Sequence[tuple[int, str | None, str | None]]) -> None:
+def _checkpoint(rows: Sequence[Row]) -> set[int]:
     """One UPDATE per answer (message id, content, thinking; no text when it is
     unchanged), in one transaction. Answers no longer streaming (their final save
-    came first) are left alone.
+    came first) are left alone. Returns the ids whose text was not saved.
 
     Plain `executemany`, not a queryset per row: the ORM spends ~200 µs of Python
     per UPDATE, and while this thread holds the GIL for it (20-60 ms a second with
     100 answers streaming) the event loop waits for it after every socket call.
+
+    One answer the database refuses must not cost the others their save (nor
+    their heartbeat, which would let the orphan sweep interrupt them): the batch
+    runs in a savepoint, and if it fails each row is tried again in its own, the
+    refused one still getting its heartbeat. Raises only when no row could be
+    written at all (the database is away: the caller retries next round).
     """
     using = router.db_for_write(Message)
     connection = connections[using]
+    stamp = connection.ops.adapt_datetimefield_value(timezone.now())
+    with transaction.atomic(using=using), connection.cursor() as cursor:
+        try:
+            with transaction.atomic(using=using):
+                _write_checkpoint(cursor, rows, stamp)
+            return set()
+        except (OperationalError, InterfaceError):
+            raise  # the database is away: no row would do better
+        except (DatabaseError, ValueError):  # ValueError: UnicodeEncodeError
+            logger.warning("checkpoint batch refused: saving row by row", exc_info=True)
+        failed: set[int] = set()
+        errors: list[Exception] = []
+        written = 0
+        for message_id, content, thinking in rows:
+            attempts = [(message_id, content, thinking)]
+            if content is not None:
+                attempts.append((message_id, None, None))  # its heartbeat, at least
+            for attempt in attempts:
+                try:
+                    with transaction.atomic(using=using):
+                        _write_checkpoint(cursor, [attempt], stamp)
+                except (DatabaseError, ValueError) as exc:
+                    logger.warning("checkpoint of answer %s refused", message_id)
+                    failed.add(message_id)
+                    errors.append(exc)
+                    continue
+                written += 1
+                break
+        if not written:
+            raise errors[-1]
+        return failed
+
+
+def _write_checkpoint(cursor: Any, rows: Sequence[Row], stamp: Any) -> None:
+    connection: BaseDatabaseWrapper = cursor.db
     qn = connection.ops.quote_name
     columns = {f.name: f.column for f in Message._meta.concrete_fields if f.column}
 
@@ -754,7 +915,6 @@ def _checkpoint(rows: Sequence[tuple[int, str | None, str | None]]) -> None:
 
     table = qn(Message._meta.db_table)
     where = f"WHERE {column('id')} = %s AND {column('status')} = %s"
-    stamp = connection.ops.adapt_datetimefield_value(timezone.now())
     streaming = Message.Status.STREAMING.value
     texts = [
         (content, thinking, stamp, message_id, streaming)
@@ -766,17 +926,16 @@ def _checkpoint(rows: Sequence[tuple[int, str | None, str | None]]) -> None:
         for message_id, content, _ in rows
         if content is None
     ]
-    with transaction.atomic(using=using), connection.cursor() as cursor:
-        if texts:
-            cursor.executemany(
-                f"UPDATE {table} SET {column('content')} = %s, "
-                f"{column('thinking')} = %s, {column('updated_at')} = %s {where}",
-                texts,
-            )
-        if beats:
-            cursor.executemany(
-                f"UPDATE {table} SET {column('updated_at')} = %s {where}", beats
-            )
+    if texts:
+        cursor.executemany(
+            f"UPDATE {table} SET {column('content')} = %s, "
+            f"{column('thinking')} = %s, {column('updated_at')} = %s {where}",
+            texts,
+        )
+    if beats:
+        cursor.executemany(
+            f"UPDATE {table} SET {column('updated_at')} = %s {where}", beats
+        )
 
 
 def _stop_with_daphne(runner: Runner) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -31,6 +32,8 @@ from chat.models import ShareLink, SiteDefaults
 from chat.ratelimit import FrameLimiter
 from chat.runner import runner
 from chat.share_frames import Ordinals, for_viewer
+
+logger = logging.getLogger(__name__)
 
 CLOSE_SIGN_IN = 4401
 CLOSE_NO_LINK = 4404
@@ -48,6 +51,7 @@ class ShareConsumer(ChatConsumer):
     held: list[dict[str, Any]] | None = None
     expiry: asyncio.TimerHandle | None = None
     expiring: asyncio.Future[None] | None = None
+    catching_up: asyncio.Task[None] | None = None
     pacer: Pacer
 
     async def connect(self) -> None:
@@ -76,31 +80,55 @@ class ShareConsumer(ChatConsumer):
         held, self.held = self.held, None
         for frame in held:
             await self.send_frame(frame)
-        await self.catch_up(message_ids, _seen(self.scope, len(message_ids)))
+        # Not awaited here: a long conversation's catch-up must stop when the
+        # viewer leaves (the disconnect handler runs only after `connect`).
+        self.catching_up = asyncio.create_task(
+            self.catch_up(message_ids, _seen(self.scope, len(message_ids))),
+            name="share-catch-up",
+        )
         seconds = link.seconds_left()
         if seconds is not None:
             self.expiry = asyncio.get_running_loop().call_later(seconds, self._expire)
 
     async def catch_up(self, message_ids: list[int], seen: int) -> None:
         """Send the messages after the page's first `seen` (they came between the
-        page and the socket); a running answer is resumed from its start."""
-        generation = runner.generation(self.conversation_id)
-        for message_id in message_ids[seen:]:
-            if (
-                generation is not None
-                and generation.message_id == message_id
-                and self in generation.attached
-            ):
-                continue  # it started after we subscribed: all of it was held
-            await self.resume(
-                frames.ResumeFrame(
-                    type="resume", message_id=message_id, offset=0, thinking_offset=0
-                )
+        page and the socket); a running answer is resumed from its start. The
+        socket's own task, cancelled when the viewer leaves."""
+        missed = message_ids[seen:]
+        sent = 0
+        try:
+            for message_id in missed:
+                await self._catch_up_one(message_id)
+                sent += 1
+        except asyncio.CancelledError:
+            logger.info(
+                "catch-up stopped, the viewer left: %d of %d messages sent",
+                sent,
+                len(missed),
             )
+            raise
+        except Exception:
+            logger.warning("catch-up failed", exc_info=True)
+
+    async def _catch_up_one(self, message_id: int) -> None:
+        generation = runner.generation(self.conversation_id)
+        if (
+            generation is not None
+            and generation.message_id == message_id
+            and self in generation.attached
+        ):
+            return  # it started after we subscribed: all of it was held
+        await self.resume(
+            frames.ResumeFrame(
+                type="resume", message_id=message_id, offset=0, thinking_offset=0
+            )
+        )
 
     async def disconnect(self, code: int) -> None:
         if self.link is None:
             return
+        if self.catching_up is not None:
+            self.catching_up.cancel()
         if self.expiry is not None:
             self.expiry.cancel()
         self.pacer.close()

@@ -56,6 +56,8 @@ ERROR_CODES = {
     "nothing_to_regenerate",
     "not_last_question",
     "queue_unavailable",
+    "save_failed",
+    "bad_offset",
 }
 FINAL_STATUSES = {
     Message.Status.DONE,
@@ -83,7 +85,7 @@ extra_fields = st.dictionaries(
 )
 content = st.one_of(
     st.text(max_size=40),
-    st.sampled_from(["Hello", "  ", "", "\x00", "\ud7ff🙂"]),
+    st.sampled_from(["Hello", "  ", "", "\x00", "\ud7ff🙂", "a\ud800b", "\udfff"]),
     st.integers(MESSAGE_MAX_CHARS - 2, MESSAGE_MAX_CHARS + 2).map(lambda n: "x" * n),
     json_values,
 )
@@ -99,7 +101,11 @@ def frame(kind: str, **fields: Any) -> st.SearchStrategy[tuple[str, Any]]:
 
 offsets = st.integers(-1, 400) | json_values
 actions = st.one_of(
-    frame("send", content=content, client_id=st.text(max_size=70) | json_values),
+    frame(
+        "send",
+        content=content,
+        client_id=st.text(max_size=70) | st.just("\udc80") | json_values,
+    ),
     frame("send", content=st.just("Tell me something")),
     frame("stop"),
     frame("resume", message_id=st.integers(-1, 10**6) | json_values, offset=offsets),
@@ -108,6 +114,8 @@ actions = st.one_of(
     frame("regenerate"),
     st.tuples(st.just("json"), json_values),
     st.tuples(st.just("raw"), st.text(max_size=60)),
+    # Nested deeper than the JSON decoder's recursion limit.
+    st.tuples(st.just("raw"), st.integers(1, 5000).map(lambda n: "[" * n + "]" * n)),
     st.tuples(
         st.just("raw"),
         st.integers(-2, 2).map(lambda d: "y" * (MESSAGE_MAX_CHARS + 4096 + d)),
@@ -406,3 +414,32 @@ async def test_stops_at_every_moment_leave_the_answer_saved_and_the_conversation
     received = await frames_until(communicator, "done")
     await communicator.disconnect()
     assert received[-1]["status"] == answer.status
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 3000 + "]" * 3000,
+        '{"type": "send", "content": ' + "[" * 3000 + "]" * 3000 + "}",
+        '{"type": "send", "content": "a\\ud800b", "client_id": ""}',
+        '{"type": "send", "content": "ok", "client_id": "\\udfff"}',
+        '{"type": "edit", "message_id": 1, "content": "\\ud83d"}',
+        '{"type": "stop", "\\ud800": 1}',
+    ],
+)
+async def test_a_malformed_frame_is_refused_and_the_socket_stays_open(
+    alice, conversation, simulator, text
+):
+    """Deep nesting and lone surrogates (in any string, read or ignored) are
+    refused like any bad frame: the socket goes on and takes the next question."""
+    communicator = await connect(alice, conversation)
+    await communicator.send_to(text_data=text)
+    error = await communicator.receive_json_from(timeout=5)
+    assert error["type"] == "error" and error["code"] == "bad_frame", error
+    await communicator.send_json_to(
+        {"type": "send", "content": "still here", "client_id": ""}
+    )
+    received = await frames_until(communicator, "done")
+    await communicator.disconnect()
+    assert received[-1]["status"] == "done"
+    assert await conversation.messages.filter(content="still here").aexists()

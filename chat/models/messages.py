@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -23,9 +24,13 @@ class MessageQuerySet(models.QuerySet["Message"]):
         """Mark orphans interrupted, keeping their text."""
         return self.orphans(older_than=older_than).update(**_interrupted())
 
-    def interrupt_orphans(self, *, older_than: timedelta) -> list[Message]:
-        """Mark orphans interrupted, keeping their text; return those marked."""
-        ids = list(self.orphans(older_than=older_than).values_list("pk", flat=True))
+    def interrupt_orphans(
+        self, *, older_than: timedelta, keep: Iterable[int] = ()
+    ) -> list[Message]:
+        """Mark orphans interrupted, keeping their text; return those marked.
+        `keep`: answers known to be alive (the sweeping process's own)."""
+        orphans = self.orphans(older_than=older_than).exclude(pk__in=list(keep))
+        ids = list(orphans.values_list("pk", flat=True))
         if not ids:
             return []
         # The status condition again: an owner may have finished meanwhile.
@@ -82,6 +87,9 @@ class Message(models.Model):
     eval_ms = models.FloatField(null=True)
     load_ms = models.FloatField(null=True)
     done_reason = models.CharField(max_length=20, blank=True)
+    # Characters of the server's text that could not be stored (NUL, lone
+    # surrogates), kept as U+FFFD (`chat.upstream.events.cleaned`).
+    replaced_chars = models.PositiveIntegerField(default=0)
     # What was sent with the question (the history builder's account).
     history_sent = models.PositiveIntegerField(null=True)
     history_total = models.PositiveIntegerField(null=True)
@@ -162,6 +170,7 @@ class Message(models.Model):
             "load_ms": self.load_ms,
             "decode_tps": self.decode_tps,
             "done_reason": self.done_reason,
+            "replaced_chars": self.replaced_chars,
         }
 
 

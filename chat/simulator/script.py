@@ -234,7 +234,12 @@ class Script:
 
 
 def _encode(tokens: Sequence[str]) -> tuple[bytes, ...]:
-    return tuple(json.dumps(t, ensure_ascii=False).encode() for t in tokens)
+    # backslashreplace: a lone surrogate (a fault to script) goes out as the JSON
+    # escape "\\udXXX" that a faulty server would send.
+    return tuple(
+        json.dumps(t, ensure_ascii=False).encode("utf-8", "backslashreplace")
+        for t in tokens
+    )
 
 
 @lru_cache(maxsize=256)

@@ -9,6 +9,7 @@ by every backend so that the same fault reads the same to the user.
 from __future__ import annotations
 
 import json
+import re
 import socket
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -25,6 +26,29 @@ Stage = Literal["request", "waiting", "streaming"]
 class Delta:
     kind: Literal["thinking", "content"]
     text: str
+    # Characters of the server's text replaced by U+FFFD (`cleaned`).
+    replaced: int = 0
+
+
+# What no answer may hold: PostgreSQL refuses NUL in text, and a lone surrogate
+# (which JSON can escape: "\ud800") cannot be encoded as UTF-8 for a socket
+# frame or the database.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def cleaned(events: list[Event]) -> list[Event]:
+    """`events` with NUL and lone surrogates in their text replaced by U+FFFD,
+    counted in `Delta.replaced`. (A surrogate pair escaped in JSON arrives
+    already joined into one code point, so every surrogate left is lone.)"""
+    out = events
+    for i, event in enumerate(events):
+        if not isinstance(event, Delta) or _UNSTORABLE.search(event.text) is None:
+            continue
+        if out is events:
+            out = list(events)
+        text, count = _UNSTORABLE.subn("\ufffd", event.text)
+        out[i] = Delta(event.kind, text, event.replaced + count)
+    return out
 
 
 @dataclass(frozen=True, slots=True)

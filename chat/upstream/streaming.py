@@ -3,7 +3,9 @@
 Each backend has a reader that turns network reads into `Event`s (NDJSON for
 Ollama, SSE for OpenAI-compatible servers); `stream_events` sends the request,
 retries a busy server before the answer starts, yields one list of events per
-network read, and maps transport failures by the stage they happened at.
+network read, and maps transport failures by the stage they happened at. It is
+also where the server's text is made storable, once for every backend
+(`events.cleaned`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,13 @@ from typing import Any, Protocol
 
 import httpx
 
-from chat.upstream.events import Event, Stage, UpstreamError, error_for_transport
+from chat.upstream.events import (
+    Event,
+    Stage,
+    UpstreamError,
+    cleaned,
+    error_for_transport,
+)
 from chat.upstream.retry import busy_retried
 
 HTTP_ERRORS = (httpx.RequestError, httpx.InvalidURL)
@@ -63,13 +71,13 @@ async def stream_events(
                 stage = "streaming"
                 events, error = reader.feed(data)
                 if events:
-                    yield events
+                    yield cleaned(events)
                 if error is not None:
                     raise error
             if not reader.finished:
                 events, error = reader.close()
                 if events:
-                    yield events
+                    yield cleaned(events)
                 if error is not None:
                     raise error
     except HTTP_ERRORS as exc:

@@ -527,11 +527,22 @@ function resumeStreaming() {
   }
 }
 
+// A shared page's socket first sends what came after the page's messages
+// (`?seen=N`, N the last one's ordinal): counted at each connect, as after a
+// reconnect the page also has what came live, which would be sent again.
+function socketPath() {
+  const url = new URL(chat.dataset.wsPath, location.href);
+  if (!url.searchParams.has("seen")) return chat.dataset.wsPath;
+  const shown = [...list.querySelectorAll("article[data-message-id]")].map((a) => Number(a.dataset.messageId) || 0);
+  url.searchParams.set("seen", String(Math.max(0, ...shown)));
+  return url.pathname + url.search;
+}
+
 function connect() {
   clearTimeout(retryTimer);
   retryTimer = null;
   const scheme = location.protocol === "https:" ? "wss" : "ws";
-  socket = new WebSocket(`${scheme}://${location.host}${chat.dataset.wsPath}`);
+  socket = new WebSocket(`${scheme}://${location.host}${socketPath()}`);
   socket.addEventListener("open", () => {
     retry = 0;
     setConnection("live", "Connected");
