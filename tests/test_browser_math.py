@@ -9,7 +9,7 @@ import pytest
 
 from chat.markdown_math import match_inline_math
 from tests.test_browser import open_conversation
-from tests.test_markdown_math import PIECES
+from tests.test_markdown_math import NEVER_CLOSING, PIECES
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -133,11 +133,11 @@ LOOKED_AT = r"""async (text) => {
 }"""
 
 
-@pytest.mark.parametrize("piece", ["$1", "$a ", "$a\\", "$$a\\", "\\(a", "\\[a"])
 def test_a_paragraph_of_openers_that_never_close_is_scanned_once(
-    live_server_url, page, login, conversation, alice, piece
+    live_server_url, page, login, conversation, alice
 ):
     """`"$1" × 7,500` froze the page: each `$` searched through every later one."""
     open_conversation(page, login, live_server_url, conversation, alice)
-    text = piece * 1500
-    assert page.evaluate(LOOKED_AT, text) < 40 * len(text)
+    for piece in NEVER_CLOSING:
+        text = piece * 1500
+        assert page.evaluate(LOOKED_AT, text) < 40 * len(text), piece

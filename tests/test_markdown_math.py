@@ -52,14 +52,14 @@ PIECES = [
 texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
 
 
-@settings(max_examples=600, deadline=None, database=None)
+@settings(max_examples=400, deadline=None, database=None)
 @given(texts)
 def test_the_scan_finds_what_the_old_scan_found_from_every_position(text):
     for start in range(len(text) + 1):
         assert match_inline_math(text, start) == reference_match(text, start)
 
 
-@settings(max_examples=300, deadline=None, database=None)
+@settings(max_examples=200, deadline=None, database=None)
 @given(texts)
 def test_answers_render_as_they_did(text):
     assert rendering._markdown.render(text) == reference_render(text)
@@ -86,17 +86,18 @@ class CountingText(str):
         return part
 
 
-@pytest.mark.parametrize(
-    "piece",
-    [
-        "$1",  # a digit after every `$`: none may close
-        "$a ",  # a space before every `$`
-        "$a\\",  # every `$` escaped
-        "$$a\\",  # every `$$` escaped
-        "\\(a",  # no `\)` at all
-        "\\[a",
-    ],
-)
+# Paragraphs where the math rule is tried at every opener and nothing closes.
+NEVER_CLOSING = [
+    "$1",  # a digit after every `$`
+    "$a ",  # a space before every `$`
+    "$a\\\\$ ",  # every `$` after a backslash
+    "\\(a",  # no `\)` at all
+    "\\(a\\\\)",  # every `\)` after a backslash
+    "\\[a\\\\]",
+]
+
+
+@pytest.mark.parametrize("piece", NEVER_CLOSING)
 def test_a_paragraph_of_openers_that_never_close_is_scanned_once(piece):
     """The inline parser tries the math rule at every `$` and `\\`: scanning
     forward from each for a closer made `"$1" × 7,500` take 15 s on the event
