@@ -8,7 +8,9 @@ the browser typesets with KaTeX (and that reads as TeX without JavaScript).
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
+from functools import lru_cache
 from html import escape
 from typing import Any, NamedTuple
 
@@ -29,25 +31,67 @@ class InlineMath(NamedTuple):
 
 def match_inline_math(src: str, start: int) -> InlineMath | None:
     """Inline math starting at `start`. `$…$` follows pandoc: no space inside
-    the dollars, no digit right after the closing one, so "$5 and $10" is text."""
+    the dollars, no digit right after the closing one, so "$5 and $10" is text.
+
+    The span closes at the first closing delimiter after the opening one that
+    may close: not escaped by a backslash and, for `$`, with no space before it
+    and no digit after it."""
     opener = next(
         (o for o in ("$$", "$", "\\(", "\\[") if src.startswith(o, start)), None
     )
     if opener is None:
         return None
-    close = DELIMITERS[opener]
     begin = start + len(opener)
     if opener == "$" and (begin >= len(src) or src[begin].isspace()):
         return None
-    end = src.find(close, begin)
-    while end != -1:
-        escaped = src[end - 1] == "\\"
-        spaced = opener == "$" and src[end - 1].isspace()
-        digit = opener == "$" and src[end + 1 : end + 2].isdigit()
-        if end > begin and not escaped and not spaced and not digit:
-            return InlineMath(opener, src[begin:end], end + len(close))
-        end = src.find(close, end + 1)
-    return None
+    close = DELIMITERS[opener]
+    end = _closers(src).first_after(close, begin)
+    if end is None:
+        return None
+    return InlineMath(opener, src[begin:end], end + len(close))
+
+
+class _Closers:
+    """Where each closing delimiter may close math in one text, found once.
+
+    Whether a `$` (or `$$`, `\\)`, `\\]`) may close depends on its neighbours
+    only, not on where the math opened: so the positions are listed once per
+    text, and each opening delimiter finds its closer by bisection. Searching
+    forward from every opener instead was quadratic (`"$1" × 7,500`, where no
+    `$` may close, took 15 s)."""
+
+    def __init__(self, src: str) -> None:
+        self.src = src
+        self.positions: dict[str, list[int]] = {}
+
+    def first_after(self, close: str, begin: int) -> int | None:
+        positions = self.positions.get(close)
+        if positions is None:
+            positions = self.positions[close] = self._find(close)
+        index = bisect_right(positions, begin)
+        return positions[index] if index < len(positions) else None
+
+    def _find(self, close: str) -> list[int]:
+        src = self.src
+        dollar = close == "$"
+        found = []
+        # Never at 0: math has an opener before its closer.
+        end = src.find(close, 1)
+        while end != -1:
+            before = src[end - 1]
+            if before != "\\" and not (
+                dollar and (before.isspace() or src[end + 1 : end + 2].isdigit())
+            ):
+                found.append(end)
+            end = src.find(close, end + 1)
+        return found
+
+
+# The inline parser tries the rule at every `$` and `\` of one paragraph's text
+# in turn (and again inside link text): the same string each time.
+@lru_cache(maxsize=4)
+def _closers(src: str) -> _Closers:
+    return _Closers(src)
 
 
 def _inline_rule(state: StateInline, silent: bool) -> bool:

@@ -63,7 +63,10 @@ function isDigit(code) {
 
 // Inline math starting at `start`: {open, content, end} or null. `$…$` follows
 // pandoc: no space inside the dollars, no digit right after the closing one, so
-// "$5 and $10" stays text.
+// "$5 and $10" stays text. The span closes at the first closing delimiter after
+// the opening one that may close: not escaped by a backslash and, for `$`, with
+// no space before it and no digit after it. The same rules as the server's
+// (chat/markdown_math.py).
 export function matchInlineMath(src, start) {
   let open = null;
   if (src.startsWith("$$", start)) open = "$$";
@@ -74,17 +77,46 @@ export function matchInlineMath(src, start) {
   const close = DELIMITERS[open];
   const from = start + open.length;
   if (open === "$" && (from >= src.length || isSpace(src.charCodeAt(from)))) return null;
-  let end = src.indexOf(close, from);
-  while (end !== -1) {
-    const escaped = src.charCodeAt(end - 1) === 92;
-    const spaced = open === "$" && isSpace(src.charCodeAt(end - 1));
-    const digit = open === "$" && isDigit(src.charCodeAt(end + 1));
-    if (end > from && !escaped && !spaced && !digit) {
-      return { open, content: src.slice(from, end), end: end + close.length };
-    }
-    end = src.indexOf(close, end + 1);
+  const end = closerAfter(src, close, from);
+  if (end === -1) return null;
+  return { open, content: src.slice(from, end), end: end + close.length };
+}
+
+// Whether a closing delimiter may close depends on its neighbours only, not on
+// where the math opened: so the closers of a text are listed once, and each
+// opener bisects. The parser tries the rule at every `$` and `\` of one text in
+// turn, so the last text's lists are kept. (Searching forward from every opener
+// was quadratic: "$1" × 7,500, where no `$` may close, froze the page.)
+let closers = { src: null, positions: new Map() };
+
+function closerAfter(src, close, from) {
+  if (closers.src !== src) closers = { src, positions: new Map() };
+  let positions = closers.positions.get(close);
+  if (!positions) {
+    positions = closersIn(src, close);
+    closers.positions.set(close, positions);
   }
-  return null;
+  let low = 0;
+  let high = positions.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (positions[middle] <= from) low = middle + 1;
+    else high = middle;
+  }
+  return low < positions.length ? positions[low] : -1;
+}
+
+function closersIn(src, close) {
+  const dollar = close === "$";
+  const found = [];
+  // Never at 0: math has an opener before its closer.
+  for (let end = src.indexOf(close, 1); end !== -1; end = src.indexOf(close, end + 1)) {
+    const before = src.charCodeAt(end - 1);
+    const spaced = dollar && isSpace(before);
+    const digit = dollar && isDigit(src.charCodeAt(end + 1));
+    if (before !== 92 && !spaced && !digit) found.push(end);
+  }
+  return found;
 }
 
 function mathInlineRule(state, silent) {
