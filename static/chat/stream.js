@@ -10,17 +10,26 @@ const chat = document.getElementById("chat");
 const list = document.getElementById("messages");
 const sentinel = document.getElementById("scroll-sentinel");
 const jumpButton = document.getElementById("jump-latest");
-const composer = document.getElementById("composer");
-const input = document.getElementById("composer-input");
-const sendButton = document.getElementById("send-button");
-const stopButton = document.getElementById("stop-button");
 const connection = document.getElementById("connection");
 const alertBox = document.getElementById("alert");
 const announcer = document.getElementById("announcer");
-const modelState = document.getElementById("model-state");
 const template = document.getElementById("answer-template");
-// Shared and team pages: no composer; a live shared link's socket only listens.
-const readOnly = chat.dataset.readOnly === "1";
+
+// The one place that decides what this page can do. Shared and team pages
+// (templates/chat/read_only.html) are read-only: no composer, model state, edit
+// or regenerate, and a live shared link's socket only listens (it answers any
+// owner frame with an error). Everything the owner's page alone has lives in
+// `owner`, null on a read-only page, so no code path there can reach it.
+const owner =
+  chat.dataset.readOnly === "1"
+    ? null
+    : {
+        composer: document.getElementById("composer"),
+        input: document.getElementById("composer-input"),
+        sendButton: document.getElementById("send-button"),
+        stopButton: document.getElementById("stop-button"),
+        modelState: document.getElementById("model-state"),
+      };
 
 const CLOSE_CODES_FINAL = new Set([4401, 4403, 4404, 4410]);
 const THINKING_PREFERENCE = "chatsite.thinking"; // "open" | "closed" | absent
@@ -233,6 +242,12 @@ class LiveAnswer {
       this.article.dataset.resynced = "1";
       this.rerender(message.content);
     }
+    if (this.thinkingNode.parentNode.textContent !== message.thinking) {
+      console.warn(`answer ${this.id}: the page's thoughts differ from the stored ones`);
+      this.article.dataset.resynced = "1";
+      this.thinkingNode.parentNode.replaceChildren(message.thinking);
+      this.details.hidden = !message.thinking;
+    }
     this.answer.classList.remove("streaming");
     this.answer.dataset.enhanced = "1";
     const freshLabel = fresh.querySelector(".thinking-label");
@@ -387,7 +402,7 @@ function watchScrolling() {
     jumpButton.hidden = true;
     list.scrollTop = list.scrollHeight;
     requestFrame(); // again once blocks never shown have their real height
-    input?.focus({ preventScroll: true });
+    owner?.input.focus({ preventScroll: true });
   });
 }
 
@@ -435,9 +450,9 @@ function showQueued(state, position) {
 
 function setBusy(value) {
   busy = value;
-  if (readOnly) return;
-  stopButton.hidden = !busy;
-  sendButton.hidden = busy;
+  if (!owner) return;
+  owner.stopButton.hidden = !busy;
+  owner.sendButton.hidden = busy;
   chat.dataset.busy = busy ? "1" : "";
 }
 
@@ -572,7 +587,7 @@ function reconnectNow() {
 const preloadAsked = new Set();
 
 function preloadModel(reason) {
-  if (preloadAsked.has(reason) || socket?.readyState !== WebSocket.OPEN) return;
+  if (!owner || preloadAsked.has(reason) || socket?.readyState !== WebSocket.OPEN) return;
   preloadAsked.add(reason);
   socket.send(JSON.stringify({ type: "preload" }));
 }
@@ -580,6 +595,8 @@ function preloadModel(reason) {
 // "Loading model…" in the header (a role="status" region, so it is read out too),
 // and in an answer still waiting for its first token.
 function showModelState(state) {
+  if (!owner) return;
+  const { modelState } = owner;
   const loading = state === "loading";
   if (!loading && modelState.hidden) return; // the usual case: an answer's first text
   modelState.hidden = !loading;
@@ -591,6 +608,7 @@ function showModelState(state) {
 // ---------------------------------------------------------------- composer
 
 function send() {
+  const { input } = owner;
   const content = input.value;
   if (!content.trim() || busy) return;
   if (!socket || socket.readyState !== WebSocket.OPEN) {
@@ -613,6 +631,7 @@ function stop() {
 
 // Where CSS cannot size the field to its text (field-sizing), do it on input.
 function growWithText() {
+  const { input } = owner;
   if (CSS.supports("field-sizing", "content")) return;
   const grow = () => {
     input.style.height = "auto";
@@ -622,6 +641,7 @@ function growWithText() {
 }
 
 function wireComposer() {
+  const { composer, input, stopButton } = owner;
   growWithText();
   input.addEventListener("input", () => preloadModel("typed"), { passive: true });
   composer.addEventListener("submit", (event) => {
@@ -649,7 +669,7 @@ function removeMessages(ids) {
     if (live.has(id)) forget(id);
     if (id === streamingId) streamingId = null;
     const article = document.getElementById(`message-${id}`);
-    if (article?.contains(document.activeElement)) input.focus({ preventScroll: true });
+    if (article?.contains(document.activeElement)) owner?.input.focus({ preventScroll: true });
     article?.remove();
   }
 }
@@ -673,7 +693,7 @@ function sendReplacing(frame) {
 }
 
 function regenerate() {
-  if (sendReplacing({ type: "regenerate" })) input.focus({ preventScroll: true });
+  if (sendReplacing({ type: "regenerate" })) owner.input.focus({ preventScroll: true });
 }
 
 // The question's text as typed (the server's partial breaks lines with <br>).
@@ -798,11 +818,11 @@ function wireList() {
       copyFrom(button, button.closest(".code-block").querySelector("code").textContent);
     } else if (button?.classList.contains("copy-answer")) {
       copyFrom(button, answerSource(button));
-    } else if (button?.classList.contains("regenerate")) {
+    } else if (owner && button?.classList.contains("regenerate")) {
       regenerate();
-    } else if (button?.classList.contains("version-step")) {
+    } else if (owner && button?.classList.contains("version-step")) {
       showVersion(button);
-    } else if (button?.classList.contains("edit-message")) {
+    } else if (owner && button?.classList.contains("edit-message")) {
       startEditing(button.closest("article"));
     }
     // The reader opening or closing live thoughts says what they want next time.
@@ -830,7 +850,7 @@ function enhanceWhenVisible() {
 // ---------------------------------------------------------------- start
 
 function start() {
-  if (!readOnly) wireComposer();
+  if (owner) wireComposer();
   wireList();
   watchScrolling();
   enhanceWhenVisible();
@@ -841,7 +861,7 @@ function start() {
   list.scrollTop = list.scrollHeight;
   requestFrame(); // render a checkpointed answer as markdown; scroll once laid out
   // Ready to type, except on touch screens, where that would open the keyboard.
-  if (window.matchMedia("(hover: hover) and (min-width: 761px)").matches) input?.focus();
+  if (window.matchMedia("(hover: hover) and (min-width: 761px)").matches) owner?.input.focus();
   window.addEventListener("online", reconnectNow);
   document.addEventListener("visibilitychange", () => {
     if (document.visibilityState === "visible") reconnectNow();
