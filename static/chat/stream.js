@@ -421,6 +421,7 @@ function replaceMessage(message) {
     forget(message.id);
     state.finish(message, fresh);
     if (message.role === "assistant") announceAnswer(message, state);
+    requestFrame(); // the final footer is taller: keep following the end
     return;
   }
   const current = document.getElementById(message.dom_id);
