@@ -40,7 +40,7 @@ const IMMEDIATE_BUDGET_MS = 4; // drawing between two frames, before merging
 let socket = null;
 let retry = 0;
 let retryTimer = null;
-let lastSent = null; // {clientId, content, at}: kept until the server stores it
+let lastSent = null; // {clientId, content, at, stored, givenBack}: see giveBackUnsent
 let streamingId = null;
 let busy = false;
 let ticker = null; // updates "thinking for N s" while no text arrives
@@ -468,9 +468,7 @@ const handlers = {
     document.title = `${frame.title} · chatsite`;
   },
   message(frame) {
-    if (lastSent && frame.message.client_id === lastSent.clientId) {
-      lastSent.stored = true;
-    }
+    if (lastSent && frame.message.client_id === lastSent.clientId) confirmSent();
     replaceMessage(frame.message);
   },
   start(frame) {
@@ -512,8 +510,8 @@ const handlers = {
   error(frame) {
     showAlert(frame.detail);
     if (frame.message_id === null) {
-      // Refused before anything was stored: give the text back.
-      if (lastSent && !lastSent.stored && !input.value) input.value = lastSent.content;
+      // Refused before anything was stored: the text goes back, for good.
+      giveBackUnsent();
       lastSent = null;
       setBusy(streamingId !== null);
     }
@@ -560,6 +558,7 @@ function connect() {
   });
   socket.addEventListener("close", (event) => {
     socket = null;
+    if (giveBackUnsent()) showAlert("Disconnected before your message was confirmed: it is back in the box.");
     if (CLOSE_CODES_FINAL.has(event.code)) {
       const why = { 4401: "Signed out", 4404: "No such link", 4410: "Link closed" };
       setConnection("closed", why[event.code] ?? "Not allowed");
@@ -608,6 +607,32 @@ function showModelState(state) {
 
 // ---------------------------------------------------------------- composer
 
+// A sent question is the user's until the server echoes it (a `message` frame
+// with its client_id): any failure before that (an `error` frame, the socket
+// closing, a reconnect that never brings the echo) puts the text back in the
+// composer once, unless something new was typed there. True if it did.
+function giveBackUnsent() {
+  if (!owner || !lastSent || lastSent.stored || lastSent.givenBack) return false;
+  const { input } = owner;
+  lastSent.givenBack = true;
+  if (!input.value) {
+    input.value = lastSent.content;
+    input.dispatchEvent(new Event("input")); // the field grows back
+  }
+  setBusy(streamingId !== null);
+  return true;
+}
+
+// The echo came after all (a late one, from another socket): the question is in
+// the conversation, so the text given back goes, if it is still there untouched.
+function confirmSent() {
+  lastSent.stored = true;
+  if (lastSent.givenBack && owner.input.value === lastSent.content) {
+    owner.input.value = "";
+    owner.input.dispatchEvent(new Event("input"));
+  }
+}
+
 function send() {
   const { input } = owner;
   const content = input.value;
@@ -618,7 +643,7 @@ function send() {
   }
   showAlert("");
   const clientId = newClientId();
-  lastSent = { clientId, content, at: performance.now(), stored: false };
+  lastSent = { clientId, content, at: performance.now(), stored: false, givenBack: false };
   socket.send(JSON.stringify({ type: "send", content, client_id: clientId }));
   input.value = "";
   input.dispatchEvent(new Event("input")); // the field shrinks back
