@@ -67,6 +67,10 @@ function newClientId() {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+function plural(count, word) {
+  return `${count} ${word}${count === 1 ? "" : "s"}`;
+}
+
 function seconds(ms) {
   const s = ms / 1000;
   return s < 10 ? `${s.toFixed(1)} s` : `${Math.round(s)} s`;
@@ -119,7 +123,10 @@ class LiveAnswer {
     this.figures = article.querySelector(".live-figures");
     this.thinkingLength = Number(article.dataset.thinkingLength || 0);
     this.contentLength = Number(article.dataset.contentLength || 0);
-    this.fresh = this.thinkingLength === 0 && this.contentLength === 0; // seen from its start
+    // Seen from its start: its timings are this page's to measure. An answer the
+    // page was served mid-way (a reload) began earlier, even with nothing
+    // checkpointed yet.
+    this.fresh = bornHere.has(article) && this.thinkingLength === 0 && this.contentLength === 0;
     this.renderer = markdownAvailable ? new IncrementalMarkdown(this.answer) : null;
     this.pendingThinking = "";
     this.pendingContent = this.renderer ? this.answer.textContent : ""; // the checkpoint
@@ -195,11 +202,19 @@ class LiveAnswer {
   }
 
   updateThinkingLabel(now) {
-    if (this.details.hidden || this.thinkingStart === null) return;
-    const text =
-      this.thinkingEnd === null
-        ? `Thinking… ${Math.floor((now - this.thinkingStart) / 1000)} s`
-        : `Thought for ${seconds(this.thinkingEnd - this.thinkingStart)}`;
+    if (this.details.hidden) return;
+    let text;
+    if (this.thinkingStart === null) {
+      // Resumed after a reload: when the thinking began is not known here, but
+      // the answer's first text says it has ended.
+      if (!this.answering) return;
+      text = "Thoughts";
+    } else {
+      text =
+        this.thinkingEnd === null
+          ? `Thinking… ${Math.floor((now - this.thinkingStart) / 1000)} s`
+          : `Thought for ${seconds(this.thinkingEnd - this.thinkingStart)}`;
+    }
     if (this.label.textContent !== text) this.label.textContent = text;
   }
 
@@ -211,7 +226,7 @@ class LiveAnswer {
       parts.push(`≈ ${Math.round(((this.deltas - 1) * 1000) / elapsed)} tok/s`);
     }
     if (this.sentAt !== null) parts.push(`first token ${seconds(this.firstDeltaAt - this.sentAt)}`);
-    parts.push(`${this.deltas} tokens so far`);
+    parts.push(`${plural(this.deltas, "token")} so far`);
     const text = parts.join(" · ");
     if (this.figures.textContent !== text) this.figures.textContent = text;
   }
@@ -279,10 +294,14 @@ class LiveAnswer {
   }
 }
 
+// Answers whose placeholder this page made (from a live frame), not the server's.
+const bornHere = new WeakSet();
+
 function articleFor(messageId) {
   let article = document.getElementById(`message-${messageId}`);
   if (!article) {
     article = template.content.firstElementChild.cloneNode(true);
+    bornHere.add(article);
     article.id = `message-${messageId}`;
     article.dataset.messageId = messageId;
     article.dataset.contentLength = "0";
@@ -434,9 +453,8 @@ function replaceMessage(message) {
 
 // One polite announcement per finished answer, never one per token.
 function announceAnswer(message, state) {
-  const short = state.summary(600);
   const prefix = { done: "Answer", stopped: "Answer stopped", error: "Answer failed" }[message.status] ?? "Answer";
-  announce(`${prefix}: ${short}`);
+  announce(`${prefix}: ${message.error_detail || state.summary(600)}`);
 }
 
 // Waiting for a model slot: the placeholder's footer says where the answer is in
@@ -508,13 +526,14 @@ const handlers = {
     if (frame.state === "error") showAlert(frame.detail);
   },
   error(frame) {
+    // An answer's failure is shown in its footer (the stored message follows);
+    // the banner is for what no message shows: a refused frame.
+    if (frame.message_id !== null) return;
     showAlert(frame.detail);
-    if (frame.message_id === null) {
-      // Refused before anything was stored: the text goes back, for good.
-      giveBackUnsent();
-      lastSent = null;
-      setBusy(streamingId !== null);
-    }
+    // Refused before anything was stored: the text goes back, for good.
+    giveBackUnsent();
+    lastSent = null;
+    setBusy(streamingId !== null);
   },
 };
 
@@ -683,6 +702,18 @@ function wireComposer() {
   stopButton.addEventListener("click", () => {
     stop();
     input.focus();
+  });
+}
+
+// The model's name is in the header, the composer's placeholder and the empty
+// conversation's hint. A saved settings change swaps the header's label in
+// (templates/chat/_model_label.html, out of band); the other two follow it.
+function followModelName() {
+  document.body.addEventListener("htmx:afterSettle", () => {
+    const name = document.getElementById("model-label")?.dataset.modelName;
+    if (!name) return;
+    owner.input.placeholder = `Message ${name}`;
+    for (const ref of document.querySelectorAll(".model-name-ref")) ref.textContent = name;
   });
 }
 
@@ -876,7 +907,10 @@ function enhanceWhenVisible() {
 // ---------------------------------------------------------------- start
 
 function start() {
-  if (owner) wireComposer();
+  if (owner) {
+    wireComposer();
+    followModelName();
+  }
   wireList();
   watchScrolling();
   enhanceWhenVisible();
