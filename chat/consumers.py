@@ -14,7 +14,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from chat import admission, frames, layer
 from chat.fanout import Kind, RemoteView, conversation_group
@@ -38,6 +38,9 @@ REFUSALS: dict[type[Exception], str] = {
     Conversation.NothingToRegenerate: "nothing_to_regenerate",
     Conversation.NotLastQuestion: "not_last_question",
 }
+
+
+NOT_STORED = "Your message could not be saved: nothing was sent. Try again."
 
 
 class ChatConsumer(AsyncWebsocketConsumer):
@@ -179,6 +182,15 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except tuple(REFUSALS) as exc:
             runner.release(self.conversation_id)
             await self.send_frame(frames.error(None, REFUSALS[type(exc)], str(exc)))
+            return
+        except DatabaseError:
+            # Nothing was stored (one transaction): say so, and the page gives
+            # the text back to the composer; the socket stays open.
+            logger.exception(
+                "conversation %s: the turn was not stored", self.conversation_id
+            )
+            runner.release(self.conversation_id)
+            await self.send_frame(frames.error(None, "not_stored", NOT_STORED))
             return
         except BaseException:
             runner.release(self.conversation_id)

@@ -34,6 +34,9 @@ READ_ONLY_FRAMES = frozenset(
 class SharedMessage:
     """A message as `chat/_message.html` renders it for a viewer."""
 
+    # A viewer can read it only: no edit, regenerate or versions controls.
+    read_only = True
+
     ordinal: int
     role: str
     status: str

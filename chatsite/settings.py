@@ -74,9 +74,17 @@ except ValueError as exc:
     raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Several async tasks write (checkpoints, final saves): wait for the lock
-    # instead of failing, and let readers run beside the writer.
+    # instead of failing, and let readers run beside the writer. A transaction
+    # takes the write lock when it begins (IMMEDIATE): a deferred one that read
+    # first and then writes cannot wait for the lock (another writer may have
+    # changed what it read), so SQLite fails it at once with "database is
+    # locked" whatever the timeout (a question stored by `begin_turn` was lost).
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"}
+        {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL;",
+        }
     )
 else:
     # The live-server test child must not derive "test_test_<name>" (see tests).

@@ -221,8 +221,11 @@ def test_the_footer_says_what_was_sent():
     )
     assert message.history_summary == "14 of 52 messages, ~6.1k of 8k tokens"
     assert Message(history_sent=1, history_total=1).history_summary == (
-        "1 of 1 messages"
+        "1 of 1 message"
     )
+    assert Message(
+        history_sent=0, history_total=1, prompt_tokens_estimate=1, context_tokens=1
+    ).history_summary == ("0 of 1 message, ~1 of 1 token")
     assert Message().history_summary == ""
     small = Message(
         history_sent=2, history_total=2, prompt_tokens_estimate=40, context_tokens=32768

@@ -38,12 +38,30 @@ def test_request_options_always_carry_num_ctx(thinker):
     assert thinker.request_options() == {"temperature": 0.6, "num_ctx": 16384}
 
 
-def test_default_profile_prefers_a_real_model_over_the_demo(thinker):
+def test_a_blank_site_default_is_the_oldest_enabled_profile(thinker):
     ModelProfile.objects.create(tag="demo", base_url="http://x", is_demo=True)
     assert ModelProfile.objects.default() == thinker
     thinker.enabled = False
     thinker.save()
     assert ModelProfile.objects.default().tag == "demo"
+
+
+def test_adding_a_profile_never_changes_the_default(alice):
+    """A site on the demo model gets its first real model (whose server may not
+    even be up): the conversations that follow the site default keep the demo
+    until an admin chooses the new one as the site default."""
+    from chat.models import SiteDefaults
+
+    demo = ModelProfile.objects.create(tag="demo", base_url="http://x", is_demo=True)
+    following = Conversation.objects.create(owner=alice)
+    assert following.model_for_next_answer() == demo
+    real = ModelProfile.objects.create(tag="qwen3:8b", base_url="http://127.0.0.1:9")
+    assert following.model_for_next_answer() == demo
+    assert Conversation.start(alice).model_profile == demo
+    site = SiteDefaults.load()
+    site.default_profile = real
+    site.save()
+    assert following.model_for_next_answer() == real
 
 
 def test_label_marks_the_demo_model():

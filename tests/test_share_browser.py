@@ -126,3 +126,48 @@ def test_two_teammates_share_a_conversation_and_one_continues_it(
         ]
     finally:
         bob_context.close()
+
+
+def test_a_live_link_shows_every_word_and_only_what_a_viewer_can_do(
+    live_server_url, browser, page, login, alice, demo_profile, simulator
+):
+    simulator.config.tps = 40
+    simulator.config.thinking_text = "first thought then more thoughts"
+    simulator.config.answer_text = "First words of the answer, then the rest of it."
+    conversation = Conversation.objects.create(owner=alice, model_profile=demo_profile)
+    conversation.messages.create(role="user", content="Earlier question")
+    conversation.messages.create(role="assistant", content="Earlier answer")
+    _, token = ShareLink.create_for(
+        conversation, mode=ShareLink.Mode.LIVE, include_thinking=True
+    )
+    login(page, alice)
+    page.goto(live_server_url + conversation.get_absolute_url())
+    expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
+
+    viewer_context = browser.new_context()  # no cookies: signed out
+    try:
+        viewer = viewer_context.new_page()
+        errors: list[str] = []
+        viewer.on("pageerror", lambda error: errors.append(str(error)))
+        viewer.goto(f"{live_server_url}/s/{token}/")
+        expect(viewer.locator("#chat")).to_have_attribute("data-connected", "1")
+        # Nothing a viewer cannot do is offered.
+        expect(viewer.locator(".regenerate, .edit-message")).to_have_count(0)
+
+        page.fill("#composer-input", "Go on")
+        page.press("#composer-input", "Enter")
+        done = viewer.locator('article.assistant[data-status="done"]')
+        expect(done).to_have_count(2, timeout=20_000)
+        done = done.last
+        answer = Message.objects.filter(role="assistant").order_by("pk").last()
+        assert answer is not None and answer.status == "done"
+        # Every word arrived live: the page never fell back to the stored text.
+        expect(done.locator(".answer")).to_have_text(answer.content)
+        assert done.get_attribute("data-resynced") is None
+        assert done.locator(".thinking-text").text_content() == answer.thinking
+        expect(viewer.locator(".regenerate, .edit-message")).to_have_count(0)
+        # The read-only socket was never asked for what only the owner may do.
+        expect(viewer.locator("#alert")).to_be_hidden()
+        assert errors == []
+    finally:
+        viewer_context.close()

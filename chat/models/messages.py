@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.db import models
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 if TYPE_CHECKING:
@@ -144,11 +145,12 @@ class Message(models.Model):
         tokens"."""
         if self.history_sent is None or self.history_total is None:
             return ""
-        text = f"{self.history_sent} of {self.history_total} messages"
+        total = self.history_total
+        text = f"{self.history_sent} of {total} message{pluralize(total)}"
         if self.prompt_tokens_estimate is not None and self.context_tokens:
             text += (
                 f", ~{_tokens(self.prompt_tokens_estimate)} of "
-                f"{_tokens(self.context_tokens)} tokens"
+                f"{_tokens(self.context_tokens)} token{pluralize(self.context_tokens)}"
             )
         return text
 

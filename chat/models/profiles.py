@@ -80,8 +80,11 @@ def validate_server_url(value: str) -> None:
 
 class ModelProfileQuerySet(models.QuerySet["ModelProfile"]):
     def default(self) -> ModelProfile | None:
-        """The model for a conversation that has none: a real model before the demo."""
-        return self.filter(enabled=True).order_by("is_demo", "pk").first()
+        """The model when the site default is blank: the oldest enabled profile.
+        Adding a profile (the demo's first real model, or one whose server is not
+        up yet) never changes the model of the conversations that follow the
+        site default: choosing it there does (see SiteDefaults)."""
+        return self.filter(enabled=True).order_by("pk").first()
 
 
 def default_first_token_timeout() -> int:

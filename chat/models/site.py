@@ -15,7 +15,8 @@ class SiteDefaults(models.Model):
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
-        help_text="Blank: the first enabled real model, else the demo model.",
+        help_text="Blank: the oldest enabled model profile. A new profile becomes "
+        "the default only when chosen here.",
     )
     default_thinking = models.CharField(
         max_length=10, choices=ThinkingMode, default=ThinkingMode.DEFAULT

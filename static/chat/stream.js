@@ -10,17 +10,26 @@ const chat = document.getElementById("chat");
 const list = document.getElementById("messages");
 const sentinel = document.getElementById("scroll-sentinel");
 const jumpButton = document.getElementById("jump-latest");
-const composer = document.getElementById("composer");
-const input = document.getElementById("composer-input");
-const sendButton = document.getElementById("send-button");
-const stopButton = document.getElementById("stop-button");
 const connection = document.getElementById("connection");
 const alertBox = document.getElementById("alert");
 const announcer = document.getElementById("announcer");
-const modelState = document.getElementById("model-state");
 const template = document.getElementById("answer-template");
-// Shared and team pages: no composer; a live shared link's socket only listens.
-const readOnly = chat.dataset.readOnly === "1";
+
+// The one place that decides what this page can do. Shared and team pages
+// (templates/chat/read_only.html) are read-only: no composer, model state, edit
+// or regenerate, and a live shared link's socket only listens (it answers any
+// owner frame with an error). Everything the owner's page alone has lives in
+// `owner`, null on a read-only page, so no code path there can reach it.
+const owner =
+  chat.dataset.readOnly === "1"
+    ? null
+    : {
+        composer: document.getElementById("composer"),
+        input: document.getElementById("composer-input"),
+        sendButton: document.getElementById("send-button"),
+        stopButton: document.getElementById("stop-button"),
+        modelState: document.getElementById("model-state"),
+      };
 
 const CLOSE_CODES_FINAL = new Set([4401, 4403, 4404, 4410]);
 const THINKING_PREFERENCE = "chatsite.thinking"; // "open" | "closed" | absent
@@ -31,7 +40,7 @@ const IMMEDIATE_BUDGET_MS = 4; // drawing between two frames, before merging
 let socket = null;
 let retry = 0;
 let retryTimer = null;
-let lastSent = null; // {clientId, content, at}: kept until the server stores it
+let lastSent = null; // {clientId, content, at, stored, givenBack}: see giveBackUnsent
 let streamingId = null;
 let busy = false;
 let ticker = null; // updates "thinking for N s" while no text arrives
@@ -56,6 +65,10 @@ function codePoints(text) {
 function newClientId() {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function plural(count, word) {
+  return `${count} ${word}${count === 1 ? "" : "s"}`;
 }
 
 function seconds(ms) {
@@ -110,7 +123,10 @@ class LiveAnswer {
     this.figures = article.querySelector(".live-figures");
     this.thinkingLength = Number(article.dataset.thinkingLength || 0);
     this.contentLength = Number(article.dataset.contentLength || 0);
-    this.fresh = this.thinkingLength === 0 && this.contentLength === 0; // seen from its start
+    // Seen from its start: its timings are this page's to measure. An answer the
+    // page was served mid-way (a reload) began earlier, even with nothing
+    // checkpointed yet.
+    this.fresh = bornHere.has(article) && this.thinkingLength === 0 && this.contentLength === 0;
     this.renderer = markdownAvailable ? new IncrementalMarkdown(this.answer) : null;
     this.pendingThinking = "";
     this.pendingContent = this.renderer ? this.answer.textContent : ""; // the checkpoint
@@ -186,11 +202,19 @@ class LiveAnswer {
   }
 
   updateThinkingLabel(now) {
-    if (this.details.hidden || this.thinkingStart === null) return;
-    const text =
-      this.thinkingEnd === null
-        ? `Thinking… ${Math.floor((now - this.thinkingStart) / 1000)} s`
-        : `Thought for ${seconds(this.thinkingEnd - this.thinkingStart)}`;
+    if (this.details.hidden) return;
+    let text;
+    if (this.thinkingStart === null) {
+      // Resumed after a reload: when the thinking began is not known here, but
+      // the answer's first text says it has ended.
+      if (!this.answering) return;
+      text = "Thoughts";
+    } else {
+      text =
+        this.thinkingEnd === null
+          ? `Thinking… ${Math.floor((now - this.thinkingStart) / 1000)} s`
+          : `Thought for ${seconds(this.thinkingEnd - this.thinkingStart)}`;
+    }
     if (this.label.textContent !== text) this.label.textContent = text;
   }
 
@@ -202,7 +226,7 @@ class LiveAnswer {
       parts.push(`≈ ${Math.round(((this.deltas - 1) * 1000) / elapsed)} tok/s`);
     }
     if (this.sentAt !== null) parts.push(`first token ${seconds(this.firstDeltaAt - this.sentAt)}`);
-    parts.push(`${this.deltas} tokens so far`);
+    parts.push(`${plural(this.deltas, "token")} so far`);
     const text = parts.join(" · ");
     if (this.figures.textContent !== text) this.figures.textContent = text;
   }
@@ -232,6 +256,12 @@ class LiveAnswer {
       console.warn(`answer ${this.id}: the page's text differs from the stored answer`);
       this.article.dataset.resynced = "1";
       this.rerender(message.content);
+    }
+    if (this.thinkingNode.parentNode.textContent !== message.thinking) {
+      console.warn(`answer ${this.id}: the page's thoughts differ from the stored ones`);
+      this.article.dataset.resynced = "1";
+      this.thinkingNode.parentNode.replaceChildren(message.thinking);
+      this.details.hidden = !message.thinking;
     }
     this.answer.classList.remove("streaming");
     this.answer.dataset.enhanced = "1";
@@ -264,10 +294,14 @@ class LiveAnswer {
   }
 }
 
+// Answers whose placeholder this page made (from a live frame), not the server's.
+const bornHere = new WeakSet();
+
 function articleFor(messageId) {
   let article = document.getElementById(`message-${messageId}`);
   if (!article) {
     article = template.content.firstElementChild.cloneNode(true);
+    bornHere.add(article);
     article.id = `message-${messageId}`;
     article.dataset.messageId = messageId;
     article.dataset.contentLength = "0";
@@ -387,7 +421,7 @@ function watchScrolling() {
     jumpButton.hidden = true;
     list.scrollTop = list.scrollHeight;
     requestFrame(); // again once blocks never shown have their real height
-    input?.focus({ preventScroll: true });
+    owner?.input.focus({ preventScroll: true });
   });
 }
 
@@ -406,6 +440,7 @@ function replaceMessage(message) {
     forget(message.id);
     state.finish(message, fresh);
     if (message.role === "assistant") announceAnswer(message, state);
+    requestFrame(); // the final footer is taller: keep following the end
     return;
   }
   const current = document.getElementById(message.dom_id);
@@ -418,9 +453,8 @@ function replaceMessage(message) {
 
 // One polite announcement per finished answer, never one per token.
 function announceAnswer(message, state) {
-  const short = state.summary(600);
   const prefix = { done: "Answer", stopped: "Answer stopped", error: "Answer failed" }[message.status] ?? "Answer";
-  announce(`${prefix}: ${short}`);
+  announce(`${prefix}: ${message.error_detail || state.summary(600)}`);
 }
 
 // Waiting for a model slot: the placeholder's footer says where the answer is in
@@ -435,9 +469,9 @@ function showQueued(state, position) {
 
 function setBusy(value) {
   busy = value;
-  if (readOnly) return;
-  stopButton.hidden = !busy;
-  sendButton.hidden = busy;
+  if (!owner) return;
+  owner.stopButton.hidden = !busy;
+  owner.sendButton.hidden = busy;
   chat.dataset.busy = busy ? "1" : "";
 }
 
@@ -452,9 +486,7 @@ const handlers = {
     document.title = `${frame.title} · chatsite`;
   },
   message(frame) {
-    if (lastSent && frame.message.client_id === lastSent.clientId) {
-      lastSent.stored = true;
-    }
+    if (lastSent && frame.message.client_id === lastSent.clientId) confirmSent();
     replaceMessage(frame.message);
   },
   start(frame) {
@@ -494,13 +526,14 @@ const handlers = {
     if (frame.state === "error") showAlert(frame.detail);
   },
   error(frame) {
+    // An answer's failure is shown in its footer (the stored message follows);
+    // the banner is for what no message shows: a refused frame.
+    if (frame.message_id !== null) return;
     showAlert(frame.detail);
-    if (frame.message_id === null) {
-      // Refused before anything was stored: give the text back.
-      if (lastSent && !lastSent.stored && !input.value) input.value = lastSent.content;
-      lastSent = null;
-      setBusy(streamingId !== null);
-    }
+    // Refused before anything was stored: the text goes back, for good.
+    giveBackUnsent();
+    lastSent = null;
+    setBusy(streamingId !== null);
   },
 };
 
@@ -555,6 +588,7 @@ function connect() {
   });
   socket.addEventListener("close", (event) => {
     socket = null;
+    if (giveBackUnsent()) showAlert("Disconnected before your message was confirmed: it is back in the box.");
     if (CLOSE_CODES_FINAL.has(event.code)) {
       const why = { 4401: "Signed out", 4404: "No such link", 4410: "Link closed" };
       setConnection("closed", why[event.code] ?? "Not allowed");
@@ -583,7 +617,7 @@ function reconnectNow() {
 const preloadAsked = new Set();
 
 function preloadModel(reason) {
-  if (preloadAsked.has(reason) || socket?.readyState !== WebSocket.OPEN) return;
+  if (!owner || preloadAsked.has(reason) || socket?.readyState !== WebSocket.OPEN) return;
   preloadAsked.add(reason);
   socket.send(JSON.stringify({ type: "preload" }));
 }
@@ -591,6 +625,8 @@ function preloadModel(reason) {
 // "Loading model…" in the header (a role="status" region, so it is read out too),
 // and in an answer still waiting for its first token.
 function showModelState(state) {
+  if (!owner) return;
+  const { modelState } = owner;
   const loading = state === "loading";
   if (!loading && modelState.hidden) return; // the usual case: an answer's first text
   modelState.hidden = !loading;
@@ -601,7 +637,34 @@ function showModelState(state) {
 
 // ---------------------------------------------------------------- composer
 
+// A sent question is the user's until the server echoes it (a `message` frame
+// with its client_id): any failure before that (an `error` frame, the socket
+// closing, a reconnect that never brings the echo) puts the text back in the
+// composer once, unless something new was typed there. True if it did.
+function giveBackUnsent() {
+  if (!owner || !lastSent || lastSent.stored || lastSent.givenBack) return false;
+  const { input } = owner;
+  lastSent.givenBack = true;
+  if (!input.value) {
+    input.value = lastSent.content;
+    input.dispatchEvent(new Event("input")); // the field grows back
+  }
+  setBusy(streamingId !== null);
+  return true;
+}
+
+// The echo came after all (a late one, from another socket): the question is in
+// the conversation, so the text given back goes, if it is still there untouched.
+function confirmSent() {
+  lastSent.stored = true;
+  if (lastSent.givenBack && owner.input.value === lastSent.content) {
+    owner.input.value = "";
+    owner.input.dispatchEvent(new Event("input"));
+  }
+}
+
 function send() {
+  const { input } = owner;
   const content = input.value;
   if (!content.trim() || busy) return;
   if (!socket || socket.readyState !== WebSocket.OPEN) {
@@ -610,7 +673,7 @@ function send() {
   }
   showAlert("");
   const clientId = newClientId();
-  lastSent = { clientId, content, at: performance.now(), stored: false };
+  lastSent = { clientId, content, at: performance.now(), stored: false, givenBack: false };
   socket.send(JSON.stringify({ type: "send", content, client_id: clientId }));
   input.value = "";
   input.dispatchEvent(new Event("input")); // the field shrinks back
@@ -624,6 +687,7 @@ function stop() {
 
 // Where CSS cannot size the field to its text (field-sizing), do it on input.
 function growWithText() {
+  const { input } = owner;
   if (CSS.supports("field-sizing", "content")) return;
   const grow = () => {
     input.style.height = "auto";
@@ -633,6 +697,7 @@ function growWithText() {
 }
 
 function wireComposer() {
+  const { composer, input, stopButton } = owner;
   growWithText();
   input.addEventListener("input", () => preloadModel("typed"), { passive: true });
   composer.addEventListener("submit", (event) => {
@@ -651,6 +716,18 @@ function wireComposer() {
   });
 }
 
+// The model's name is in the header, the composer's placeholder and the empty
+// conversation's hint. A saved settings change swaps the header's label in
+// (templates/chat/_model_label.html, out of band); the other two follow it.
+function followModelName() {
+  document.body.addEventListener("htmx:afterSettle", () => {
+    const name = document.getElementById("model-label")?.dataset.modelName;
+    if (!name) return;
+    owner.input.placeholder = `Message ${name}`;
+    for (const ref of document.querySelectorAll(".model-name-ref")) ref.textContent = name;
+  });
+}
+
 // ---------------------------------------------------------------- regenerate, edit
 
 // Messages a regenerate or an edit replaced (in this tab or another): gone from
@@ -660,7 +737,7 @@ function removeMessages(ids) {
     if (live.has(id)) forget(id);
     if (id === streamingId) streamingId = null;
     const article = document.getElementById(`message-${id}`);
-    if (article?.contains(document.activeElement)) input.focus({ preventScroll: true });
+    if (article?.contains(document.activeElement)) owner?.input.focus({ preventScroll: true });
     article?.remove();
   }
 }
@@ -684,7 +761,7 @@ function sendReplacing(frame) {
 }
 
 function regenerate() {
-  if (sendReplacing({ type: "regenerate" })) input.focus({ preventScroll: true });
+  if (sendReplacing({ type: "regenerate" })) owner.input.focus({ preventScroll: true });
 }
 
 // The question's text as typed (the server's partial breaks lines with <br>).
@@ -809,11 +886,11 @@ function wireList() {
       copyFrom(button, button.closest(".code-block").querySelector("code").textContent);
     } else if (button?.classList.contains("copy-answer")) {
       copyFrom(button, answerSource(button));
-    } else if (button?.classList.contains("regenerate")) {
+    } else if (owner && button?.classList.contains("regenerate")) {
       regenerate();
-    } else if (button?.classList.contains("version-step")) {
+    } else if (owner && button?.classList.contains("version-step")) {
       showVersion(button);
-    } else if (button?.classList.contains("edit-message")) {
+    } else if (owner && button?.classList.contains("edit-message")) {
       startEditing(button.closest("article"));
     }
     // The reader opening or closing live thoughts says what they want next time.
@@ -841,7 +918,10 @@ function enhanceWhenVisible() {
 // ---------------------------------------------------------------- start
 
 function start() {
-  if (!readOnly) wireComposer();
+  if (owner) {
+    wireComposer();
+    followModelName();
+  }
   wireList();
   watchScrolling();
   enhanceWhenVisible();
@@ -852,7 +932,7 @@ function start() {
   list.scrollTop = list.scrollHeight;
   requestFrame(); // render a checkpointed answer as markdown; scroll once laid out
   // Ready to type, except on touch screens, where that would open the keyboard.
-  if (window.matchMedia("(hover: hover) and (min-width: 761px)").matches) input?.focus();
+  if (window.matchMedia("(hover: hover) and (min-width: 761px)").matches) owner?.input.focus();
   window.addEventListener("online", reconnectNow);
   document.addEventListener("visibilitychange", () => {
     if (document.visibilityState === "visible") reconnectNow();
