@@ -64,6 +64,7 @@ run: venv vendor
 bench: venv chromium
 	$(PY) -m bench
 	$(PY) -m bench.browser
+	$(PY) -m bench.pages
 
 # ---------------------------------------------------------------- checks
 
