@@ -5,7 +5,8 @@ just below a cursor, read backwards along the (conversation, id) index, so the
 newest page of a 100,000-message conversation costs what a 50-message one does.
 The owner's page uses message ids as cursors; shared and team pages name messages
 by their ordinal (`chat.share_frames`), so theirs is an ordinal, turned into its
-message id with one index walk that loads no rows (`id_at`).
+message id with one index walk that loads no rows (`id_at`), and their newest
+page counts the messages before it (one COUNT on the same index) to number them.
 """
 
 from __future__ import annotations
