@@ -65,6 +65,7 @@ bench: venv chromium
 	$(PY) -m bench
 	$(PY) -m bench.browser
 	$(PY) -m bench.rendering
+	$(PY) -m bench.pages
 
 # ---------------------------------------------------------------- checks
 

@@ -25,6 +25,11 @@ urlpatterns = [
     ),
     path("s/<str:token>/", share_views.shared, name="shared"),
     path(
+        "s/<str:token>/messages/before/<int:before>/",
+        share_views.shared_older_messages,
+        name="shared_older_messages",
+    ),
+    path(
         "s/<str:token>/messages/<int:ordinal>/source/",
         share_views.shared_message_source,
         name="shared_message_source",
@@ -32,6 +37,11 @@ urlpatterns = [
     path("team/", team_views.team_home, name="team_home"),
     path("team/c/<int:pk>/", team_views.team_conversation, name="team_conversation"),
     path("team/c/<int:pk>/copy/", team_views.continue_in_copy, name="continue_in_copy"),
+    path(
+        "team/c/<int:pk>/messages/before/<int:before>/",
+        team_views.team_older_messages,
+        name="team_older_messages",
+    ),
     path(
         "team/c/<int:pk>/messages/<int:ordinal>/source/",
         team_views.team_message_source,

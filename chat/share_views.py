@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from chat.models import Message, ShareLink, SiteDefaults, Team
+from chat.paging import id_at, numbered_page
 from chat.share_forms import ShareLinkForm
-from chat.share_frames import SharedMessage, shared_source_url
+from chat.share_frames import SharedMessage
 from chat.views import SignedInRequest, _owned
 
 
@@ -170,23 +174,79 @@ def shared(request: HttpRequest, token: str) -> HttpResponse:
         return found
     link = found
     conversation = link.conversation
-    messages = [
-        SharedMessage.of(
-            message,
-            n,
-            include_thinking=link.include_thinking,
-            source_url=shared_source_url(token, n),
-        )
-        for n, message in enumerate(link.visible_messages(), start=1)
-    ]
-    context = {
+    context = _page(link, token, None)
+    # The socket sends what came after the page's newest message (its ordinal).
+    seen = context["chat_messages"][-1].ordinal if context["chat_messages"] else 0
+    context |= {
         "link": link,
         "title": conversation.display_title,
         "author": author_name(conversation.owner),
-        "chat_messages": messages,
-        "ws_path": f"/ws/share/{token}/?seen={len(messages)}" if link.is_live else "",
+        "ws_path": f"/ws/share/{token}/?seen={seen}" if link.is_live else "",
     }
     return _private(render(request, "chat/shared.html", context))
+
+
+@require_GET
+def shared_older_messages(
+    request: HttpRequest, token: str, before: int
+) -> HttpResponse:
+    """The page of messages before the ordinal `before`, as the page shows them."""
+    found = _viewable(request, token)
+    if isinstance(found, HttpResponse):
+        return found
+    context = _page(found, token, before)
+    return _private(render(request, "chat/_message_page.html", context))
+
+
+def read_only_page(
+    messages: QuerySet[Message],
+    before: int | None,
+    *,
+    key: str | int,
+    kind: str,
+    include_thinking: bool,
+) -> dict[str, Any]:
+    """The page of `messages` before the ordinal `before` (the newest if None) as
+    a shared (`kind` "shared", `key` the token) or team page ("team", the
+    conversation's id) shows it, with the URL of the page before it."""
+    page = numbered_page(messages, before)
+    if page is None:
+        raise Http404("No such message.")
+    older = page.older
+    return {
+        "chat_messages": [
+            SharedMessage.of(
+                item.message,
+                item.ordinal,
+                include_thinking=include_thinking,
+                source_url=reverse(f"{kind}_message_source", args=[key, item.ordinal]),
+            )
+            for item in page.items
+        ],
+        "older_url": reverse(f"{kind}_older_messages", args=[key, older])
+        if older
+        else "",
+    }
+
+
+def source_of(messages: QuerySet[Message], ordinal: int) -> HttpResponse:
+    """The `ordinal`-th message's markdown as plain text (its copy button)."""
+    message_id = id_at(messages, ordinal)
+    if message_id is None:
+        raise Http404("No such message.")
+    return HttpResponse(
+        messages.get(pk=message_id).content, content_type="text/plain; charset=utf-8"
+    )
+
+
+def _page(link: ShareLink, token: str, before: int | None) -> dict[str, Any]:
+    return read_only_page(
+        link.visible_messages(),
+        before,
+        key=token,
+        kind="shared",
+        include_thinking=link.include_thinking,
+    )
 
 
 @require_GET
@@ -196,10 +256,4 @@ def shared_message_source(
     found = _viewable(request, token)
     if isinstance(found, HttpResponse):
         return found
-    messages: list[Message] = list(found.visible_messages())
-    if not 1 <= ordinal <= len(messages):
-        raise Http404("No such message.")
-    response = HttpResponse(
-        messages[ordinal - 1].content, content_type="text/plain; charset=utf-8"
-    )
-    return _private(response)
+    return _private(source_of(found.visible_messages(), ordinal))

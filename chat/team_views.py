@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from chat.models import Conversation, Team
 from chat.models.teams import copy_conversation, team_conversations
-from chat.share_frames import SharedMessage
-from chat.share_views import author_name
+from chat.share_views import author_name, read_only_page, source_of
 from chat.views import SignedInRequest
 
 # Team members are shown the thinking the owner sees; copies keep it.
@@ -41,17 +39,27 @@ def team_conversation(request: SignedInRequest, pk: int) -> HttpResponse:
         "conversation": conversation,
         "title": conversation.display_title,
         "author": author_name(conversation.owner),
-        "chat_messages": [
-            SharedMessage.of(
-                message,
-                n,
-                include_thinking=TEAM_SEES_THINKING,
-                source_url=reverse("team_message_source", args=[pk, n]),
-            )
-            for n, message in enumerate(conversation.messages.all(), start=1)
-        ],
+        **_page(conversation, None),
     }
     return render(request, "chat/team_conversation.html", context)
+
+
+@login_required
+@require_GET
+def team_older_messages(request: SignedInRequest, pk: int, before: int) -> HttpResponse:
+    """The page of messages before the ordinal `before`, as the page shows them."""
+    context = _page(_team_readable(request, pk), before)
+    return render(request, "chat/_message_page.html", context)
+
+
+def _page(conversation: Conversation, before: int | None) -> dict[str, object]:
+    return read_only_page(
+        conversation.messages.all(),
+        before,
+        key=conversation.pk,
+        kind="team",
+        include_thinking=TEAM_SEES_THINKING,
+    )
 
 
 @login_required
@@ -67,9 +75,4 @@ def continue_in_copy(request: SignedInRequest, pk: int) -> HttpResponseRedirect:
 def team_message_source(
     request: SignedInRequest, pk: int, ordinal: int
 ) -> HttpResponse:
-    messages = list(_team_readable(request, pk).messages.all())
-    if not 1 <= ordinal <= len(messages):
-        raise Http404("No such message.")
-    return HttpResponse(
-        messages[ordinal - 1].content, content_type="text/plain; charset=utf-8"
-    )
+    return source_of(_team_readable(request, pk).messages.all(), ordinal)

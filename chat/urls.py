@@ -23,6 +23,11 @@ urlpatterns = [
     path("c/<int:pk>/rename/", views.rename_conversation, name="rename_conversation"),
     path("c/<int:pk>/delete/", views.delete_conversation, name="delete_conversation"),
     path(
+        "c/<int:pk>/messages/before/<int:before>/",
+        views.older_messages,
+        name="older_messages",
+    ),
+    path(
         "c/<int:pk>/messages/<int:message_id>/source/",
         views.message_source,
         name="message_source",

@@ -100,14 +100,37 @@ def new_conversation(request: SignedInRequest) -> HttpResponseRedirect:
 @require_GET
 def conversation(request: SignedInRequest, pk: int) -> HttpResponse:
     current = _owned(request, pk)
+    timeline = current.timeline_page()
     context = {
         **_sidebar(request),
         "conversation": current,
-        "chat_messages": current.timeline(),
+        "chat_messages": timeline.items,
+        "older_url": _older_url(current, timeline.older),
         "thinking_form": ThinkingForm(instance=current),
         **_settings_context(current, SettingsForm(instance=current)),
     }
     return render(request, "chat/conversation.html", context)
+
+
+@login_required
+@require_GET
+def older_messages(request: SignedInRequest, pk: int, before: int) -> HttpResponse:
+    """The page of messages before the message `before` (the list's top when
+    scrolled to), with the control that loads the page before it."""
+    current = _owned(request, pk)
+    timeline = current.timeline_page(before)
+    context = {
+        "conversation": current,
+        "chat_messages": timeline.items,
+        "older_url": _older_url(current, timeline.older),
+    }
+    return render(request, "chat/_message_page.html", context)
+
+
+def _older_url(conversation: Conversation, cursor: int | None) -> str:
+    if cursor is None:
+        return ""
+    return reverse("older_messages", args=[conversation.pk, cursor])
 
 
 @login_required

@@ -151,6 +151,9 @@ OLLAMA_BASE_URL = env_url(
 UPSTREAM_CONNECT_TIMEOUT = env_int("UPSTREAM_CONNECT_TIMEOUT", 5, minimum=1)
 UPSTREAM_FIRST_TOKEN_TIMEOUT = env_int("UPSTREAM_FIRST_TOKEN_TIMEOUT", 300, minimum=1)
 # Largest accepted user message and WebSocket frame, in characters.
+# Conversation pages show this many of the newest messages; older ones load on
+# scroll (chat.paging).
+CONVERSATION_PAGE_SIZE = env_int("CONVERSATION_PAGE_SIZE", 50, minimum=1)
 MESSAGE_MAX_CHARS = env_int("MESSAGE_MAX_CHARS", 100_000, minimum=1)
 # Client frames per second each socket may send on average, the burst it may
 # save up, and how many frames dropped in quick succession close it

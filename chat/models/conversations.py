@@ -17,6 +17,7 @@ from chat.models.notices import SettingsChange
 from chat.models.profiles import HistoryPolicy, ModelProfile, ThinkingMode
 from chat.models.site import SiteDefaults
 from chat.models.versions import Version, place_of, versions_in
+from chat.paging import Page, newest_before
 
 
 class Conversation(models.Model):
@@ -212,15 +213,33 @@ class Conversation(models.Model):
         )
 
     def timeline(self) -> list[Message | SettingsChange]:
-        """Messages with the settings-change notices between them, in order; the
-        last answer knows its versions."""
-        shown = list(self.messages.all())
-        answers = [m for m in shown if m.role == Message.Role.ASSISTANT]
-        if answers:
-            self.place_answer(answers[-1])
+        """The newest page of `timeline_page`."""
+        return self.timeline_page().items
+
+    def timeline_page(
+        self, before: int | None = None
+    ) -> Page[Message | SettingsChange]:
+        """A page of messages (the newest below the message id `before`, or the
+        newest of all) with the settings-change notices between them, in order;
+        the last answer knows its versions. A notice goes after the messages
+        stored before it (or with it), so each is on exactly one page."""
+        page = newest_before(self.messages.all(), before)
+        shown = page.items
+        if before is None:
+            answers = [m for m in shown if m.role == Message.Role.ASSISTANT]
+            if answers:
+                self.place_answer(answers[-1])
+        notices = self.settings_changes.all()
+        if page.older is not None:
+            notices = notices.filter(created_at__gte=shown[0].created_at)
+        if before is not None:
+            after = Message.objects.filter(conversation=self, pk__gte=before)
+            upto = after.order_by("pk").values_list("created_at", flat=True).first()
+            if upto is not None:
+                notices = notices.filter(created_at__lt=upto)
         messages: list[Message | SettingsChange] = list(shown)
-        notices: list[Message | SettingsChange] = list(self.settings_changes.all())
-        return list(heapq.merge(messages, notices, key=_created_at))
+        items = list(heapq.merge(messages, list(notices), key=_created_at))
+        return Page(items, page.older)
 
     @transaction.atomic
     def begin_regenerate(self) -> Retry:

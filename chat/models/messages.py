@@ -123,6 +123,9 @@ class Message(models.Model):
             models.Index(fields=["status", "updated_at"]),
             # The throughput page counts answers by when they were asked.
             models.Index(fields=["created_at"]),
+            # Conversation pages read a page of the newest shown messages below
+            # an id (chat.paging), and count the shown ones before it.
+            models.Index(fields=["conversation", "replaced", "id"]),
         ]
 
     def __str__(self) -> str:

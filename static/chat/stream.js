@@ -912,7 +912,11 @@ function enhanceWhenVisible() {
     },
     { root: list, rootMargin: "600px 0px" },
   );
-  for (const answer of list.querySelectorAll(".answer:not(.streaming)")) observer.observe(answer);
+  const observeNew = () => {
+    for (const answer of list.querySelectorAll(".answer:not(.streaming):not([data-enhanced])")) observer.observe(answer);
+  };
+  observeNew();
+  list.addEventListener("older-messages", observeNew); // a page older.js inserted
 }
 
 // ---------------------------------------------------------------- start

@@ -1,0 +1,169 @@
+"""Page cost of a very long conversation: its chat, team and shared pages.
+
+One conversation of 100,000 messages (``--messages``), made on a throwaway SQLite
+database with ``bulk_create``, shared with a team and by a live link; each page is
+then fetched with Django's test client, each in a fresh process, and the table
+gives the time to render it, the growth of the process's peak RSS while it did,
+the page's size and the messages in it.
+
+Run alone: ``python -m bench.pages [--messages N]``; ``make bench`` runs it too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import ROOT
+
+PAGES = ("chat", "team", "shared")
+ANSWER = (
+    "Here is **the answer** to question {n}, with `code` and a list:\n\n"
+    "- one\n- two\n\n```python\nprint({n})\n```\n"
+)
+
+
+def _environment(database: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "chatsite.settings",
+        "DATABASE_URL": f"sqlite:///{database}",
+        "REDIS_URL": "",
+        "ALLOWED_HOSTS": "testserver",
+    }
+
+
+def _setup_django() -> None:
+    import django
+
+    sys.path.insert(0, str(ROOT))
+    django.setup()
+
+
+def make_conversation(count: int) -> dict[str, str]:
+    """The users, the conversation, its team and its link; the pages' URLs."""
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    from django.contrib.auth import get_user_model
+
+    from chat.models import Conversation, Message, ShareLink, Team
+
+    users = get_user_model().objects
+    owner = users.create_user("owner", password="bench-password-123")
+    reader = users.create_user("reader", password="bench-password-123")
+    conversation = Conversation.objects.create(owner=owner, title="A long one")
+    team = Team.objects.create(name="bench")
+    team.members.add(owner, reader)
+    team.conversations.add(conversation)
+    Message.objects.bulk_create(
+        (
+            Message(
+                conversation=conversation,
+                role=Message.Role.ASSISTANT if n % 2 else Message.Role.USER,
+                content=ANSWER.format(n=n) if n % 2 else f"Question {n}?",
+                model_tag="bench",
+            )
+            for n in range(count)
+        ),
+        batch_size=5000,
+    )
+    _, token = ShareLink.create_for(conversation, mode=ShareLink.Mode.LIVE)
+    return {
+        "chat": conversation.get_absolute_url(),
+        "team": f"/team/c/{conversation.pk}/",
+        "shared": f"/s/{token}/",
+    }
+
+
+def measure(url: str, as_user: str) -> dict[str, Any]:
+    """Fetch one page (in this fresh process): seconds, peak RSS growth, size."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    client = Client()
+    if as_user:
+        client.force_login(get_user_model().objects.get(username=as_user))
+    client.get("/")  # imports and template loading are not the page's cost
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.perf_counter()
+    response = client.get(url)
+    seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    body = response.content
+    return {
+        "status": response.status_code,
+        "seconds": seconds,
+        "rss_growth_mib": (after - before) / 1024,
+        "page_kib": len(body) / 1024,
+        "messages_in_page": body.count(b" data-message-id="),
+    }
+
+
+def run(count: int) -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory() as folder:
+        env = _environment(Path(folder) / "bench.sqlite3")
+        made = subprocess.run(
+            [sys.executable, "-m", "bench.pages", "--make", str(count)],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        urls = json.loads(made.stdout)
+        rows = []
+        for page in PAGES:
+            user = {"chat": "owner", "team": "reader", "shared": ""}[page]
+            done = subprocess.run(
+                [sys.executable, "-m", "bench.pages", "--measure", urls[page], user],
+                cwd=ROOT,
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            rows.append({"page": page, "messages": count, **json.loads(done.stdout)})
+        return rows
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    print("Page render of one long conversation (Django test client, SQLite):")
+    print(
+        f"{'page':<8}{'messages':>10}{'status':>8}{'render s':>10}"
+        f"{'RSS+ MiB':>10}{'page KiB':>10}{'shown':>8}"
+    )
+    for row in rows:
+        print(
+            f"{row['page']:<8}{row['messages']:>10}{row['status']:>8}"
+            f"{row['seconds']:>10.3f}{row['rss_growth_mib']:>10.1f}"
+            f"{row['page_kib']:>10.1f}{row['messages_in_page']:>8}"
+        )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--make", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--measure", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.make is not None:
+        _setup_django()
+        print(json.dumps(make_conversation(args.make)))
+    elif args.measure is not None:
+        _setup_django()
+        print(json.dumps(measure(*args.measure)))
+    else:
+        results = run(args.messages)
+        print_table(results)
+        out = Path(__file__).resolve().parent / "results"
+        out.mkdir(exist_ok=True)
+        (out / "pages.json").write_text(json.dumps(results, indent=2))

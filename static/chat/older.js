@@ -1,0 +1,73 @@
+// Long conversations: a conversation page shows only its newest messages
+// (chat/paging.py); the control at the top of the list fetches the page before
+// them when it comes near the view, or when pressed, and the page is inserted
+// above without moving what the reader is looking at. Each inserted page brings
+// the control for the one before it, until the first message.
+
+const list = document.getElementById("messages");
+const announcer = document.getElementById("announcer");
+const NEAR_TOP = "800px 0px 0px 0px"; // start fetching this far above the view
+
+let loading = false;
+
+const nearTop = new IntersectionObserver(
+  (entries) => {
+    if (entries.some((entry) => entry.isIntersecting)) loadOlder();
+  },
+  { root: list, rootMargin: NEAR_TOP },
+);
+
+function control() {
+  return document.getElementById("older-messages");
+}
+
+async function loadOlder() {
+  const holder = control();
+  if (!holder || loading) return;
+  loading = true;
+  const button = holder.querySelector("button");
+  holder.dataset.state = "loading";
+  button.textContent = "Loading older messages…";
+  try {
+    const response = await fetch(holder.dataset.olderUrl, {
+      credentials: "same-origin",
+      headers: { Accept: "text/html" },
+    });
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    insertAbove(holder, await response.text());
+  } catch {
+    holder.dataset.state = "failed";
+    button.textContent = "Could not load older messages: try again";
+  } finally {
+    loading = false;
+  }
+}
+
+function insertAbove(holder, html) {
+  const page = document.createElement("template"); // inert: nothing loads yet
+  page.innerHTML = html; // rendered and sanitized by the server
+  const count = page.content.querySelectorAll("article").length;
+  const next = page.content.getElementById("older-messages");
+  const hadFocus = holder.contains(document.activeElement);
+  nearTop.unobserve(holder);
+  // What is below the insertion keeps its distance from the list's bottom.
+  const fromBottom = list.scrollHeight - list.scrollTop;
+  holder.replaceWith(page.content);
+  list.scrollTop = list.scrollHeight - fromBottom;
+  list.dispatchEvent(new Event("older-messages")); // stream.js enhances its answers
+  if (next) {
+    nearTop.observe(next);
+    if (hadFocus) next.querySelector("button").focus({ preventScroll: true });
+  }
+  announcer.textContent = `${count} older messages shown${next ? "" : ", from the first"}.`;
+}
+
+list.addEventListener("click", (event) => {
+  if (event.target.closest(".load-older")) loadOlder();
+});
+// Observed once the page has scrolled to its newest message (stream.js does
+// that as it starts), so the top of a short list loads at once, a long one not.
+requestAnimationFrame(() => {
+  const holder = control();
+  if (holder) nearTop.observe(holder);
+});
