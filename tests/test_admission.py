@@ -4,7 +4,6 @@ real Daphne processes."""
 
 from __future__ import annotations
 
-import asyncio
 import signal
 
 import pytest
@@ -14,10 +13,11 @@ from playwright.sync_api import expect
 from chat.admission import Entry, plan
 from chat.models import Conversation, Message, SiteDefaults, Ticket
 from chat.runner import runner
-from tests.test_consumers import connect, frames_until, send, wait_for_status
+from tests.test_consumers import connect, frames_until, send
 from tests.test_processes import daphnes, open_socket  # noqa: F401 (a fixture)
 from tests.test_processes import frames_until as socket_frames_until
 from tests.test_processes import send as socket_send
+from tests.waiting import settled, ticket_released
 
 # The decision itself (no database).
 
@@ -142,13 +142,6 @@ async def queued(user, conversation, content: str = "Hello there"):
     return communicator, await frames_until(communicator, "queued")
 
 
-async def released(message_id: int, timeout: float = 10) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while await Ticket.objects.filter(message_id=message_id).aexists():
-        assert asyncio.get_running_loop().time() < deadline, "the ticket stayed"
-        await asyncio.sleep(0.05)
-
-
 def request_of(simulator, content: str):
     return next(
         e for e in simulator.log if e.body["messages"][-1]["content"] == content
@@ -261,10 +254,10 @@ async def test_stop_while_queued_cancels_the_wait_and_frees_the_place(
     await second.send_json_to({"type": "stop"})
     closing = await frames_until(second, "message")
     assert closing[-2]["type"] == "done" and closing[-2]["status"] == "stopped"
-    answer = await wait_for_status(message_id)
+    answer = await settled(message_id)
     assert answer.status == Message.Status.STOPPED and answer.content == ""
     # Its ticket goes right after the final save (and its frames).
-    await released(message_id)
+    await ticket_released(message_id)
 
     await frames_until(first, "done")
     # The slot went back: the next answer starts without waiting.
@@ -335,10 +328,10 @@ async def test_a_shutdown_while_queued_keeps_the_answer_as_interrupted(
     message_id = waited[-1]["message_id"]
 
     await runner.shutdown()
-    answer = await wait_for_status(message_id)
+    answer = await settled(message_id)
     assert answer.status == Message.Status.INTERRUPTED
     assert answer.error_detail  # the reader is told why
-    await released(message_id)
+    await ticket_released(message_id)
     assert [e.body["messages"][-1]["content"] for e in simulator.log] == ["Hello there"]
     await first.disconnect()
     await second.disconnect()
