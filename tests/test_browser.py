@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from chat.models import Conversation, Message
-from tests.simulator.conftest import wait_for
+from tests.waiting import until_sync
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -83,7 +83,15 @@ def test_reload_mid_answer_resumes_without_losing_or_doubling_text(
     page.fill("#composer-input", "Count slowly")
     page.press("#composer-input", "Enter")
     expect(page.locator(".answer.streaming")).not_to_have_text("", timeout=15_000)
-    page.wait_for_timeout(1300)  # let a checkpoint land, so the reload shows text
+    # A checkpoint has landed, so the reloaded page starts from stored text.
+    until_sync(
+        lambda: (
+            Message.objects.filter(role="assistant", status="streaming")
+            .exclude(content="")
+            .exists()
+        ),
+        "no checkpoint landed",
+    )
     page.add_init_script(CAPTURE_CHECKPOINT)
     page.reload()
     expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
@@ -392,7 +400,7 @@ def test_stop_button_stops_and_enter_sends_shift_enter_breaks(
     expect(page.locator('article.assistant[data-status="stopped"]')).to_be_visible()
     expect(page.locator("#send-button")).to_be_visible()
     # The model server hears of the stop when its next write fails.
-    assert wait_for(lambda: simulator.log[-1].disconnected, timeout=10)
+    until_sync(lambda: simulator.log[-1].disconnected, "the model never saw the stop")
 
 
 def test_scrolling_up_pauses_following_and_offers_a_jump_back(
