@@ -608,6 +608,16 @@ COMPARE_RENDERINGS = r"""async ([docs, sizes]) => {
     const whole = document.createElement("div");
     whole.append(renderWhole(doc));
     const want = flat(whole);
+    // This much rendered in one go, by length: computed once for all sizes.
+    const inOneGo = new Map();
+    const oneGo = (end) => {
+      if (!inOneGo.has(end)) {
+        const fresh = document.createElement("div");
+        new IncrementalMarkdown(fresh).append(doc.slice(0, end));
+        inOneGo.set(end, flat(fresh));
+      }
+      return inOneGo.get(end);
+    };
     for (const size of sizes) {
       const container = document.createElement("div");
       const renderer = new IncrementalMarkdown(container);
@@ -615,9 +625,7 @@ COMPARE_RENDERINGS = r"""async ([docs, sizes]) => {
         renderer.append(doc.slice(i, i + size));
         if (size > 4) continue;
         // While streaming too: the same as rendering this much in one go.
-        const fresh = document.createElement("div");
-        new IncrementalMarkdown(fresh).append(doc.slice(0, i + size));
-        const [now, then] = [flat(container.cloneNode(true)), flat(fresh)];
+        const [now, then] = [flat(container.cloneNode(true)), oneGo(i + size)];
         if (now !== then) failures.push({ size, at: i + size, got: now, want: then });
       }
       renderer.finish();
@@ -650,12 +658,33 @@ DOCUMENTS = [
 ]
 
 
+def shares(documents: list[str], count: int) -> list[list[str]]:
+    """The documents in `count` shares of about equal work (a character at a
+    time re-renders every prefix: the work grows as the length squared)."""
+    out: list[list[str]] = [[] for _ in range(count)]
+    for doc in sorted(documents, key=len, reverse=True):
+        min(out, key=lambda share: sum(len(d) ** 2 for d in share)).append(doc)
+    return out
+
+
 def test_incremental_rendering_matches_rendering_the_whole_answer(
     live_server_url, page, login, conversation, alice
 ):
     open_conversation(page, login, live_server_url, conversation, alice)
-    failures = page.evaluate(COMPARE_RENDERINGS, [DOCUMENTS, [1, 2, 3, 5, 8, 13, 64]])
+    other = page.context.new_page()  # its own renderer process: a second core
+    other.goto(page.url)
+    expect(other.locator("#chat")).to_have_attribute("data-connected", "1")
+    pages = [page, other]
+    sizes = [1, 2, 3, 5, 8, 13, 64]
+    # Started on both pages at once; each result is awaited afterwards.
+    for tab, docs in zip(pages, shares(DOCUMENTS, len(pages)), strict=True):
+        tab.evaluate(
+            f"(args) => {{ window.__compared = ({COMPARE_RENDERINGS})(args); }}",
+            [docs, sizes],
+        )
+    failures = [f for tab in pages for f in tab.evaluate("() => window.__compared")]
     assert failures == []
+    assert sum(map(len, shares(DOCUMENTS, len(pages)))) == len(DOCUMENTS)
 
 
 LAYOUT_DOCUMENT = """## Heading one
