@@ -14,7 +14,11 @@ from chat.admission import Entry, plan
 from chat.models import Conversation, Message, SiteDefaults, Ticket
 from chat.runner import runner
 from tests.test_consumers import connect, frames_until, send
-from tests.test_processes import daphnes, open_socket  # noqa: F401 (a fixture)
+from tests.test_processes import (  # noqa: F401 (fixtures)
+    _daphne_pair,
+    daphnes,
+    open_socket,
+)
 from tests.test_processes import frames_until as socket_frames_until
 from tests.test_processes import send as socket_send
 from tests.waiting import settled, ticket_released
@@ -142,6 +146,17 @@ async def queued(user, conversation, content: str = "Hello there"):
     return communicator, await frames_until(communicator, "queued")
 
 
+# An answer that outlasts any setup, however slow the machine: a test that
+# needs the queue to stay as it set it up ends it itself (`end_running`).
+HELD_TOKENS = 100_000
+
+
+async def end_running(communicator, simulator, tokens: int = 30) -> None:
+    """Stop the socket's running answer; the answers after it are short."""
+    simulator.config.answer_tokens = tokens
+    await communicator.send_json_to({"type": "stop"})
+
+
 def request_of(simulator, content: str):
     return next(
         e for e in simulator.log if e.body["messages"][-1]["content"] == content
@@ -205,7 +220,7 @@ async def test_queue_is_fair_across_users(alice, bob, limits, conversations, sim
     await sync_to_async(limits)(0, 1)
     a1, a2, a3 = await sync_to_async(conversations)(alice, 3)
     [b1] = await sync_to_async(conversations)(bob)
-    slow_answers(simulator, tps=30, tokens=45)
+    slow_answers(simulator, tps=30, tokens=HELD_TOKENS)
     sockets = [(await running(alice, a1, "a1"))[0]]
     for conversation, content, position in ((a2, "a2", 1), (a3, "a3", 2)):
         communicator, waited = await queued(alice, conversation, content)
@@ -217,6 +232,7 @@ async def test_queue_is_fair_across_users(alice, bob, limits, conversations, sim
     moved = await frames_until(sockets[1], "queued")
     assert moved[-1]["position"] == 2
     sockets.append(bobs)
+    await end_running(sockets[0], simulator, tokens=45)
     for communicator in sockets:
         await frames_until(communicator, "done", timeout=30)
         await communicator.disconnect()
@@ -227,12 +243,13 @@ async def test_queue_is_fair_across_users(alice, bob, limits, conversations, sim
 
 @on_database
 async def test_positions_move_up_as_answers_finish(alice, one_slot, simulator):
-    c1, c2, c3 = await one_slot(3)
+    c1, c2, c3 = await one_slot(3, tokens=HELD_TOKENS)
     first, _ = await running(alice, c1)
     second, _ = await queued(alice, c2)
     third, waited = await queued(alice, c3)
     assert waited[-1]["position"] == 2
 
+    await end_running(first, simulator)
     await frames_until(first, "done")
     moved = await frames_until(third, "queued")
     assert moved[-1]["position"] == 1
