@@ -170,7 +170,7 @@ async def test_model_slots_queue_the_next_answer_until_one_frees(
     await sync_to_async(limits)(0, 1)
     [mine] = await sync_to_async(conversations)(alice)
     [theirs] = await sync_to_async(conversations)(bob)
-    slow_answers(simulator)
+    slow_answers(simulator, tokens=HELD_TOKENS)
     first, _ = await running(alice, mine, "first")
     second, waited = await queued(bob, theirs, "second")
 
@@ -178,6 +178,7 @@ async def test_model_slots_queue_the_next_answer_until_one_frees(
     assert kinds.index("start") < kinds.index("queued")
     assert waited[-1]["position"] == 1
     assert waited[-1]["message_id"] == waited[kinds.index("start")]["message_id"]
+    await end_running(first, simulator)
     rest = await frames_until(second, "done")
     await frames_until(first, "done")
     await first.disconnect()
@@ -199,15 +200,18 @@ async def test_per_user_limit_queues_that_user_only(
     await sync_to_async(limits)(1, 0)
     first_conv, second_conv = await sync_to_async(conversations)(alice, 2)
     [bobs] = await sync_to_async(conversations)(bob)
-    slow_answers(simulator)
+    slow_answers(simulator, tokens=HELD_TOKENS)
     first, _ = await running(alice, first_conv, "alice 1")
     second, waited = await queued(alice, second_conv, "alice 2")
     other, started = await running(bob, bobs, "bob 1")  # not held up by Alice
 
     assert waited[-1]["position"] == 1
     assert "queued" not in [f["type"] for f in started]
-    for communicator in (first, second, other):
-        assert (await frames_until(communicator, "done"))[-1]["status"] == "done"
+    await end_running(first, simulator)
+    await other.send_json_to({"type": "stop"})
+    ends = ((first, "stopped"), (second, "done"), (other, "stopped"))
+    for communicator, status in ends:
+        assert (await frames_until(communicator, "done"))[-1]["status"] == status
         await communicator.disconnect()
     assert (
         request_of(simulator, "alice 2").started
