@@ -7,7 +7,8 @@
 #   make lint / format / bench / vendor / clean / distclean
 #
 # Variables: HOST, PORT, RUNSITE_ARGS (run), e.g. RUNSITE_ARGS=--no-simulator;
-# PYTEST_ARGS (test), e.g. make test PYTEST_ARGS="-x -k ws"; PYTHON (makes .venv).
+# PYTEST_ARGS (test), e.g. make test PYTEST_ARGS="-x -k ws"; LOAD_ARGS (bench's
+# load scenario), e.g. LOAD_ARGS="--seconds 10"; PYTHON (makes .venv).
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -19,6 +20,7 @@ STAMP := $(VENV)/.installed-requirements
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
+LOAD_ARGS ?=
 RUNSITE_ARGS ?=
 
 .PHONY: help venv vendor chromium llm run test test-real lint format bench clean distclean
@@ -63,6 +65,7 @@ run: venv vendor
 
 bench: venv chromium
 	$(PY) -m bench
+	$(PY) -m bench.load $(LOAD_ARGS)
 	$(PY) -m bench.browser
 	$(PY) -m bench.rendering
 	$(PY) -m bench.pages

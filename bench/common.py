@@ -53,6 +53,24 @@ def spawn(env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
     )
 
 
+def spawn_simulator(
+    env: dict[str, str], port: int, *options: str
+) -> subprocess.Popen[bytes]:
+    """The simulator on 127.0.0.1:`port`: no thinking, no time to first token."""
+    return spawn(
+        env,
+        "manage.py",
+        "simulate_ollama",
+        "--port",
+        str(port),
+        "--think-tokens",
+        "0",
+        "--ttft-ms",
+        "0",
+        *options,
+    )
+
+
 def wait_until_up(url: str, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while True:

@@ -26,7 +26,14 @@ import aiohttp
 import httpx
 import websockets
 
-from bench.common import free_port, manage, percentile, spawn, wait_until_up
+from bench.common import (
+    free_port,
+    manage,
+    percentile,
+    spawn,
+    spawn_simulator,
+    wait_until_up,
+)
 
 
 @dataclass
@@ -100,18 +107,7 @@ class Site:
     def start(self) -> None:
         manage(self.env, "migrate", "--noinput", "-v", "0")
         self.processes.append(
-            spawn(
-                self.env,
-                "manage.py",
-                "simulate_ollama",
-                "--port",
-                str(self.sim_port),
-                "--record-times",
-                "--think-tokens",
-                "0",
-                "--ttft-ms",
-                "0",
-            )
+            spawn_simulator(self.env, self.sim_port, "--record-times")
         )
         self.processes.append(
             spawn(

@@ -65,6 +65,9 @@ SAVE_FAILED = (
     "The answer could not be saved; its text up to the last save (about a second "
     "before the end) is kept."
 )
+# A cancelled task ends at its next step: one still running after this is in a
+# blocking Redis read that lost the cancel (see `Runner._wait_ended`).
+CANCEL_GRACE_SECONDS = 0.1
 
 
 class Sink(Protocol):
@@ -526,10 +529,12 @@ class Runner:
         """Wait for the cancelled tasks. The listener's blocking Redis read can
         lose a cancellation (redis-py under a read timeout, then channels-redis'
         pop loop goes on): closing the layer's connections ends that read, and
-        the listener then sees it is being cancelled."""
+        the listener then sees it is being cancelled. It is closed as soon as a
+        task is seen not to end at once, not after END_SECONDS: every stop of
+        a process (and every test) would wait those seconds for nothing."""
         if not cancelled:
             return
-        _, pending = await asyncio.wait(cancelled, timeout=END_SECONDS)
+        _, pending = await asyncio.wait(cancelled, timeout=CANCEL_GRACE_SECONDS)
         close_pools = getattr(self._layer, "close_pools", None)
         if pending and close_pools is not None:
             logger.warning("a task ignored its cancel: closing the layer's connections")

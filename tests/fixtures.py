@@ -4,13 +4,13 @@ simulated model server and conversations that talk to it."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from chat.simulator import ChatLogEntry, SimulatorConfig, SimulatorServer
+from tests.waiting import generations_ended, until
 
 # Fast by default; tests that need a visible stream slow it down.
 TEST_CONFIG = {"tps": 0.0, "ttft_ms": 0.0, "think_tokens": 8, "answer_tokens": 30}
@@ -38,15 +38,14 @@ class Simulator:
     def ps_requests(self) -> int:
         return self.server.state.ps_requests
 
-    async def wait_for_end(self, timeout: float = 10) -> ChatLogEntry:
+    async def wait_for_end(self) -> ChatLogEntry:
         """The last chat request, once the simulator has finished with it."""
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def ended() -> ChatLogEntry | None:
             log = self.log
-            if log and log[-1].ended is not None:
-                return log[-1]
-            assert time.monotonic() < deadline, "the simulator never saw the end"
-            await asyncio.sleep(0.02)
+            return log[-1] if log and log[-1].ended is not None else None
+
+        return await until(ended, "the simulator never saw the end")
 
 
 @pytest.hookimpl(trylast=True)
@@ -68,7 +67,11 @@ def is_async_test(item: pytest.Item) -> bool:
 async def _stop_runner() -> Any:
     """Each async test runs its own event loop. The channel layer keeps
     loop-bound state (channels-redis' receive lock), so each test gets a fresh
-    layer, and the runner's tasks are stopped while their loop still runs."""
+    layer, and the runner's tasks are stopped while their loop still runs.
+
+    First every answer's task is let finish its after-work (the ticket, the
+    calibration, the wake-ups come after the final frames): cut off by the end
+    of the loop, it would write into the next test's database."""
     from channels.layers import channel_layers
 
     from chat.preload import preloader
@@ -77,6 +80,7 @@ async def _stop_runner() -> Any:
     channel_layers.backends.clear()
     preloader.reset()  # preloads are asked at most once a minute per profile
     yield
+    await generations_ended()
     await runner.shutdown()
 
 

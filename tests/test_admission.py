@@ -4,7 +4,6 @@ real Daphne processes."""
 
 from __future__ import annotations
 
-import asyncio
 import signal
 
 import pytest
@@ -14,10 +13,15 @@ from playwright.sync_api import expect
 from chat.admission import Entry, plan
 from chat.models import Conversation, Message, SiteDefaults, Ticket
 from chat.runner import runner
-from tests.test_consumers import connect, frames_until, send, wait_for_status
-from tests.test_processes import daphnes, open_socket  # noqa: F401 (a fixture)
+from tests.test_consumers import connect, frames_until, send
+from tests.test_processes import (  # noqa: F401 (fixtures)
+    _daphne_pair,
+    daphnes,
+    open_socket,
+)
 from tests.test_processes import frames_until as socket_frames_until
 from tests.test_processes import send as socket_send
+from tests.waiting import settled, ticket_released
 
 # The decision itself (no database).
 
@@ -142,11 +146,15 @@ async def queued(user, conversation, content: str = "Hello there"):
     return communicator, await frames_until(communicator, "queued")
 
 
-async def released(message_id: int, timeout: float = 10) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while await Ticket.objects.filter(message_id=message_id).aexists():
-        assert asyncio.get_running_loop().time() < deadline, "the ticket stayed"
-        await asyncio.sleep(0.05)
+# An answer that outlasts any setup, however slow the machine: a test that
+# needs the queue to stay as it set it up ends it itself (`end_running`).
+HELD_TOKENS = 100_000
+
+
+async def end_running(communicator, simulator, tokens: int = 30) -> None:
+    """Stop the socket's running answer; the answers after it are short."""
+    simulator.config.answer_tokens = tokens
+    await communicator.send_json_to({"type": "stop"})
 
 
 def request_of(simulator, content: str):
@@ -162,7 +170,7 @@ async def test_model_slots_queue_the_next_answer_until_one_frees(
     await sync_to_async(limits)(0, 1)
     [mine] = await sync_to_async(conversations)(alice)
     [theirs] = await sync_to_async(conversations)(bob)
-    slow_answers(simulator)
+    slow_answers(simulator, tokens=HELD_TOKENS)
     first, _ = await running(alice, mine, "first")
     second, waited = await queued(bob, theirs, "second")
 
@@ -170,6 +178,7 @@ async def test_model_slots_queue_the_next_answer_until_one_frees(
     assert kinds.index("start") < kinds.index("queued")
     assert waited[-1]["position"] == 1
     assert waited[-1]["message_id"] == waited[kinds.index("start")]["message_id"]
+    await end_running(first, simulator)
     rest = await frames_until(second, "done")
     await frames_until(first, "done")
     await first.disconnect()
@@ -191,15 +200,18 @@ async def test_per_user_limit_queues_that_user_only(
     await sync_to_async(limits)(1, 0)
     first_conv, second_conv = await sync_to_async(conversations)(alice, 2)
     [bobs] = await sync_to_async(conversations)(bob)
-    slow_answers(simulator)
+    slow_answers(simulator, tokens=HELD_TOKENS)
     first, _ = await running(alice, first_conv, "alice 1")
     second, waited = await queued(alice, second_conv, "alice 2")
     other, started = await running(bob, bobs, "bob 1")  # not held up by Alice
 
     assert waited[-1]["position"] == 1
     assert "queued" not in [f["type"] for f in started]
-    for communicator in (first, second, other):
-        assert (await frames_until(communicator, "done"))[-1]["status"] == "done"
+    await end_running(first, simulator)
+    await other.send_json_to({"type": "stop"})
+    ends = ((first, "stopped"), (second, "done"), (other, "stopped"))
+    for communicator, status in ends:
+        assert (await frames_until(communicator, "done"))[-1]["status"] == status
         await communicator.disconnect()
     assert (
         request_of(simulator, "alice 2").started
@@ -212,7 +224,7 @@ async def test_queue_is_fair_across_users(alice, bob, limits, conversations, sim
     await sync_to_async(limits)(0, 1)
     a1, a2, a3 = await sync_to_async(conversations)(alice, 3)
     [b1] = await sync_to_async(conversations)(bob)
-    slow_answers(simulator, tps=30, tokens=45)
+    slow_answers(simulator, tps=30, tokens=HELD_TOKENS)
     sockets = [(await running(alice, a1, "a1"))[0]]
     for conversation, content, position in ((a2, "a2", 1), (a3, "a3", 2)):
         communicator, waited = await queued(alice, conversation, content)
@@ -224,6 +236,7 @@ async def test_queue_is_fair_across_users(alice, bob, limits, conversations, sim
     moved = await frames_until(sockets[1], "queued")
     assert moved[-1]["position"] == 2
     sockets.append(bobs)
+    await end_running(sockets[0], simulator, tokens=45)
     for communicator in sockets:
         await frames_until(communicator, "done", timeout=30)
         await communicator.disconnect()
@@ -234,12 +247,13 @@ async def test_queue_is_fair_across_users(alice, bob, limits, conversations, sim
 
 @on_database
 async def test_positions_move_up_as_answers_finish(alice, one_slot, simulator):
-    c1, c2, c3 = await one_slot(3)
+    c1, c2, c3 = await one_slot(3, tokens=HELD_TOKENS)
     first, _ = await running(alice, c1)
     second, _ = await queued(alice, c2)
     third, waited = await queued(alice, c3)
     assert waited[-1]["position"] == 2
 
+    await end_running(first, simulator)
     await frames_until(first, "done")
     moved = await frames_until(third, "queued")
     assert moved[-1]["position"] == 1
@@ -261,10 +275,10 @@ async def test_stop_while_queued_cancels_the_wait_and_frees_the_place(
     await second.send_json_to({"type": "stop"})
     closing = await frames_until(second, "message")
     assert closing[-2]["type"] == "done" and closing[-2]["status"] == "stopped"
-    answer = await wait_for_status(message_id)
+    answer = await settled(message_id)
     assert answer.status == Message.Status.STOPPED and answer.content == ""
     # Its ticket goes right after the final save (and its frames).
-    await released(message_id)
+    await ticket_released(message_id)
 
     await frames_until(first, "done")
     # The slot went back: the next answer starts without waiting.
@@ -335,10 +349,10 @@ async def test_a_shutdown_while_queued_keeps_the_answer_as_interrupted(
     message_id = waited[-1]["message_id"]
 
     await runner.shutdown()
-    answer = await wait_for_status(message_id)
+    answer = await settled(message_id)
     assert answer.status == Message.Status.INTERRUPTED
     assert answer.error_detail  # the reader is told why
-    await released(message_id)
+    await ticket_released(message_id)
     assert [e.body["messages"][-1]["content"] for e in simulator.log] == ["Hello there"]
     await first.disconnect()
     await second.disconnect()

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from chat.models import Conversation, Message
-from tests.simulator.conftest import wait_for
+from tests.waiting import until_sync
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -83,7 +83,15 @@ def test_reload_mid_answer_resumes_without_losing_or_doubling_text(
     page.fill("#composer-input", "Count slowly")
     page.press("#composer-input", "Enter")
     expect(page.locator(".answer.streaming")).not_to_have_text("", timeout=15_000)
-    page.wait_for_timeout(1300)  # let a checkpoint land, so the reload shows text
+    # A checkpoint has landed, so the reloaded page starts from stored text.
+    until_sync(
+        lambda: (
+            Message.objects.filter(role="assistant", status="streaming")
+            .exclude(content="")
+            .exists()
+        ),
+        "no checkpoint landed",
+    )
     page.add_init_script(CAPTURE_CHECKPOINT)
     page.reload()
     expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
@@ -392,7 +400,7 @@ def test_stop_button_stops_and_enter_sends_shift_enter_breaks(
     expect(page.locator('article.assistant[data-status="stopped"]')).to_be_visible()
     expect(page.locator("#send-button")).to_be_visible()
     # The model server hears of the stop when its next write fails.
-    assert wait_for(lambda: simulator.log[-1].disconnected, timeout=10)
+    until_sync(lambda: simulator.log[-1].disconnected, "the model never saw the stop")
 
 
 def test_scrolling_up_pauses_following_and_offers_a_jump_back(
@@ -600,6 +608,16 @@ COMPARE_RENDERINGS = r"""async ([docs, sizes]) => {
     const whole = document.createElement("div");
     whole.append(renderWhole(doc));
     const want = flat(whole);
+    // This much rendered in one go, by length: computed once for all sizes.
+    const inOneGo = new Map();
+    const oneGo = (end) => {
+      if (!inOneGo.has(end)) {
+        const fresh = document.createElement("div");
+        new IncrementalMarkdown(fresh).append(doc.slice(0, end));
+        inOneGo.set(end, flat(fresh));
+      }
+      return inOneGo.get(end);
+    };
     for (const size of sizes) {
       const container = document.createElement("div");
       const renderer = new IncrementalMarkdown(container);
@@ -607,9 +625,7 @@ COMPARE_RENDERINGS = r"""async ([docs, sizes]) => {
         renderer.append(doc.slice(i, i + size));
         if (size > 4) continue;
         // While streaming too: the same as rendering this much in one go.
-        const fresh = document.createElement("div");
-        new IncrementalMarkdown(fresh).append(doc.slice(0, i + size));
-        const [now, then] = [flat(container.cloneNode(true)), flat(fresh)];
+        const [now, then] = [flat(container.cloneNode(true)), oneGo(i + size)];
         if (now !== then) failures.push({ size, at: i + size, got: now, want: then });
       }
       renderer.finish();
@@ -642,12 +658,33 @@ DOCUMENTS = [
 ]
 
 
+def shares(documents: list[str], count: int) -> list[list[str]]:
+    """The documents in `count` shares of about equal work (a character at a
+    time re-renders every prefix: the work grows as the length squared)."""
+    out: list[list[str]] = [[] for _ in range(count)]
+    for doc in sorted(documents, key=len, reverse=True):
+        min(out, key=lambda share: sum(len(d) ** 2 for d in share)).append(doc)
+    return out
+
+
 def test_incremental_rendering_matches_rendering_the_whole_answer(
     live_server_url, page, login, conversation, alice
 ):
     open_conversation(page, login, live_server_url, conversation, alice)
-    failures = page.evaluate(COMPARE_RENDERINGS, [DOCUMENTS, [1, 2, 3, 5, 8, 13, 64]])
+    other = page.context.new_page()  # its own renderer process: a second core
+    other.goto(page.url)
+    expect(other.locator("#chat")).to_have_attribute("data-connected", "1")
+    pages = [page, other]
+    sizes = [1, 2, 3, 5, 8, 13, 64]
+    # Started on both pages at once; each result is awaited afterwards.
+    for tab, docs in zip(pages, shares(DOCUMENTS, len(pages)), strict=True):
+        tab.evaluate(
+            f"(args) => {{ window.__compared = ({COMPARE_RENDERINGS})(args); }}",
+            [docs, sizes],
+        )
+    failures = [f for tab in pages for f in tab.evaluate("() => window.__compared")]
     assert failures == []
+    assert sum(map(len, shares(DOCUMENTS, len(pages)))) == len(DOCUMENTS)
 
 
 LAYOUT_DOCUMENT = """## Heading one

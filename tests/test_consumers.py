@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -10,6 +9,7 @@ from django.urls import reverse
 
 from chat.models import Conversation, Message, ModelProfile
 from chatsite.asgi import application
+from tests.waiting import DEADLINE, idle, settled
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,7 +26,9 @@ async def connect(user, conversation) -> WebsocketCommunicator:
     return communicator
 
 
-async def frames_until(communicator, kind: str, timeout: float = 15) -> list[dict]:
+async def frames_until(
+    communicator, kind: str, timeout: float = DEADLINE
+) -> list[dict]:
     """Every frame up to and including the first of type `kind`."""
     seen = []
     while True:
@@ -48,16 +50,6 @@ async def send(communicator, content: str = "Hello there") -> None:
 
 async def answer_of(conversation) -> Message:
     return await conversation.messages.filter(role="assistant").alast()
-
-
-async def wait_for_status(message_id: int, timeout: float = 15) -> Message:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        message = await Message.objects.aget(pk=message_id)
-        if message.status != Message.Status.STREAMING:
-            return message
-        assert asyncio.get_running_loop().time() < deadline, "answer never finished"
-        await asyncio.sleep(0.05)
 
 
 async def test_connect_closes_anonymous_socket_with_4401(conversation):
@@ -203,7 +195,7 @@ async def test_closing_the_socket_does_not_stop_the_answer(
     await frames_until(communicator, "content")
     await communicator.disconnect()
 
-    answer = await wait_for_status((await answer_of(conversation)).pk)
+    answer = await settled((await answer_of(conversation)).pk)
     assert answer.status == Message.Status.DONE
     entry = await simulator.wait_for_end()
     assert entry.finished and not entry.disconnected
@@ -435,8 +427,6 @@ async def test_deleting_the_conversation_mid_answer_frees_the_runner(
 ):
     import logging
 
-    from chat.runner import runner
-
     logging.getLogger("chat").addHandler(caplog.handler)  # "chat" does not propagate
 
     simulator.config.tps = 100
@@ -446,10 +436,7 @@ async def test_deleting_the_conversation_mid_answer_frees_the_runner(
     await frames_until(communicator, "content")
     await Conversation.objects.filter(pk=conversation.pk).adelete()
     await simulator.wait_for_end()
-    deadline = asyncio.get_running_loop().time() + 10
-    while runner.is_busy(conversation.pk):
-        assert asyncio.get_running_loop().time() < deadline
-        await asyncio.sleep(0.05)
+    await idle(conversation.pk)
     await communicator.disconnect()
     logging.getLogger("chat").removeHandler(caplog.handler)
     assert not await Message.objects.filter(conversation_id=conversation.pk).aexists()

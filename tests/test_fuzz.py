@@ -24,6 +24,7 @@ from chat.models import Conversation, Message
 from chat.runner import runner
 from chatsite.asgi import application
 from tests.test_consumers import connect, frames_until
+from tests.waiting import generations_ended, until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -215,13 +216,16 @@ class Session:
             self.outputs.append(json.loads(output["text"]))
 
 
-async def wait_until_idle(conversation_id: int, timeout: float = 20) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while runner.is_busy(conversation_id):
+async def wait_until_idle(conversation_id: int) -> None:
+    """Stop what still runs, until the conversation is free (and its answer's
+    after-work, which follows its final frames, is done)."""
+
+    def stopped() -> bool:
         runner.stop(conversation_id)
-        assert loop.time() < deadline, "the answer never ended"
-        await asyncio.sleep(0.02)
+        return not runner.is_busy(conversation_id)
+
+    await until(stopped, "the answer never ended")
+    await generations_ended()
 
 
 # ---------------------------------------------------------------- checks
@@ -403,12 +407,15 @@ async def test_stops_at_every_moment_leave_the_answer_saved_and_the_conversation
     communicator = await connect(alice, conversation)
     await communicator.send_json_to({"type": "send", "content": "Hi", "client_id": ""})
     await frames_until(communicator, "start")
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 10
-    while runner.is_busy(conversation.pk):
-        assert loop.time() < deadline, "the conversation stayed claimed"
+
+    def freed() -> bool:
+        if not runner.is_busy(conversation.pk):
+            return True
         runner.stop(conversation.pk)
-        await asyncio.sleep(0)
+        return False
+
+    # No pause between tries: a stop at every step of the answer's life.
+    await until(freed, "the conversation stayed claimed", interval=0)
     answer = await Message.objects.filter(role="assistant").aget()
     assert answer.status in (Message.Status.ERROR, Message.Status.STOPPED)
     received = await frames_until(communicator, "done")

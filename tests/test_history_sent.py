@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 from channels.db import database_sync_to_async
 
-from chat.models import Message, ModelProfile
+from chat.models import Message
 from tests.test_consumers import answer_of, connect, frames_until, send
+from tests.waiting import calibrated
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -71,7 +72,8 @@ async def test_an_answer_teaches_the_profile_its_token_ratio(
 
     answer = await answer_of(conversation)
     assert answer.status == Message.Status.DONE and answer.prompt_tokens
-    profile = await ModelProfile.objects.aget(pk=demo_profile.pk)
+    # Calibrated after the final frames (it delays nobody): wait for it.
+    profile = await calibrated(demo_profile.pk)
     # The simulator counts about four characters a token plus a few per
     # message, which is what our per-message allowance assumes.
     assert profile.chars_per_token == pytest.approx(

@@ -41,10 +41,15 @@ class Daphne:
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    @property
     def ws(self) -> str:
         return f"ws://127.0.0.1:{self.port}"
 
     def start(self) -> Daphne:
+        self.port = free_port()  # a killed one's port may still be held
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
                 [
@@ -78,8 +83,8 @@ class Daphne:
             self.process.wait(15)
 
 
-@pytest.fixture
-def daphnes(test_mode, tmp_path, simulator):
+@pytest.fixture(scope="module")
+def _daphne_pair(test_mode, tmp_path_factory, django_db_setup, _simulator_server):
     if test_mode == "sqlite":
         pytest.skip("several processes need PostgreSQL and Redis")
     db = settings.DATABASES["default"]
@@ -92,10 +97,22 @@ def daphnes(test_mode, tmp_path, simulator):
         "DJANGO_SETTINGS_MODULE": "chatsite.settings",
     }
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-    servers = [Daphne(env, tmp_path / f"daphne-{i}.log").start() for i in range(2)]
+    logs = tmp_path_factory.mktemp("daphnes")
+    servers = [Daphne(env, logs / f"daphne-{i}.log") for i in range(2)]
     yield servers
     for server in servers:
         server.stop()
+
+
+@pytest.fixture
+def daphnes(_daphne_pair, simulator):
+    """Two Daphne processes on the test database, started once per module
+    (each start costs seconds); one that a test stopped or killed is started
+    again."""
+    for server in _daphne_pair:
+        if not server.running:
+            server.start()
+    return _daphne_pair
 
 
 async def open_socket(server: Daphne, conversation, cookie: str):

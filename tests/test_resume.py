@@ -16,6 +16,7 @@ from chat.models import Message
 from chat.runner import runner
 from chat.upstream import aclose_all
 from chatsite.asgi import application
+from tests.waiting import generations_ended
 
 ORIGIN = (b"origin", b"http://127.0.0.1")
 
@@ -95,6 +96,7 @@ def test_resumed_answer_equals_the_stored_one(
         try:
             return await cut_and_resume(alice, conversation, cut_after)
         finally:
+            await generations_ended()  # the answer's after-work, too
             await runner.shutdown()
             await aclose_all()
             await sync_to_async(connections.close_all)()

@@ -73,11 +73,13 @@ class StubbornLayer(BaseChannelLayer):
     def __init__(self) -> None:
         super().__init__()
         self.closed = asyncio.Event()
+        self.reading = asyncio.Event()
 
     async def new_channel(self, prefix: str = "specific.") -> str:
         return f"{prefix}test!1"
 
     async def receive(self, channel: str) -> dict[str, Any]:
+        self.reading.set()
         while True:
             try:
                 await self.closed.wait()
@@ -96,7 +98,7 @@ async def test_shutdown_ends_a_listener_whose_read_lost_its_cancel(monkeypatch):
     own = Runner()
     await own.ensure_started()
     (listener,) = [t for t in own._background if t.get_name() == "listen"]
-    await asyncio.sleep(0.05)  # in its read
+    await asyncio.wait_for(layer.reading.wait(), timeout=20)  # in its read
     try:
         await asyncio.wait_for(own.shutdown(), timeout=15)
         assert layer.closed.is_set()

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
@@ -29,12 +27,3 @@ def sim(server: SimulatorServer) -> SimulatorServer:
 def client(sim: SimulatorServer) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=sim.url, timeout=10) as http:
         yield http
-
-
-def wait_for(predicate: Any, timeout: float = 3.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return bool(predicate())

@@ -21,7 +21,7 @@ from chat.simulator import (
     reply_script,
     split_tokens,
 )
-from tests.simulator.conftest import wait_for
+from tests.waiting import until_sync
 
 THINKER = "qwen3-demo:8b"
 PLAIN = "llama-demo:3b"
@@ -427,7 +427,7 @@ def test_client_disconnect_is_recorded(
         for count, _ in enumerate(response.iter_lines(), start=1):
             if count == 3:
                 break
-    assert wait_for(lambda: sim.log[-1].disconnected)
+    until_sync(lambda: sim.log[-1].disconnected, "the disconnect was never seen")
     entry = sim.log[-1]
     assert entry.finished is False
     assert 3 <= entry.tokens_sent < 100

@@ -21,7 +21,7 @@ from chat.simulator import (
     reply_script,
 )
 from chat.simulator.openai import decode_events
-from tests.simulator.conftest import wait_for
+from tests.waiting import until_sync
 
 THINKER = "qwen3-demo:8b"
 PLAIN = "llama-demo:3b"
@@ -71,7 +71,7 @@ def test_stream_frames(sim: SimulatorServer, client: httpx.Client) -> None:
     assert deltas(events, "reasoning_content") == thinking and thinking
     assert deltas(events, "content") == content and content
     # The client may read [DONE] before the server has closed the log entry.
-    assert wait_for(lambda: sim.log[-1].ended is not None)
+    until_sync(lambda: sim.log[-1].ended is not None, "the log entry never closed")
     entry = sim.log[-1]
     assert entry.protocol == "openai" and entry.finished and entry.thinking
     assert entry.tokens_sent == len(tokens)
@@ -317,7 +317,7 @@ def test_malformed_after_writes_one_bad_event_then_goes_on(
     bad = [b for b in blocks if b != "data: [DONE]" and not _is_json(b[6:])]
     assert len(bad) == 1
     assert blocks[-1] == "data: [DONE]"
-    assert wait_for(lambda: sim.log[-1].ended is not None)
+    until_sync(lambda: sim.log[-1].ended is not None, "the log entry never closed")
     assert sim.log[-1].fault == "malformed" and sim.log[-1].finished
 
 
@@ -345,7 +345,7 @@ def test_client_disconnect_is_recorded(
         for count, _ in enumerate(response.iter_lines(), start=1):
             if count == 6:
                 break
-    assert wait_for(lambda: sim.log[-1].disconnected)
+    until_sync(lambda: sim.log[-1].disconnected, "the disconnect was never seen")
     entry = sim.log[-1]
     assert entry.disconnected and not entry.finished
     assert entry.tokens_sent < 100
