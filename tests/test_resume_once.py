@@ -64,10 +64,12 @@ async def test_a_resume_from_beyond_the_text_is_refused(alice, conversation, sim
     await tab.send_json_to(resume(message_id, thinking_offset=10**9))
     error = await tab.receive_json_from(timeout=WAIT)
     assert error["code"] == "bad_offset"
-    # The socket goes on: a resume from what it has works.
+    # The socket goes on: a resume from what it has works (stopped once the
+    # resume has been answered, or the stop could overtake it).
     await tab.send_json_to(resume(message_id))
+    received = await frames_until(tab, "content", timeout=WAIT)
     runner.stop(conversation.pk)
-    received = await frames_until(tab, "done", timeout=WAIT)
+    received += await frames_until(tab, "done", timeout=WAIT)
     await owner.disconnect()
     await tab.disconnect()
     answer = await Message.objects.aget(pk=message_id)

@@ -7,6 +7,7 @@ import os
 import uuid
 from typing import Any
 
+import channels_redis.core
 import pytest
 from channels.layers import get_channel_layer
 from django.conf import settings
@@ -52,7 +53,9 @@ async def test_channel_layer_backend(test_mode, redis_server):
         assert redis_server is None
         assert backend == "channels.layers.InMemoryChannelLayer"
     else:
-        assert backend == "channels_redis.core.RedisChannelLayer"
+        # channels-redis' layer with a waiting connection pool (chat/layer.py).
+        assert backend == "chat.layer.RedisChannelLayer"
+        assert isinstance(layer, channels_redis.core.RedisChannelLayer)
         layers: dict[str, Any] = settings.CHANNEL_LAYERS
         (host,) = layers["default"]["CONFIG"]["hosts"]
         assert host["address"] == os.environ["REDIS_URL"]

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chat', '0004_message_version_of'),
+        ('chat', '0005_message_page_index'),
     ]
 
     operations = [

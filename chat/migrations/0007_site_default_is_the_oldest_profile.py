@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chat', '0004_message_version_of'),
+        ('chat', '0006_message_replaced_chars'),
     ]
 
     operations = [
