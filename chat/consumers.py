@@ -21,6 +21,7 @@ from chat.models import Conversation, Message, ModelProfile, Retry, Turn
 from chat.preload import preloader
 from chat.ratelimit import CLOSE_RATE_LIMITED, FrameLimiter, Verdict
 from chat.runner import runner
+from chat.session_sockets import SessionBound
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ REFUSALS: dict[type[Exception], str] = {
 }
 
 
-class ChatConsumer(AsyncWebsocketConsumer):
+class ChatConsumer(SessionBound, AsyncWebsocketConsumer):
     conversation_id: int
     # Answers streamed by other processes, by message id (see `chat.fanout`).
     remote: dict[int, RemoteView]
@@ -56,12 +57,15 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if not await owned.aexists():
             await self.close(code=CLOSE_FORBIDDEN)
             return
+        if not await self.watch_session():
+            return
         self.remote = {}
         await runner.ensure_started()
         await self.channel_layer.group_add(self.group, self.channel_name)
         runner.subscribe(self.conversation_id, self)
 
     async def disconnect(self, code: int) -> None:
+        await self.unwatch_session()
         runner.unsubscribe(self.conversation_id, self)
         await self.channel_layer.group_discard(self.group, self.channel_name)
 
@@ -72,7 +76,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None
     ) -> None:
-        if await self.flooded():
+        if self.signed_out or await self.flooded():
             return
         try:
             frame = frames.parse(text_data)

@@ -12,6 +12,9 @@ from channels.testing import WebsocketCommunicator
 from chat.models import Conversation
 from chatsite.asgi import application
 
+# Channels' consumers close stale database connections between events.
+pytestmark = pytest.mark.django_db(transaction=True)
+
 
 async def handshake(origin: str | None, host: str | None, *extra: tuple[str, str]):
     """(accepted, close code) of a socket to an unknown path, which the site
@@ -108,7 +111,6 @@ async def test_an_unknown_socket_path_is_closed_with_4404():
     await communicator.disconnect()
 
 
-@pytest.mark.django_db(transaction=True)
 def test_the_live_server_takes_only_its_own_origin(
     live_server_url, alice, session_cookie
 ):
