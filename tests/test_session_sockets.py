@@ -5,12 +5,17 @@ on (chat.session_sockets). Share viewers are not affected."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.test import Client
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from chat.models import Message, ShareLink
 from chatsite.asgi import application
@@ -107,3 +112,34 @@ async def test_an_admins_change_to_the_user_closes_all_their_sockets(
     await viewer.disconnect()
     for socket in sockets:
         await send_is_ignored(socket, conversation)
+
+
+def test_signing_out_on_one_process_closes_the_socket_on_another(
+    live_server_url, alice, conversation
+):
+    """The socket is on the live Daphne process; the sign-out happens in this
+    one: the close travels through the channel layer (Redis)."""
+    client = signed_in(alice)
+    name = settings.SESSION_COOKIE_NAME
+    cookie = f"{name}={client.cookies[name].value}"
+    url = f"ws{live_server_url[4:]}/ws/conversations/{conversation.pk}/"
+    probe = json.dumps({"type": "resume", "message_id": 0, "offset": 0})
+
+    async def watch() -> int | None:
+        headers = {"Cookie": cookie}
+        async with connect(
+            url, origin=live_server_url, additional_headers=headers
+        ) as ws:
+            await ws.send(probe)  # answered once connect is done
+            assert json.loads(await asyncio.wait_for(ws.recv(), 15))["type"] == "error"
+            response = await asyncio.to_thread(client.post, "/logout/")
+            assert response.status_code == 302
+            try:
+                while True:
+                    await asyncio.wait_for(ws.recv(), 15)
+            except ConnectionClosed as closed:
+                return closed.rcvd.code if closed.rcvd else None
+
+    if settings.CHANNEL_LAYERS["default"]["BACKEND"].endswith("InMemoryChannelLayer"):
+        pytest.skip("one process only without Redis")
+    assert asyncio.run(watch()) == 4401
