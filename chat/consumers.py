@@ -57,12 +57,11 @@ class ChatConsumer(SessionBound, AsyncWebsocketConsumer):
         if not await owned.aexists():
             await self.close(code=CLOSE_FORBIDDEN)
             return
-        if not await self.watch_session():
-            return
         self.remote = {}
         await runner.ensure_started()
         await self.channel_layer.group_add(self.group, self.channel_name)
         runner.subscribe(self.conversation_id, self)
+        await self.watch_session()
 
     async def disconnect(self, code: int) -> None:
         await self.unwatch_session()

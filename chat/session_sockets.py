@@ -62,15 +62,14 @@ class SessionBound:
     signed_out: bool = False
     watched: str | None = None
 
-    async def watch_session(self) -> bool:
-        """Join the user's group. False (and closed) when the session ended
-        before the socket had joined, so no `session.end` could reach it."""
+    async def watch_session(self) -> None:
+        """Join the user's group, last in `connect` (it must not delay the
+        socket's subscriptions). Closed at once when the session ended before
+        the socket had joined, so that no `session.end` could reach it."""
         self.watched = user_group(self.scope["user"].pk)
         await self.channel_layer.group_add(self.watched, self.channel_name)
         if not await _signs_in(self.scope):
             await self.end_session()
-            return False
-        return True
 
     async def unwatch_session(self) -> None:
         if self.watched is not None:
