@@ -64,31 +64,26 @@ def team_talk(alice, bob, demo_profile):
     return conversation
 
 
-def test_the_team_pages_break_no_policy(page, login, live_server_url, bob, team_talk):
-    login(page, bob)
-    for url in (
-        reverse("team_home"),
-        reverse("team_conversation", args=[team_talk.pk]),
-    ):
-        assert violations(page, live_server_url + url) == [], url
+PAGES = {
+    # a team member's pages
+    "bob": [("team_home", None), ("team_conversation", "conversation")],
+    # the admin's team pages
+    "admin_user": [
+        ("admin:chat_team_changelist", None),
+        ("admin:chat_team_add", None),
+        ("admin:chat_team_change", "team"),
+    ],
+    # the owner's own page of the conversation
+    "alice": [("conversation", "conversation")],
+}
 
 
-def test_the_admins_team_pages_break_no_policy(
-    page, login, live_server_url, admin_user, team_talk
+@pytest.mark.parametrize("who", PAGES)
+def test_no_page_breaks_the_policy(
+    page, login, live_server_url, team_talk, who, request
 ):
-    login(page, admin_user)
-    team = Team.objects.get()
-    for url in (
-        reverse("admin:chat_team_changelist"),
-        reverse("admin:chat_team_add"),
-        reverse("admin:chat_team_change", args=[team.pk]),
-    ):
+    login(page, request.getfixturevalue(who))
+    objects = {"conversation": team_talk, "team": Team.objects.get()}
+    for name, of in PAGES[who]:
+        url = reverse(name, args=[objects[of].pk] if of else [])
         assert violations(page, live_server_url + url) == [], url
-
-
-def test_the_owners_page_breaks_no_policy(
-    page, login, live_server_url, alice, team_talk
-):
-    login(page, alice)
-    url = reverse("conversation", args=[team_talk.pk])
-    assert violations(page, live_server_url + url) == []
