@@ -61,7 +61,7 @@ class ChatConsumer(SessionBound, AsyncWebsocketConsumer):
         await runner.ensure_started()
         await self.channel_layer.group_add(self.group, self.channel_name)
         runner.subscribe(self.conversation_id, self)
-        await self.watch_session()
+        self.watch_session()
 
     async def disconnect(self, code: int) -> None:
         await self.unwatch_session()

@@ -20,6 +20,7 @@ A share link's sockets never join: an anonymous viewer has no session to end.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from importlib import import_module
@@ -62,16 +63,27 @@ class SessionBound:
     signed_out: bool = False
     watched: str | None = None
 
-    async def watch_session(self) -> None:
-        """Join the user's group, last in `connect` (it must not delay the
-        socket's subscriptions). Closed at once when the session ended before
-        the socket had joined, so that no `session.end` could reach it."""
+    watching: asyncio.Task[None] | None = None
+
+    def watch_session(self) -> None:
+        """Join the user's group, in the background: a database trip in
+        `connect` would hold back the socket's first frames and events."""
         self.watched = user_group(self.scope["user"].pk)
-        await self.channel_layer.group_add(self.watched, self.channel_name)
-        if not await _signs_in(self.scope):
-            await self.end_session()
+        self.watching = asyncio.ensure_future(self._watch(self.watched))
+
+    async def _watch(self, group: str) -> None:
+        try:
+            await self.channel_layer.group_add(group, self.channel_name)
+            # The session may have ended before the socket joined, when no
+            # `session.end` could reach it.
+            if not await _signs_in(self.scope):
+                await self.end_session()
+        except Exception:
+            logger.warning("could not watch the session of a socket", exc_info=True)
 
     async def unwatch_session(self) -> None:
+        if self.watching is not None:
+            self.watching.cancel()
         if self.watched is not None:
             await self.channel_layer.group_discard(self.watched, self.channel_name)
 
