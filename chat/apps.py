@@ -8,4 +8,5 @@ class ChatConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from chat import checks  # noqa: F401  (registers the system checks)
+        # Registers the system checks, and the receivers closing sockets.
+        from chat import checks, session_sockets  # noqa: F401

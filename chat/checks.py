@@ -37,6 +37,27 @@ def settings_check(app_configs: Any, **kwargs: Any) -> list[Warning | Error]:
                 id="chat.W001",
             )
         )
+    if "*" in settings.ALLOWED_HOSTS:
+        problems.append(
+            Warning(
+                "ALLOWED_HOSTS contains '*' with DEBUG off: any Host header is "
+                "accepted, so links the site builds (password resets, redirects) "
+                "can point at an attacker's host.",
+                hint="List the host names the site is served under.",
+                id="chat.W003",
+            )
+        )
+    for name in ("HEALTH_TOKEN", "METRICS_TOKEN"):
+        weakness = token_weakness(getattr(settings, name))
+        if weakness:
+            problems.append(
+                Warning(
+                    f"{name} {weakness}: anyone could guess it.",
+                    hint='Set it to python3 -c "import secrets; '
+                    'print(secrets.token_urlsafe(32))", or leave it unset.',
+                    id="chat.W004",
+                )
+            )
     if settings.SECRET_KEY == settings.DEV_SECRET_KEY:
         problems.append(
             Error(
@@ -46,3 +67,22 @@ def settings_check(app_configs: Any, **kwargs: Any) -> list[Warning | Error]:
             )
         )
     return problems
+
+
+# Words of a value copied from an example rather than generated
+# (deploy/env.example says "replace-with-...").
+PLACEHOLDER_WORDS = ("replace", "change", "example", "placeholder", "secret", "token")
+
+
+def token_weakness(token: str) -> str:
+    """Why a bearer token is guessable ("" when it is unset or looks random)."""
+    if not token:
+        return ""
+    lowered = token.lower()
+    if any(word in lowered for word in PLACEHOLDER_WORDS):
+        return "is a placeholder"
+    if len(token) < 16:
+        return "is shorter than 16 characters"
+    if len(set(token)) < 8:
+        return "repeats a few characters"
+    return ""

@@ -22,6 +22,7 @@ from chat.models import Conversation, Message, ModelProfile, Retry, Turn
 from chat.preload import preloader
 from chat.ratelimit import CLOSE_RATE_LIMITED, FrameLimiter, Verdict
 from chat.runner import runner
+from chat.session_sockets import SessionBound
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +44,7 @@ REFUSALS: dict[type[Exception], str] = {
 NOT_STORED = "Your message could not be saved: nothing was sent. Try again."
 
 
-class ChatConsumer(AsyncWebsocketConsumer):
+class ChatConsumer(SessionBound, AsyncWebsocketConsumer):
     conversation_id: int
     # Answers streamed by other processes, by message id (see `chat.fanout`).
     remote: dict[int, RemoteView]
@@ -91,6 +92,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         # Without it only other processes' answers are missed (and `join`
         # retries it): the socket stays.
         await layer.join(self.group, self.channel_name)
+        self.watch_session()
 
     async def disconnect(self, code: int) -> None:
         """Idempotent, and never raises (see `__call__`)."""
@@ -99,6 +101,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.left = True
         for task in self.catchups.values():
             task.cancel()
+        self.unwatch_session()
         if hasattr(self, "conversation_id"):
             runner.unsubscribe(self.conversation_id, self)
         if hasattr(self, "channel_name"):
@@ -111,7 +114,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None
     ) -> None:
-        if await self.flooded():
+        if self.signed_out or await self.flooded():
             return
         try:
             frame = frames.parse(text_data)

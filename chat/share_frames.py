@@ -30,6 +30,31 @@ READ_ONLY_FRAMES = frozenset(
 )
 
 
+# What a viewer is told of a failed answer. The owner's detail names the model
+# server (its internal address, its own error text): a link's viewers, signed
+# out too, get the code's plain sentence instead.
+VIEWER_DETAILS = {
+    "interrupted": "The server restarted while this answer was being written.",
+    "upstream_unreachable": "The model server could not be reached.",
+    "upstream_timeout": "The model server took too long to answer.",
+    "model_not_found": "The model is not available on its server.",
+    "thinking_unsupported": "The model cannot think.",
+    "bad_request": "The model server refused the request.",
+    "upstream_busy": "The model server was busy.",
+    "upstream_error": "The model server reported an error.",
+    "stream_cut": "The connection to the model server broke mid-answer.",
+    "malformed": "The model server sent a reply that could not be read.",
+    "queue_unavailable": "The answer could not wait for the model.",
+}
+FAILED = "The answer failed."
+
+
+def viewer_detail(code: str, detail: str) -> str:
+    if not code and not detail:
+        return ""
+    return VIEWER_DETAILS.get(code, FAILED)
+
+
 @dataclass
 class SharedMessage:
     """A message as `chat/_message.html` renders it for a viewer."""
@@ -60,7 +85,7 @@ class SharedMessage:
             thinking=message.thinking if include_thinking else "",
             model_tag=message.model_tag,
             error_code=message.error_code,
-            error_detail=message.error_detail,
+            error_detail=viewer_detail(message.error_code, message.error_detail),
             source_url=source_url,
             stats=message.stats(),
         )
@@ -78,7 +103,7 @@ class SharedMessage:
             thinking=data["thinking"] if link.include_thinking else "",
             model_tag=data["model"],
             error_code=data["error_code"],
-            error_detail=data["error_detail"],
+            error_detail=viewer_detail(data["error_code"], data["error_detail"]),
             source_url=shared_source_url(token, ordinal),
             stats=data["stats"],
         )
@@ -174,6 +199,8 @@ def for_viewer(
     out = dict(frame)
     if out.get("message_id") is not None:
         out["message_id"] = ordinals.of(out["message_id"])
+        if kind == "error":  # an answer's failure (not about the viewer's frame)
+            out["detail"] = viewer_detail(out["code"], out["detail"])
     if kind == "start" and not link.include_thinking:
         out["thinking"] = None
     return out

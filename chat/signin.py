@@ -2,9 +2,15 @@
 address*, and per client address, in Django's cache (Redis when REDIS_URL is
 set, so every process counts the same failures). Past the limit, sign-in is
 refused, even with the right password, until the window that began with the
-first failure ends. While the
-cache is unreachable, attempts are neither counted nor refused (logged): an
-outage of Redis must not lock everyone out.
+first failure ends. Each attempt is counted before its password is checked
+(one atomic increment per count), and given back if it succeeds: attempts sent
+at once cannot all be checked against a count that none of them has raised yet.
+While the cache is unreachable, attempts are neither counted nor refused
+(logged): an outage of Redis must not lock everyone out.
+
+The client address is the connection's peer, or behind our own proxies the
+address they name (chat.client_address, `TRUSTED_PROXIES`): a client cannot
+switch the per-address limits off by sending `X-Forwarded-For` itself.
 
 A username is counted per address, not across all of them: otherwise anyone
 could keep a colleague locked out by failing with their username on purpose.
@@ -19,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from django.conf import settings
@@ -30,6 +36,8 @@ from django.core.cache import cache
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.http import HttpRequest, HttpResponse
 from redis.exceptions import RedisError
+
+from chat.client_address import client_address
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +55,7 @@ def _unless_cache_away() -> Iterator[None]:
 def _counters(request: HttpRequest | None, username: str) -> list[tuple[str, int]]:
     """(cache key, failures allowed): this username from this address first,
     then this address whatever the username."""
-    address = (request.META.get("REMOTE_ADDR") if request is not None else "") or ""
+    address = client_address(request) if request is not None else ""
     name = hashlib.sha256(
         f"{username.strip().casefold()}\0{address}".encode()
     ).hexdigest()
@@ -59,35 +67,48 @@ def _counters(request: HttpRequest | None, username: str) -> list[tuple[str, int
     return counters
 
 
-def is_throttled(request: HttpRequest | None, username: str) -> bool:
-    counters = _counters(request, username)
-    counts: dict[str, Any] = {}
-    with _unless_cache_away():
-        counts = cache.get_many([key for key, _ in counters])
-    return any(counts.get(key, 0) >= limit for key, limit in counters)
+class Attempt:
+    """One sign-in attempt, counted as a failure *before* its password is
+    checked: the count is taken with one atomic increment per counter, so of
+    any number of attempts at once only those within the limits get their
+    password checked. A successful attempt gives its counts back."""
+
+    def __init__(self, request: HttpRequest | None, username: str) -> None:
+        self.counters = _counters(request, username)
+        self.taken: list[str] = []
+        self.refused = False
+        for key, limit in self.counters:
+            with _unless_cache_away():
+                count = _count(key)
+                self.taken.append(key)
+                self.refused = self.refused or count > limit
+
+    def succeeded(self) -> None:
+        """Forget the username's failures; the address's count stays (one
+        account of an attacker's own must not reset it), less this attempt."""
+        for index, key in enumerate(self.taken):
+            with _unless_cache_away(), suppress(ValueError):  # (expired since)
+                if index == 0:
+                    cache.delete(key)
+                else:
+                    cache.decr(key)
 
 
-def record_failure(request: HttpRequest | None, username: str) -> None:
-    for key, _ in _counters(request, username):
-        with _unless_cache_away():
-            _count(key)
-
-
-def _count(key: str) -> None:
-    # The window starts with the first failure and is not extended by later ones.
+def _count(key: str) -> int:
+    """Add one to the count at `key`, atomically (Redis INCR; the local
+    memory cache increments under its lock). The window starts with the first
+    failure and is not extended by later ones."""
     cache.add(key, 0, timeout=settings.SIGNIN_LOCKOUT_SECONDS)
     try:
-        cache.incr(key)
+        count = cache.incr(key)
     except ValueError:  # expired between add and incr
-        cache.add(key, 1, timeout=settings.SIGNIN_LOCKOUT_SECONDS)
-
-
-def forget_failures(request: HttpRequest | None, username: str) -> None:
-    """After a successful sign-in; the address's count stays (one account of an
-    attacker's own must not reset it)."""
-    key, _ = _counters(request, username)[0]
-    with _unless_cache_away():
-        cache.delete(key)
+        cache.add(key, 0, timeout=settings.SIGNIN_LOCKOUT_SECONDS)
+        count = cache.incr(key)
+    if count == 1:
+        # Redis' INCR recreates a key that expired after Django's existence
+        # check, without an expiry: give the window back to it.
+        cache.touch(key, timeout=settings.SIGNIN_LOCKOUT_SECONDS)
+    return int(count)
 
 
 class ThrottledSignInMixin:
@@ -98,7 +119,10 @@ class ThrottledSignInMixin:
 
     def clean(self) -> dict[str, Any]:
         username = str(self.cleaned_data.get("username") or "")
-        if is_throttled(self.request, username):
+        if not (username and self.cleaned_data.get("password")):
+            return super().clean()  # type: ignore[misc,no-any-return]
+        attempt = Attempt(self.request, username)
+        if attempt.refused:
             minutes = max(1, round(settings.SIGNIN_LOCKOUT_SECONDS / 60))
             raise ValidationError(
                 "Too many failed sign-in attempts. Wait %(minutes)d minutes, "
@@ -106,12 +130,8 @@ class ThrottledSignInMixin:
                 code=THROTTLED,
                 params={"minutes": minutes},
             )
-        try:
-            cleaned: dict[str, Any] = super().clean()  # type: ignore[misc]
-        except ValidationError:
-            record_failure(self.request, username)
-            raise
-        forget_failures(self.request, username)
+        cleaned: dict[str, Any] = super().clean()  # type: ignore[misc]
+        attempt.succeeded()
         return cleaned
 
 

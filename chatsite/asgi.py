@@ -12,15 +12,17 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatsite.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from chat.daphne_protocol import close_with_a_code  # noqa: E402
+from chat.origins import SameOriginValidator  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
 from chat.wsauth import SessionUserMiddleware  # noqa: E402
 
+close_with_a_code()
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(
+        "websocket": SameOriginValidator(
             SessionUserMiddleware(URLRouter(websocket_urlpatterns))  # type: ignore[arg-type]
         ),
     }

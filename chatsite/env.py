@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 
 from django.core.exceptions import ImproperlyConfigured
@@ -40,6 +41,19 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_networks(name: str) -> tuple[str, ...]:
+    """Comma-separated IP addresses or networks (`10.0.0.0/8`); empty when unset."""
+    entries = tuple(env_list(name, []))
+    for entry in entries:
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name}: {entry!r} is not an IP address or network"
+            ) from None
+    return entries
 
 
 def env_url(name: str, default: str, *, schemes: tuple[str, ...]) -> str:

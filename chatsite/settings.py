@@ -9,7 +9,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from chatsite.env import env_bool, env_int, env_list, env_token, env_url
+from chatsite.env import env_bool, env_int, env_list, env_networks, env_token, env_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -166,6 +166,9 @@ WS_FLOOD_CLOSE_AFTER = env_int("WS_FLOOD_CLOSE_AFTER", 200, minimum=1)
 SIGNIN_FAILURES_PER_USERNAME = env_int("SIGNIN_FAILURES_PER_USERNAME", 5, minimum=1)
 SIGNIN_FAILURES_PER_ADDRESS = env_int("SIGNIN_FAILURES_PER_ADDRESS", 20, minimum=1)
 SIGNIN_LOCKOUT_SECONDS = env_int("SIGNIN_LOCKOUT_SECONDS", 900, minimum=1)
+# The reverse proxies (addresses or networks) whose X-Forwarded-For names the
+# client (chat.client_address); empty: the connection's peer is the client.
+TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES")
 # Callers of /healthz sending "Authorization: Bearer <HEALTH_TOKEN>" get details.
 HEALTH_TOKEN = os.environ.get("HEALTH_TOKEN", "").strip()
 # Callers of /metrics sending "Authorization: Bearer <METRICS_TOKEN>" get them

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from chatsite.env import env_bool, env_int, env_list, env_url
+from chatsite.env import env_bool, env_int, env_list, env_networks, env_url
 
 
 def test_env_bool(monkeypatch):
@@ -72,3 +72,13 @@ def test_postgresql_connections_come_from_a_pool_unless_turned_off():
     assert "pool" not in settings_with({**url, "DATABASE_POOL": "false"})
     sqlite = settings_with({"DATABASE_URL": "sqlite:////tmp/x.sqlite3"})
     assert "pool" not in sqlite
+
+
+def test_env_networks(monkeypatch):
+    monkeypatch.delenv("PROXIES", raising=False)
+    assert env_networks("PROXIES") == ()
+    monkeypatch.setenv("PROXIES", "127.0.0.1, 10.0.0.0/8,::1")
+    assert env_networks("PROXIES") == ("127.0.0.1", "10.0.0.0/8", "::1")
+    monkeypatch.setenv("PROXIES", "127.0.0.1,nginx.internal")
+    with pytest.raises(ImproperlyConfigured, match="'nginx.internal' is not an IP"):
+        env_networks("PROXIES")

@@ -20,6 +20,10 @@ const PURIFY = {
   RETURN_DOM_FRAGMENT: true,
   ADD_TAGS: ["semantics", "annotation"], // KaTeX's MathML keeps its TeX source
   ADD_ATTR: ["encoding", "target"],
+  // As on the server (chat/rendering.py keeps no image source): an image in
+  // model output would be a request the page's policy refuses (img-src), with
+  // a violation logged, or a tracking pixel if the policy ever allowed it.
+  FORBID_TAGS: ["img"],
 };
 const HIGHLIGHT_MAX_CHARS = 12000; // hljs costs ~2 ms per KB: stay far under 50 ms
 

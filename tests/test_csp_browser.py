@@ -1,0 +1,89 @@
+"""No page breaks its own Content Security Policy (chat.security): Chromium
+reports every refused script, style, image or connection on the console."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from chat.models import Conversation, Team
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+LISTENER = (
+    "if (!window.__cspViolations) { window.__cspViolations = [];"
+    "document.addEventListener('securitypolicyviolation', e =>"
+    " window.__cspViolations.push(e.violatedDirective + ' ' + e.blockedURI)); }"
+)
+
+
+def violations(page, url: str) -> list[str]:
+    """What the policy refused on the page at `url`, as the console and the
+    page's own `securitypolicyviolation` events report it."""
+    page.add_init_script(LISTENER)
+    reported: list[str] = []
+    page.on(
+        "console",
+        lambda message: (
+            reported.append(message.text)
+            if "Content Security Policy" in message.text
+            else None
+        ),
+    )
+    page.goto(url)
+    page.wait_for_load_state("networkidle")
+    # A `securitypolicyviolation` event the page saw, console or not.
+    seen = page.evaluate("window.__cspViolations || []")
+    return reported + seen
+
+
+@pytest.fixture
+def team_talk(alice, bob, demo_profile):
+    team = Team.objects.create(name="Research")
+    team.members.add(alice, bob)
+    conversation = Conversation.objects.create(
+        owner=alice, model_profile=demo_profile, title="Team notes"
+    )
+    conversation.messages.create(role="user", content="Summarise $x^2$ please")
+    conversation.messages.create(
+        role="assistant",
+        content="It says **three** things: $e^{i\\pi}+1=0$.\n\n"
+        "| a | b |\n|:-|-:|\n| 1 | 2 |",
+        thinking="Let me read.",
+        status="done",
+    )
+    # Model output naming an image elsewhere (a tracking pixel), rendered by the
+    # page itself while the answer is being written.
+    conversation.messages.create(
+        role="assistant",
+        content="Look: ![pixel](https://tracker.example/p.png) and $x$.",
+        status="streaming",
+    )
+    team.conversations.add(conversation)
+    return conversation
+
+
+PAGES = {
+    # a team member's pages
+    "bob": [("team_home", None), ("team_conversation", "conversation")],
+    # the admin's team pages
+    "admin_user": [
+        ("admin:chat_team_changelist", None),
+        ("admin:chat_team_add", None),
+        ("admin:chat_team_change", "team"),
+    ],
+    # the owner's own page of the conversation
+    "alice": [("conversation", "conversation")],
+}
+
+
+@pytest.mark.parametrize("who", PAGES)
+def test_no_page_breaks_the_policy(
+    page, login, live_server_url, team_talk, who, request
+):
+    login(page, request.getfixturevalue(who))
+    objects = {"conversation": team_talk, "team": Team.objects.get()}
+    for name, of in PAGES[who]:
+        url = reverse(name, args=[objects[of].pk] if of else [])
+        assert violations(page, live_server_url + url) == [], url
