@@ -8,7 +8,13 @@ import json
 
 import pytest
 
-from tests.test_processes import daphnes, frames_until, open_socket, send  # noqa: F401
+from tests.test_processes import (  # noqa: F401 (fixtures)
+    _daphne_pair,
+    daphnes,
+    frames_until,
+    open_socket,
+    send,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
