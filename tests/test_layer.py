@@ -30,6 +30,7 @@ from tests import servers
 from tests.test_consumers import connect, frames_until, send
 from tests.test_processes import Daphne, free_port, open_socket, text_of
 from tests.test_processes import send as ws_send
+from tests.threads import in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -288,7 +289,7 @@ async def test_a_redis_restart_mid_answer_keeps_a_viewer_on_another_process_live
     simulator.config.tps = 50
     simulator.config.think_tokens = 0
     simulator.config.answer_tokens = 3000
-    cookie = await asyncio.to_thread(session_cookie, alice)
+    cookie = await in_thread(session_cookie, alice)
     owner = await open_socket(two_daphnes[0], conversation, cookie)
     viewer = await open_socket(two_daphnes[1], conversation, cookie)
     await ws_send(owner)
@@ -308,7 +309,7 @@ async def test_a_redis_restart_mid_answer_keeps_a_viewer_on_another_process_live
         future.result()
 
     await content_until(owner, mine, 1)
-    await asyncio.to_thread(own_redis.restart, while_down)
+    await in_thread(own_redis.restart, while_down)
     at_restart = len(text_of(mine, "content"))
 
     # The viewer gets the rest live: far more text while the answer still runs.

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import connection
 
 from chat.models import Message
+from tests.threads import in_thread
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -148,7 +149,7 @@ async def test_a_viewer_on_another_process_sees_the_same_answer(
     daphnes, conversation, alice, session_cookie, simulator
 ):
     simulator.config.tps = 200
-    cookie = await asyncio.to_thread(session_cookie, alice)
+    cookie = await in_thread(session_cookie, alice)
     owner = await open_socket(daphnes[0], conversation, cookie)
     viewer = await open_socket(daphnes[1], conversation, cookie)
     await send(owner)
@@ -174,7 +175,7 @@ async def test_stop_from_another_process_stops_the_model(
 ):
     simulator.config.tps = 30
     simulator.config.answer_tokens = 600
-    cookie = await asyncio.to_thread(session_cookie, alice)
+    cookie = await in_thread(session_cookie, alice)
     owner = await open_socket(daphnes[0], conversation, cookie)
     other = await open_socket(daphnes[1], conversation, cookie)
     await send(owner)
@@ -194,7 +195,7 @@ async def test_resume_on_another_process_after_the_tab_closed(
 ):
     simulator.config.tps = 60
     simulator.config.answer_tokens = 150
-    cookie = await asyncio.to_thread(session_cookie, alice)
+    cookie = await in_thread(session_cookie, alice)
     owner = await open_socket(daphnes[0], conversation, cookie)
     await send(owner)
     first = await frames_until(owner, "content")
@@ -240,7 +241,7 @@ async def long_answer(daphne, conversation, cookie, simulator, chars: int):
 async def test_a_process_killed_mid_answer_loses_at_most_about_a_second(
     daphnes, conversation, alice, session_cookie, simulator
 ):
-    cookie = await asyncio.to_thread(session_cookie, alice)
+    cookie = await in_thread(session_cookie, alice)
     _, message_id, streamed = await long_answer(
         daphnes[0], conversation, cookie, simulator, chars=200
     )
@@ -269,11 +270,11 @@ async def test_a_process_killed_mid_answer_loses_at_most_about_a_second(
 async def test_a_stopped_process_saves_its_answers_as_interrupted(
     daphnes, conversation, alice, session_cookie, simulator
 ):
-    cookie = await asyncio.to_thread(session_cookie, alice)
+    cookie = await in_thread(session_cookie, alice)
     _, message_id, streamed = await long_answer(
         daphnes[0], conversation, cookie, simulator, chars=100
     )
-    await asyncio.to_thread(daphnes[0].stop, signal.SIGTERM)
+    await in_thread(daphnes[0].stop, signal.SIGTERM)
 
     answer = await Message.objects.aget(pk=message_id)
     assert answer.status == "interrupted"  # saved at once, not found by a sweep

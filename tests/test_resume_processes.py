@@ -3,7 +3,6 @@ text is refused there too (the owner checks it, the reader's socket says so)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -15,6 +14,7 @@ from tests.test_processes import (  # noqa: F401 (fixtures)
     open_socket,
     send,
 )
+from tests.threads import in_thread
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -28,7 +28,7 @@ async def test_a_resume_from_beyond_the_text_is_refused_by_the_owning_process(
 ):
     simulator.config.tps = 20
     simulator.config.answer_tokens = 2000
-    cookie = await asyncio.to_thread(session_cookie, alice)
+    cookie = await in_thread(session_cookie, alice)
     owner = await open_socket(daphnes[0], conversation, cookie)
     await send(owner)
     first = await frames_until(owner, "content", timeout=60)

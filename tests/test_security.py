@@ -32,6 +32,7 @@ from chatsite.asgi import application
 from tests.conftest import PASSWORDS
 from tests.test_consumers import connect, frames_until
 from tests.test_processes import frames_until as process_frames_until
+from tests.threads import in_thread
 
 ROOT = Path(__file__).resolve().parent.parent
 ORIGIN = (b"origin", b"http://127.0.0.1")
@@ -234,7 +235,7 @@ async def test_daphne_closes_a_socket_sending_more_than_any_frame_we_take(
 ):
     url = f"ws{live_server_url[4:]}/ws/conversations/{conversation.pk}/"
     headers = {
-        "Cookie": await asyncio.to_thread(session_cookie, alice),
+        "Cookie": await in_thread(session_cookie, alice),
         "Origin": live_server_url,
     }
     async with websockets.connect(url, additional_headers=headers) as ws:

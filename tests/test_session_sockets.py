@@ -20,6 +20,7 @@ from websockets.exceptions import ConnectionClosed
 from chat.models import Message, ShareLink
 from chatsite.asgi import application
 from tests.test_consumers import ORIGIN
+from tests.threads import in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -132,7 +133,7 @@ def test_signing_out_on_one_process_closes_the_socket_on_another(
         ) as ws:
             await ws.send(probe)  # answered once connect is done
             assert json.loads(await asyncio.wait_for(ws.recv(), 15))["type"] == "error"
-            response = await asyncio.to_thread(client.post, "/logout/")
+            response = await in_thread(client.post, "/logout/")
             assert response.status_code == 302
             try:
                 while True:

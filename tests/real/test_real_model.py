@@ -20,6 +20,7 @@ import websockets
 
 from chat.discovery import fetch_openai_models
 from chat.models import Conversation, Message, ModelProfile
+from tests.threads import in_thread
 
 pytestmark = pytest.mark.real
 
@@ -82,7 +83,7 @@ async def test_a_chat_through_the_site_streams_and_stores_the_real_answer(
     conversation = await Conversation.objects.acreate(
         owner=alice, model_profile=profile
     )
-    cookie = await asyncio.to_thread(session_cookie, alice)
+    cookie = await in_thread(session_cookie, alice)
     ws_url = live_server_url.replace("http", "ws", 1)
     async with websockets.connect(
         f"{ws_url}/ws/conversations/{conversation.pk}/",
