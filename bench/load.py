@@ -389,6 +389,13 @@ def summarize(
         "waited_in_line": len(waited),
         "waited_and_shown_queued": sum(a.queued for a in waited),
         "queued_frames_answers": sum(a.queued for a in answers),
+        # Those whose socket stayed open until the answer's end: an answer asked
+        # just before every socket closed may have lost its socket before its
+        # place in line was decided.
+        "waited_read_to_end": sum(a.final is not None for a in waited),
+        "waited_read_to_end_queued": sum(
+            a.queued for a in waited if a.final is not None
+        ),
         "server_tracebacks": len(re.findall(r"^Traceback", log, re.MULTILINE)),
         "server_errors": dict(Counter(EXCEPTION_LINE.findall(log)).most_common(5)),
         "rss_mib_before": before["rss_mib"],
@@ -425,6 +432,11 @@ ROWS = [
         "{waited_in_line} / {waited_and_shown_queued}",
         f"stored queue wait >= {WAITED_MS:g} ms; answers with a queued frame: "
         "{queued_frames_answers}",
+    ),
+    (
+        "  of them read to the end / queued",
+        "{waited_read_to_end} / {waited_read_to_end_queued}",
+        "the socket open until the answer ended",
     ),
     ("server tracebacks", "{server_tracebacks}", "in Daphne's log"),
     ("Daphne RSS MiB", "{rss_mib_before:.1f} -> {rss_mib_after:.1f}", ""),
