@@ -1,7 +1,7 @@
 """Markdown rendering time, server and browser, for ordinary and hostile answers.
 
-An answer is rendered on the server (``chat/rendering.py``: markdown-it-py with
-the math rule of ``chat/markdown_math.py``, then nh3) for every page view, and in
+An answer is rendered on the server (``chat/rendering/markdown.py``: markdown-it-py with
+the math rule of ``chat/rendering/math.py``, then nh3) for every page view, and in
 the browser (``static/chat/markdown.js``) as it streams. Every rule must be
 linear in the text, or one answer holds the process (and its other streams) for
 seconds: ``"$1" × 7,500`` took 15 s when the inline math scan was quadratic.
@@ -77,7 +77,7 @@ def runs_for(seconds: float) -> int:
 
 
 def server_ms(text: str) -> float:
-    from chat.rendering import _render_html
+    from chat.rendering.markdown import _render_html
 
     first = _timed(lambda: _render_html(text))
     rest = [_timed(lambda: _render_html(text)) for _ in range(runs_for(first) - 1)]

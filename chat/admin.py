@@ -7,7 +7,6 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import URLPattern, path, reverse
 
-from chat import discovery_admin
 from chat.models import (
     Conversation,
     Message,
@@ -16,7 +15,8 @@ from chat.models import (
     SiteDefaults,
     Team,
 )
-from chat.signin import ThrottledAdminAuthenticationForm
+from chat.ops import discovery_views
+from chat.web.signin import ThrottledAdminAuthenticationForm
 
 # The admin's own sign-in page is throttled like the site's.
 admin.site.login_form = ThrottledAdminAuthenticationForm
@@ -84,11 +84,11 @@ class ModelProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         ),
     ]
 
-    actions = [discovery_admin.refresh_from_server]
+    actions = [discovery_views.refresh_from_server]
 
     def get_urls(self) -> list[URLPattern]:
         discover = self.admin_site.admin_view(
-            lambda request: discovery_admin.discover_view(self, request)
+            lambda request: discovery_views.discover_view(self, request)
         )
         name = "chat_modelprofile_discover"
         return [path("discover/", discover, name=name), *super().get_urls()]

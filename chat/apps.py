@@ -9,4 +9,5 @@ class ChatConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers the system checks, and the receivers closing sockets.
-        from chat import checks, session_sockets  # noqa: F401
+        from chat import checks  # noqa: F401
+        from chat.live import session_sockets  # noqa: F401

@@ -34,7 +34,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "chat.security.ContentSecurityPolicyMiddleware",
+    "chat.web.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -105,8 +105,8 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             # channels-redis with a bounded pool that waits for a connection
-            # (redis-py's raises past 100 at once): see chat/layer.py.
-            "BACKEND": "chat.layer.RedisChannelLayer",
+            # (redis-py's raises past 100 at once): see chat/live/layer.py.
+            "BACKEND": "chat.live.layer.RedisChannelLayer",
             "CONFIG": {
                 "hosts": [
                     {
@@ -131,7 +131,7 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
-# The cache holds sign-in failure counts (chat.signin): in Redis when there is
+# The cache holds sign-in failure counts (chat.web.signin): in Redis when there is
 # one, so every process counts the same failures.
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
@@ -152,22 +152,22 @@ UPSTREAM_CONNECT_TIMEOUT = env_int("UPSTREAM_CONNECT_TIMEOUT", 5, minimum=1)
 UPSTREAM_FIRST_TOKEN_TIMEOUT = env_int("UPSTREAM_FIRST_TOKEN_TIMEOUT", 300, minimum=1)
 # Largest accepted user message and WebSocket frame, in characters.
 # Conversation pages show this many of the newest messages; older ones load on
-# scroll (chat.paging).
+# scroll (chat.models.paging).
 CONVERSATION_PAGE_SIZE = env_int("CONVERSATION_PAGE_SIZE", 50, minimum=1)
 MESSAGE_MAX_CHARS = env_int("MESSAGE_MAX_CHARS", 100_000, minimum=1)
 # Client frames per second each socket may send on average, the burst it may
 # save up, and how many frames dropped in quick succession close it
-# (chat.ratelimit).
+# (chat.live.ratelimit).
 WS_FRAME_RATE = env_int("WS_FRAME_RATE", 20, minimum=1)
 WS_FRAME_BURST = env_int("WS_FRAME_BURST", 40, minimum=1)
 WS_FLOOD_CLOSE_AFTER = env_int("WS_FLOOD_CLOSE_AFTER", 200, minimum=1)
 # Failed sign-ins allowed per username and per client address in the window
-# (seconds) before sign-in is refused for the rest of it (chat.signin).
+# (seconds) before sign-in is refused for the rest of it (chat.web.signin).
 SIGNIN_FAILURES_PER_USERNAME = env_int("SIGNIN_FAILURES_PER_USERNAME", 5, minimum=1)
 SIGNIN_FAILURES_PER_ADDRESS = env_int("SIGNIN_FAILURES_PER_ADDRESS", 20, minimum=1)
 SIGNIN_LOCKOUT_SECONDS = env_int("SIGNIN_LOCKOUT_SECONDS", 900, minimum=1)
 # The reverse proxies (addresses or networks) whose X-Forwarded-For names the
-# client (chat.client_address); empty: the connection's peer is the client.
+# client (chat.web.client_address); empty: the connection's peer is the client.
 TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES")
 # Callers of /healthz sending "Authorization: Bearer <HEALTH_TOKEN>" get details.
 HEALTH_TOKEN = os.environ.get("HEALTH_TOKEN", "").strip()

@@ -4,9 +4,9 @@ from django.contrib import admin
 from django.urls import include, path
 
 urlpatterns = [
-    path("admin/stats/", include("chat.admin_views")),
+    path("admin/stats/", include("chat.ops.pages")),
     path("admin/", admin.site.urls),
-    path("healthz", include("chat.health")),
-    path("metrics", include("chat.metrics")),
-    path("", include("chat.urls")),
+    path("healthz", include("chat.ops.health")),
+    path("metrics", include("chat.ops.metrics")),
+    path("", include("chat.web.urls")),
 ]

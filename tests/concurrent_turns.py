@@ -1,7 +1,7 @@
 """Run as ``python -m tests.concurrent_turns <conversations> <turns each>`` with
 DATABASE_URL naming a fresh SQLite file: migrates it, then stores that many
 turns at once, from one thread per conversation (as sockets on two processes
-would), each through the socket's own `chat.consumers._begin_turn`. Prints the
+would), each through the socket's own `chat.live.consumers._begin_turn`. Prints the
 JSON summary {"stored": N, "errors": [...]}."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def main(conversations: int, turns: int) -> dict[str, object]:
     from django.core.management import call_command
     from django.db import connections
 
-    from chat.consumers import _begin_turn
+    from chat.live.consumers import _begin_turn
     from chat.models import Conversation, Message, ModelProfile
 
     call_command("migrate", verbosity=0)

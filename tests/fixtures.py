@@ -74,8 +74,8 @@ async def _stop_runner() -> Any:
     of the loop, it would write into the next test's database."""
     from channels.layers import channel_layers
 
-    from chat.preload import preloader
-    from chat.runner import runner
+    from chat.live.preload import preloader
+    from chat.live.runner import runner
 
     channel_layers.backends.clear()
     preloader.reset()  # preloads are asked at most once a minute per profile

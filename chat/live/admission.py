@@ -37,7 +37,7 @@ from django.db import DatabaseError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from chat import layer as guarded_layer
+from chat.live import layer as guarded_layer
 from chat.models import Conversation, Message, ModelProfile, SiteDefaults, Ticket
 from chat.upstream import UpstreamError
 

@@ -1,7 +1,7 @@
 """The conversation socket: validates frames and hands work to the runner.
 
-The protocol is documented in `chat.frames`. The socket does not own the
-generation (see `chat.runner`): disconnecting only unsubscribes.
+The protocol is documented in `chat.live.frames`. The socket does not own the
+generation (see `chat.live.runner`): disconnecting only unsubscribes.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.db import DatabaseError, transaction
 
-from chat import admission, frames, layer
-from chat.fanout import Kind, RemoteView, conversation_group
+from chat.live import admission, frames, layer
+from chat.live.fanout import Kind, RemoteView, conversation_group
+from chat.live.preload import preloader
+from chat.live.ratelimit import CLOSE_RATE_LIMITED, FrameLimiter, Verdict
+from chat.live.runner import runner
+from chat.live.session_sockets import SessionBound
 from chat.models import Conversation, Message, ModelProfile, Retry, Turn
-from chat.preload import preloader
-from chat.ratelimit import CLOSE_RATE_LIMITED, FrameLimiter, Verdict
-from chat.runner import runner
-from chat.session_sockets import SessionBound
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ NOT_STORED = "Your message could not be saved: nothing was sent. Try again."
 
 class ChatConsumer(SessionBound, AsyncWebsocketConsumer):
     conversation_id: int
-    # Answers streamed by other processes, by message id (see `chat.fanout`).
+    # Answers streamed by other processes, by message id (see `chat.live.fanout`).
     remote: dict[int, RemoteView]
     limiter: FrameLimiter
     left: bool = False  # `disconnect` ran
@@ -144,7 +144,7 @@ class ChatConsumer(SessionBound, AsyncWebsocketConsumer):
                 await preloader.request(profile, self.conversation_id, runner.broadcast)
 
     async def flooded(self) -> bool:
-        """Whether this frame is over the connection's rate (see chat.ratelimit)."""
+        """Whether this frame is over the rate (see chat.live.ratelimit)."""
         verdict = self.limiter.check()
         if verdict is Verdict.WARN:
             detail = "Too many frames at once: this one was dropped. Slow down."

@@ -1,6 +1,6 @@
 """Answers seen from other processes, through the channel layer (Redis).
 
-The owner's sockets are fed in-process (`chat.runner`). Every other viewer of a
+The owner's sockets are fed in-process (`chat.live.runner`). Every other viewer of a
 conversation, on another Daphne process or host, gets the same answer through the
 conversation's group, coalesced to one event per kind about every 50 ms (DESIGN,
 latency rule 3). Delta events carry the code-point offset of their text, so a

@@ -4,7 +4,7 @@ An answer that gets no first token within its profile's `first_token_timeout`
 fails with `upstream_timeout` (the question stays stored). A model that is still
 loading is not a fault: the watch tells the conversation "loading model", waits
 for the load (up to `LOAD_LIMIT`), records how long it took, and only then starts
-the limit. A load is known from a preload still running (`chat.preload`), or from
+the limit. A load is known from a preload still running (`chat.live.preload`), or from
 Ollama's `/api/ps` not listing the model when the answer starts, and is over when
 the preload ends or `/api/ps` lists the model.
 
@@ -18,13 +18,13 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
-from chat import frames
-from chat.preload import Tell, model_listed, preloader
+from chat.live import frames
+from chat.live.preload import Tell, model_listed, preloader
 from chat.upstream import UpstreamError
 
 if TYPE_CHECKING:
+    from chat.live.runner import Generation
     from chat.models import ModelProfile
-    from chat.runner import Generation
 
 # Large models from a slow disk take minutes; longer than this is a fault. (The
 # pooled client's read timeout, UPSTREAM_FIRST_TOKEN_TIMEOUT, also bounds a load

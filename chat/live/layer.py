@@ -1,6 +1,6 @@
 """The one way sockets and the runner talk to the channel layer (Redis).
 
-What crosses processes through it (`chat.fanout`) is an extra: a socket's own
+What crosses processes through it (`chat.live.fanout`) is an extra: a socket's own
 conversation streams to it in-process whatever Redis does. So every call here
 is guarded: a failure is logged and reported as False, it never closes a socket
 (a 1011) nor cuts short the work that made it.
@@ -27,7 +27,7 @@ from channels.layers import BaseChannelLayer, get_channel_layer
 from channels_redis.core import RedisChannelLayer as BaseRedisChannelLayer
 from redis.asyncio import BlockingConnectionPool
 
-from chat.fanout import spans_processes
+from chat.live.fanout import spans_processes
 
 logger = logging.getLogger(__name__)
 

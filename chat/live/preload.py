@@ -10,7 +10,7 @@ the answer does not load it again), at most once per profile every
 their model at start: nothing to do.
 
 `model_listed` and `Preloader.running` tell the first-token watch
-(`chat.first_token`) whether an answer is waiting for a model to load.
+(`chat.live.first_token`) whether an answer is waiting for a model to load.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from chat import frames
+from chat.live import frames
 from chat.models import ModelProfile
 from chat.upstream import UpstreamError, http_client_for, ollama_client
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.urls import path, re_path
 
-from chat.consumers import ChatConsumer
-from chat.share_consumers import ShareConsumer
+from chat.live.consumers import ChatConsumer
+from chat.live.share_consumers import ShareConsumer
 
 CLOSE_NOT_FOUND = 4404
 

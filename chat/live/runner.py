@@ -39,9 +39,10 @@ from django.db import (
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
-from chat import admission, fanout, first_token, frames, layer, rendering
-from chat.metrics import observe_answer
+from chat.live import admission, fanout, first_token, frames, layer
 from chat.models import Message, ModelProfile
+from chat.ops.metrics import observe_answer
+from chat.rendering import markdown
 from chat.upstream import Delta, Event, Finished, UpstreamError, client_for
 
 logger = logging.getLogger(__name__)
@@ -104,8 +105,8 @@ class Generation:
     closing: list[dict[str, Any]] | None = None
     # The request's options (the conversation's on top of the profile's).
     options: dict[str, Any] | None = None
-    queue_position: int | None = None  # while waiting for a slot (chat.admission)
-    # Set by the first-token watch (`chat.first_token`): our clock's load time,
+    queue_position: int | None = None  # while waiting for a slot (chat.live.admission)
+    # Set by the first-token watch (`chat.live.first_token`): our clock's load time,
     # and the fault it stopped the generation for.
     load_ms: float | None = None
     failure: UpstreamError | None = None
@@ -767,7 +768,7 @@ class Runner:
         # A long answer's markdown is rendered in a helper process first; a short
         # one here, on the loop (in a worker thread it would hold the GIL in 5 ms
         # slices and stall the relay of every other answer even longer).
-        await rendering.prerender(message.content)
+        await markdown.prerender(message.content)
         final = frames.message(message)
         subscribers = self._subscribers.get(generation.conversation_id, set())
         if generation.publisher is not None:

@@ -1,6 +1,6 @@
 """A user's own sockets end with their session (close code 4401).
 
-The user is looked up once, when a socket opens (`chat.wsauth`), so without
+The user is looked up once, when a socket opens (`chat.live.wsauth`), so without
 this an open socket would keep sending questions and receiving answers after
 its user signed out, was deactivated or deleted, or had their password changed.
 Each owner socket joins its user's group on the channel layer (every process),
@@ -38,7 +38,7 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.http import HttpRequest
 
-from chat import layer
+from chat.live import layer
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def _digest(session_key: str | None) -> str:
 
 
 class SessionBound:
-    """For the owner's socket (`chat.consumers.ChatConsumer`): call
+    """For the owner's socket (`chat.live.consumers.ChatConsumer`): call
     `watch_session` once the user is known, `unwatch_session` on disconnect,
     and drop client frames once `signed_out`."""
 
@@ -102,7 +102,7 @@ class SessionBound:
         if self.signed_out:
             return
         self.signed_out = True
-        from chat.runner import runner  # (this module loads with the app)
+        from chat.live.runner import runner  # (this module loads with the app)
 
         # No answer's text reaches the socket any more, even before it closes.
         runner.unsubscribe(self.conversation_id, self)  # type: ignore[arg-type]

@@ -3,8 +3,8 @@
 It hears the conversation like a `ChatConsumer` (the runner in this process, the
 conversation's group for other processes) and passes its viewer only read-only
 frames, with ordinals for message ids and thinking dropped unless the link
-includes it (`chat.share_frames`). Its text comes merged to one frame about
-every 50 ms (`chat.fanout.Pacer`): a link watched by a crowd must not slow the
+includes it (`chat.live.share_frames`). Its text comes merged to one frame about
+every 50 ms (`chat.live.fanout.Pacer`): a link watched by a crowd must not slow the
 owner's answer, whose relay writes to every socket of the process. A viewer may
 only `resume`; any other frame is answered with a `read_only` error frame and
 the socket stays open.
@@ -25,13 +25,13 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 
-from chat import frames, layer
-from chat.consumers import ChatConsumer
-from chat.fanout import Pacer
+from chat.live import frames, layer
+from chat.live.consumers import ChatConsumer
+from chat.live.fanout import Pacer
+from chat.live.ratelimit import FrameLimiter
+from chat.live.runner import runner
+from chat.live.share_frames import Ordinals, for_viewer
 from chat.models import ShareLink, SiteDefaults
-from chat.ratelimit import FrameLimiter
-from chat.runner import runner
-from chat.share_frames import Ordinals, for_viewer
 
 logger = logging.getLogger(__name__)
 

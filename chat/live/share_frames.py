@@ -94,7 +94,7 @@ class SharedMessage:
     def from_frame(
         cls, data: dict[str, Any], ordinal: int, link: ShareLink, token: str
     ) -> SharedMessage:
-        """From a `message` frame's message (see `chat.frames.message`)."""
+        """From a `message` frame's message (see `chat.live.frames.message`)."""
         return cls(
             ordinal=ordinal,
             role=data["role"],

@@ -16,7 +16,7 @@ class Ticket(models.Model):
     process left behind when it died is marked interrupted by the orphan sweep,
     which gives the slot back without anyone touching the ticket. Finished
     answers' tickets are kept for a while: they say who was served last (see
-    `chat.admission`).
+    `chat.live.admission`).
     """
 
     message = models.OneToOneField(

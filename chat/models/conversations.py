@@ -14,10 +14,10 @@ from chat.models.effective import Effective, EffectiveSettings, History, Level
 from chat.models.history import Prompt, build_prompt
 from chat.models.messages import Message
 from chat.models.notices import SettingsChange
+from chat.models.paging import Page, newest_before
 from chat.models.profiles import HistoryPolicy, ModelProfile, ThinkingMode
 from chat.models.site import SiteDefaults
 from chat.models.versions import Version, place_of, versions_in
-from chat.paging import Page, newest_before
 
 
 class Conversation(models.Model):

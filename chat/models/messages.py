@@ -124,7 +124,7 @@ class Message(models.Model):
             # The throughput page counts answers by when they were asked.
             models.Index(fields=["created_at"]),
             # Conversation pages read a page of the newest shown messages below
-            # an id (chat.paging), and count the shown ones before it.
+            # an id (chat.models.paging), and count the shown ones before it.
             models.Index(fields=["conversation", "replaced", "id"]),
         ]
 

@@ -158,7 +158,7 @@ class ModelProfile(models.Model):
         help_text="OpenAI-compatible servers: reasoning inline in the answer. "
         "Qwen3-Thinking-2507 and DeepSeek-R1 only close the tag.",
     )
-    # Read from the model server by discovery (see chat.discovery).
+    # Read from the model server by discovery (see chat.ops.discovery).
     family = models.CharField(max_length=100, blank=True)
     parameter_size = models.CharField(max_length=40, blank=True)
     quantization = models.CharField(max_length=40, blank=True)

@@ -10,9 +10,9 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from chat.discovery import Refreshed, refresh_servers
 from chat.models import ModelProfile
 from chat.models.profiles import validate_server_url
+from chat.ops.discovery import Refreshed, refresh_servers
 
 
 def report(request: HttpRequest, results: list[Refreshed]) -> None:

@@ -31,8 +31,8 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from chat.health import bearer_token_matches
 from chat.models import Message
+from chat.ops.health import bearer_token_matches
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ def _observe(message: Message) -> None:
 
 
 def queue_length() -> int:
-    """Answers waiting for a model slot, in all processes (see `chat.admission`)."""
+    """Answers waiting for a model slot, in all processes (`chat.live.admission`)."""
     return _waiting().count()
 
 

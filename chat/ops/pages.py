@@ -19,10 +19,10 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from chat import throughput
-from chat.charts import LineChart, line_chart
 from chat.models import Message
-from chat.server_status import server_statuses
+from chat.ops import throughput
+from chat.ops.charts import LineChart, line_chart
+from chat.ops.server_status import server_statuses
 
 RANGES = {
     "24h": timedelta(hours=24),

@@ -26,9 +26,9 @@ from django.db.models import F
 from django.db.models.functions import Length
 from django.utils.dateparse import parse_datetime
 
-from chat.health import MODEL_SERVER_TIMEOUT, _check_model_server
 from chat.models import Message, ModelProfile
-from chat.throughput import CHARS_PER_TOKEN
+from chat.ops.health import MODEL_SERVER_TIMEOUT, _check_model_server
+from chat.ops.throughput import CHARS_PER_TOKEN
 from chat.upstream import UpstreamError, ollama_client
 
 # A stream younger than this has too little text for a rate.

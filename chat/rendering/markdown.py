@@ -17,7 +17,7 @@ import nh3
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
-from chat.markdown_math import math_plugin
+from chat.rendering.math import math_plugin
 
 logger = logging.getLogger(__name__)
 

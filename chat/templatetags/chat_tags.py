@@ -3,7 +3,7 @@ from __future__ import annotations
 from django import template
 from django.utils.safestring import SafeString
 
-from chat.rendering import render_markdown
+from chat.rendering.markdown import render_markdown
 
 register = template.Library()
 

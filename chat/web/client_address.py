@@ -1,4 +1,4 @@
-"""The address a request came from, for per-address limits (chat.signin).
+"""The address a request came from, for per-address limits (chat.web.signin).
 
 `X-Forwarded-For` is anyone's to write: it is believed only as far back as
 the hops that are our own proxies (`TRUSTED_PROXIES`). The request's peer

@@ -13,8 +13,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
-from chat import frames
-from chat.forms import FirstAdminForm, RenameForm, SettingsForm, ThinkingForm
+from chat.live import frames
+from chat.live.runner import runner
 from chat.models import (
     Conversation,
     EffectiveSettings,
@@ -23,10 +23,10 @@ from chat.models import (
     SettingsChange,
     SiteDefaults,
 )
-from chat.runner import runner
+from chat.web.forms import FirstAdminForm, RenameForm, SettingsForm, ThinkingForm
 
 # A streaming answer checkpoints about once a second; one silent for longer than
-# this belongs to a dead process (see chat.runner's ORPHAN_AFTER).
+# this belongs to a dead process (see chat.live.runner's ORPHAN_AFTER).
 LIVE_ANSWER_SILENCE = timedelta(seconds=10)
 
 

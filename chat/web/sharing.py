@@ -12,11 +12,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from chat.live.share_frames import SharedMessage
 from chat.models import Message, ShareLink, SiteDefaults, Team
-from chat.paging import id_at, numbered_page
-from chat.share_forms import ShareLinkForm
-from chat.share_frames import SharedMessage
-from chat.views import SignedInRequest, _owned
+from chat.models.paging import id_at, numbered_page
+from chat.web.conversations import SignedInRequest, _owned
+from chat.web.sharing_forms import ShareLinkForm
 
 
 def _dialog(

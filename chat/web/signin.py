@@ -9,7 +9,7 @@ While the cache is unreachable, attempts are neither counted nor refused
 (logged): an outage of Redis must not lock everyone out.
 
 The client address is the connection's peer, or behind our own proxies the
-address they name (chat.client_address, `TRUSTED_PROXIES`): a client cannot
+address they name (chat.web.client_address, `TRUSTED_PROXIES`): a client cannot
 switch the per-address limits off by sending `X-Forwarded-For` itself.
 
 A username is counted per address, not across all of them: otherwise anyone
@@ -37,7 +37,7 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.http import HttpRequest, HttpResponse
 from redis.exceptions import RedisError
 
-from chat.client_address import client_address
+from chat.web.client_address import client_address
 
 logger = logging.getLogger(__name__)
 

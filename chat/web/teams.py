@@ -9,8 +9,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from chat.models import Conversation, Team
 from chat.models.teams import copy_conversation, team_conversations
-from chat.share_views import author_name, read_only_page, source_of
-from chat.views import SignedInRequest
+from chat.web.conversations import SignedInRequest
+from chat.web.sharing import author_name, read_only_page, source_of
 
 # Team members are shown the thinking the owner sees; copies keep it.
 TEAM_SEES_THINKING = True

@@ -20,7 +20,7 @@ const PURIFY = {
   RETURN_DOM_FRAGMENT: true,
   ADD_TAGS: ["semantics", "annotation"], // KaTeX's MathML keeps its TeX source
   ADD_ATTR: ["encoding", "target"],
-  // As on the server (chat/rendering.py keeps no image source): an image in
+  // As on the server (chat/rendering/markdown.py keeps no image source): an image in
   // model output would be a request the page's policy refuses (img-src), with
   // a violation logged, or a tracking pixel if the policy ever allowed it.
   FORBID_TAGS: ["img"],
@@ -39,7 +39,7 @@ if (available) {
 }
 
 function createParser() {
-  // The same dialect as the server (chat/rendering.py), plus math.
+  // The same dialect as the server (chat/rendering/markdown.py), plus math.
   const parser = markdownit("commonmark", { html: false, linkify: false });
   parser.enable(["table", "strikethrough"]);
   parser.inline.ruler.before("escape", "math_inline", mathInlineRule);
@@ -70,7 +70,7 @@ function isDigit(code) {
 // "$5 and $10" stays text. The span closes at the first closing delimiter after
 // the opening one that may close: not escaped by a backslash and, for `$`, with
 // no space before it and no digit after it. The same rules as the server's
-// (chat/markdown_math.py).
+// (chat/rendering/math.py).
 export function matchInlineMath(src, start) {
   let open = null;
   if (src.startsWith("$$", start)) open = "$$";
@@ -568,7 +568,7 @@ function continueList(previous, fragment) {
 
 // ---------------------------------------------------------------- finished answers
 
-// An answer rendered by the server (chat/rendering.py): code chrome and
+// An answer rendered by the server (chat/rendering/markdown.py): code chrome and
 // highlighting, wide tables, and $…$ / $$…$$ math typeset where the text has it.
 export function enhanceAnswer(answer) {
   if (!available || answer.dataset.enhanced) return;
@@ -579,7 +579,7 @@ export function enhanceAnswer(answer) {
   if (katex && answer.textContent.includes("$")) typesetText(answer);
 }
 
-// The server's math spans (chat/markdown_math.py): the TeX with its delimiters.
+// The server's math spans (chat/rendering/math.py): the TeX with its delimiters.
 function typesetSources(root) {
   for (const span of root.querySelectorAll(".math-source")) {
     const text = span.textContent;

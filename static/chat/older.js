@@ -1,5 +1,5 @@
 // Long conversations: a conversation page shows only its newest messages
-// (chat/paging.py); the control at the top of the list fetches the page before
+// (chat/models/paging.py); the control at the top of the list fetches the page before
 // them when it comes near the view, or when pressed, and the page is inserted
 // above without moving what the reader is looking at. Each inserted page brings
 // the control for the one before it, until the first message.

@@ -2,7 +2,7 @@
 // moment it arrives, unless drawing since the last animation frame already took
 // IMMEDIATE_BUDGET_MS, in which case it joins the next frame (merging only when
 // behind; never a timer or a typing queue). Markdown is rendered incrementally
-// (markdown.js). Protocol: README.md and chat/frames.py.
+// (markdown.js). Protocol: README.md and chat/live/frames.py.
 
 import { IncrementalMarkdown, available as markdownAvailable, copyToClipboard, enhanceAnswer } from "./markdown.js";
 

@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from chat.markdown_math import match_inline_math
-from tests.test_browser import open_conversation
-from tests.test_markdown_math import NEVER_CLOSING, PIECES
+from chat.rendering.math import match_inline_math
+from tests.browser.test_chat import open_conversation
+from tests.rendering.test_math import NEVER_CLOSING, PIECES
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -68,7 +68,7 @@ COMPARE = (
 
 
 def corpus(count: int = 1500, seed: int = 11) -> list[str]:
-    """Ordinary text as far as math goes (the pieces of tests/test_markdown_math.py)."""
+    """Ordinary text as far as math goes (the pieces of tests/rendering/test_math)."""
     rng = random.Random(seed)
     return [
         "".join(rng.choice(PIECES) for _ in range(rng.randint(0, 40)))

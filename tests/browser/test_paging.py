@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from chat.models import Conversation, Message
-from chat.paging import page_size
+from chat.models.paging import page_size
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,17 +10,17 @@ import pytest
 from asgiref.sync import sync_to_async
 from playwright.sync_api import expect
 
-from chat.admission import Entry, plan
+from chat.live.admission import Entry, plan
+from chat.live.runner import runner
 from chat.models import Conversation, Message, SiteDefaults, Ticket
-from chat.runner import runner
-from tests.test_consumers import connect, frames_until, send
-from tests.test_processes import (  # noqa: F401 (fixtures)
+from tests.live.test_consumers import connect, frames_until, send
+from tests.live.test_processes import (  # noqa: F401 (fixtures)
     _daphne_pair,
     daphnes,
     open_socket,
 )
-from tests.test_processes import frames_until as socket_frames_until
-from tests.test_processes import send as socket_send
+from tests.live.test_processes import frames_until as socket_frames_until
+from tests.live.test_processes import send as socket_send
 from tests.waiting import settled, ticket_released
 
 # The decision itself (no database).

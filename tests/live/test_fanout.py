@@ -5,8 +5,8 @@ import asyncio
 import pytest
 from channels.layers import InMemoryChannelLayer
 
-from chat import frames
-from chat.fanout import (
+from chat.live import frames
+from chat.live.fanout import (
     COALESCE_SECONDS,
     Pacer,
     Publisher,

@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import pytest
 
-from chat import first_token
+from chat.live import first_token
+from chat.live.runner import Generation
 from chat.models import Message, ModelProfile
-from chat.runner import Generation
 from chat.upstream import Finished
-from tests.test_consumers import answer_of, connect, frames_until, send
+from tests.live.test_consumers import answer_of, connect, frames_until, send
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from chat import frames
+from chat.live import frames
 
 
 def test_parse_send():

@@ -20,10 +20,10 @@ from channels.testing import WebsocketCommunicator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from chat.live.runner import runner
 from chat.models import Conversation, Message
-from chat.runner import runner
 from chatsite.asgi import application
-from tests.test_consumers import connect, frames_until
+from tests.live.test_consumers import connect, frames_until
 from tests.waiting import generations_ended, until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -344,7 +344,7 @@ def test_the_fuzzer_knows_every_documented_error_code():
     """The README's list and the fuzzer's agree (so a new code is checked)."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     for code in ERROR_CODES - {"internal_error"}:
         assert f"`{code}`" in readme, code
 
@@ -388,7 +388,7 @@ async def test_a_nul_character_is_refused_not_a_crash(alice, conversation):
 
 @pytest.mark.parametrize("key", ["message_id", "offset", "thinking_offset"])
 def test_numbers_past_the_databases_integers_are_refused(key):
-    from chat.frames import FrameError, parse
+    from chat.live.frames import FrameError, parse
 
     resume = {"type": "resume", "message_id": 1, "offset": 0, key: 2**63}
     with pytest.raises(FrameError) as refused:

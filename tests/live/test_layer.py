@@ -1,6 +1,6 @@
 """The channel layer under load and faults, on a real Redis: a small pool, a
 Redis that is away, a crashed socket, and a Redis restarted (empty) mid-answer
-with the viewer on another Daphne process (see chat/layer.py)."""
+with the viewer on another Daphne process (see chat/live/layer.py)."""
 
 from __future__ import annotations
 
@@ -22,14 +22,14 @@ from channels.layers import channel_layers, get_channel_layer
 from django.conf import settings as django_settings
 from django.db import connection
 
-from chat.consumers import ChatConsumer
-from chat.fanout import conversation_group, generation_group
+from chat.live.consumers import ChatConsumer
+from chat.live.fanout import conversation_group, generation_group
+from chat.live.runner import Generation, runner
 from chat.models import Conversation, Message, SiteDefaults
-from chat.runner import Generation, runner
 from tests import servers
-from tests.test_consumers import connect, frames_until, send
-from tests.test_processes import Daphne, free_port, open_socket, text_of
-from tests.test_processes import send as ws_send
+from tests.live.test_consumers import connect, frames_until, send
+from tests.live.test_processes import Daphne, free_port, open_socket, text_of
+from tests.live.test_processes import send as ws_send
 from tests.threads import in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -335,7 +335,7 @@ async def test_an_answer_whose_task_died_gets_no_heartbeat_and_is_freed(
     """A generation left registered with no running task (as when its start
     failed before the task existed): the conversation is let go, and the
     orphan sweep marks the answer, since no heartbeat keeps it alive."""
-    monkeypatch.setattr("chat.runner.ORPHAN_AFTER", timedelta(seconds=3))
+    monkeypatch.setattr("chat.live.runner.ORPHAN_AFTER", timedelta(seconds=3))
     turn = await database_sync_to_async(conversation.begin_turn)("hello")
     assert runner.claim(conversation.pk)
     dead = asyncio.create_task(asyncio.sleep(0))

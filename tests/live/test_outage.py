@@ -1,5 +1,5 @@
 """A PostgreSQL outage longer than ORPHAN_AFTER does not make another process's
-orphan sweep interrupt a live answer (chat.runner: a sweep judges only once its
+orphan sweep interrupt a live answer (chat.live.runner: a sweep judges only once its
 process has reached the database for ORPHAN_AFTER).
 
 A cluster of its own, stopped and started again by the test; two Daphne
@@ -22,9 +22,9 @@ import psycopg
 import pytest
 from django.conf import settings
 
-from chat.runner import ORPHAN_AFTER
+from chat.live.runner import ORPHAN_AFTER
 from tests import servers
-from tests.test_processes import ROOT, Daphne, open_socket, send, text_of
+from tests.live.test_processes import ROOT, Daphne, open_socket, send, text_of
 
 OUTAGE_SECONDS = ORPHAN_AFTER.total_seconds() + 3
 # The owner is also held still this long once the database is back, so that on

@@ -5,11 +5,11 @@ import asyncio
 import pytest
 from channels.testing import WebsocketCommunicator
 
-from chat import frames
+from chat.live import frames
+from chat.live.preload import model_listed
 from chat.models import Message, ModelProfile
-from chat.preload import model_listed
 from chat.upstream import ollama_client
-from tests.test_consumers import answer_of, connect, frames_until, send
+from tests.live.test_consumers import answer_of, connect, frames_until, send
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -23,7 +23,7 @@ from django.db import connection
 from chat.models import Message
 from tests.threads import in_thread
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

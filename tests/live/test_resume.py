@@ -12,8 +12,8 @@ from django.db import connections
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from chat.live.runner import runner
 from chat.models import Message
-from chat.runner import runner
 from chat.upstream import aclose_all
 from chatsite.asgi import application
 from tests.waiting import generations_ended

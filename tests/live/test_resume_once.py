@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
+from chat.live.runner import runner
 from chat.models import Message
-from chat.runner import runner
-from tests.test_consumers import connect, frames_until, send, text_of
+from tests.live.test_consumers import connect, frames_until, send, text_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

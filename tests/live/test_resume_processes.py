@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.test_processes import (  # noqa: F401 (fixtures)
+from tests.live.test_processes import (  # noqa: F401 (fixtures)
     _daphne_pair,
     daphnes,
     frames_until,

@@ -15,11 +15,11 @@ from django.test import AsyncClient
 from django.urls import reverse
 from django.utils import timezone
 
-from chat.fanout import COALESCE_SECONDS, conversation_group
+from chat.live.fanout import COALESCE_SECONDS, conversation_group
+from chat.live.share_consumers import CLOSE_GONE, CLOSE_NO_LINK, CLOSE_SIGN_IN
 from chat.models import Conversation, Message, ShareLink, SiteDefaults
-from chat.share_consumers import CLOSE_GONE, CLOSE_NO_LINK, CLOSE_SIGN_IN
 from chatsite.asgi import application
-from tests.test_consumers import ORIGIN, connect, frames_until, send, text_of
+from tests.live.test_consumers import ORIGIN, connect, frames_until, send, text_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -377,7 +377,7 @@ async def test_a_regenerate_or_another_version_replaces_the_answer_for_a_viewer(
 
 
 async def test_a_flooding_viewer_is_closed_with_4429(alice, conversation, settings):
-    from chat.ratelimit import CLOSE_RATE_LIMITED
+    from chat.live.ratelimit import CLOSE_RATE_LIMITED
 
     settings.WS_FRAME_RATE = 1
     settings.WS_FRAME_BURST = 2

@@ -1,15 +1,15 @@
 """A link's viewers never see the model server's address or its own error
 text: an answer's failure is told them in the code's plain sentence
-(chat.share_frames.viewer_detail); the owner keeps the whole detail."""
+(chat.live.share_frames.viewer_detail); the owner keeps the whole detail."""
 
 from __future__ import annotations
 
 import pytest
 from django.urls import reverse
 
-from chat import frames
+from chat.live import frames
+from chat.live.share_frames import Ordinals, for_viewer
 from chat.models import Conversation, Message, ShareLink
-from chat.share_frames import Ordinals, for_viewer
 
 pytestmark = pytest.mark.django_db
 

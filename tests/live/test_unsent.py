@@ -14,12 +14,12 @@ import pytest
 from django.db import connection
 from playwright.sync_api import expect
 
-from chat.consumers import NOT_STORED
+from chat.live.consumers import NOT_STORED
 from chat.models import Message
-from tests.test_browser import ask, open_conversation, wait_until_done
-from tests.test_consumers import connect, frames_until, send
+from tests.browser.test_chat import ask, open_conversation, wait_until_done
+from tests.live.test_consumers import connect, frames_until, send
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REFUSED = "a question the database refuses"
 
 

@@ -2,7 +2,7 @@
 
 The model server's text is cleaned where it enters (`chat.upstream.events
 .cleaned`); should unstorable text reach the runner anyway, the checkpoint of the
-other answers goes on (`chat.runner._checkpoint`) and the answer whose final save
+other answers goes on (`chat.live.runner._checkpoint`) and the answer whose final save
 fails still ends: its viewers are told, its conversation and slot are freed.
 """
 
@@ -13,9 +13,9 @@ import asyncio
 import pytest
 from django.db import connection
 
+from chat.live.runner import runner
 from chat.models import Conversation, Message
-from chat.runner import runner
-from tests.test_consumers import connect, frames_until, send, text_of
+from tests.live.test_consumers import connect, frames_until, send, text_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

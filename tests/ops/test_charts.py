@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from chat.charts import HEIGHT, MARGIN, WIDTH, axis_top, line_chart
+from chat.ops.charts import HEIGHT, MARGIN, WIDTH, axis_top, line_chart
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 END = START + timedelta(hours=10)

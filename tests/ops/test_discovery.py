@@ -7,13 +7,13 @@ from aiohttp import web
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
-from chat.discovery import (
+from chat.models import ModelProfile
+from chat.ops.discovery import (
     fetch_models,
     fetch_ollama_models,
     fetch_openai_models,
     sync_profiles,
 )
-from chat.models import ModelProfile
 from chat.upstream import UpstreamError
 
 DEAD = "http://127.0.0.1:9"

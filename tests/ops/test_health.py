@@ -10,8 +10,8 @@ import pytest
 from django.db import OperationalError
 from django.test import AsyncClient
 
-from chat import health
 from chat.models import ModelProfile
+from chat.ops import health
 from chat.upstream import aclose_all
 
 # The checks read the database from their own thread: rows must be committed.

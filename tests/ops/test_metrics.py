@@ -9,8 +9,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import AsyncClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from chat.metrics import REGISTRY, observe_answer, queue_length
 from chat.models import Conversation, Message, Ticket
+from chat.ops.metrics import REGISTRY, observe_answer, queue_length
 from chat.upstream import aclose_all
 from chatsite.asgi import application
 from chatsite.env import env_token

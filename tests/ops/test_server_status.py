@@ -12,9 +12,9 @@ from django.test import AsyncClient
 from django.urls import reverse
 from django.utils import timezone
 
-from chat.health import MODEL_SERVER_TIMEOUT
 from chat.models import Conversation, Message, ModelProfile
-from chat.server_status import Sampler, server_statuses
+from chat.ops.health import MODEL_SERVER_TIMEOUT
+from chat.ops.server_status import Sampler, server_statuses
 from chat.upstream import aclose_all, ollama_client
 
 # The statuses read the database from another thread: rows must be committed.

@@ -11,7 +11,13 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from chat.models import Conversation, Message
-from chat.throughput import PercentileCont, Window, percentile_cont, summary, timeline
+from chat.ops.throughput import (
+    PercentileCont,
+    Window,
+    percentile_cont,
+    summary,
+    timeline,
+)
 from tests.answers import answer
 
 pytestmark = [pytest.mark.smoke, pytest.mark.django_db]

@@ -18,8 +18,8 @@ import httpx
 import pytest
 import websockets
 
-from chat.discovery import fetch_openai_models
 from chat.models import Conversation, Message, ModelProfile
+from chat.ops.discovery import fetch_openai_models
 from tests.threads import in_thread
 
 pytestmark = pytest.mark.real

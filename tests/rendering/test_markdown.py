@@ -4,7 +4,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from chat.rendering import render_markdown
+from chat.rendering.markdown import render_markdown
 
 
 def test_markdown_renders_code_lists_and_tables():
@@ -55,42 +55,42 @@ LONG = "\n\n".join(
 
 
 async def test_a_long_answer_is_rendered_in_the_helper_process_the_same():
-    from chat import rendering
+    from chat.rendering import markdown
 
-    assert len(LONG) >= rendering.OFF_LOOP_CHARS
-    await rendering.prerender(LONG)
-    assert LONG in rendering._prerendered
+    assert len(LONG) >= markdown.OFF_LOOP_CHARS
+    await markdown.prerender(LONG)
+    assert LONG in markdown._prerendered
     html = render_markdown(LONG)  # the template filter finds it ...
-    assert LONG not in rendering._prerendered  # ... once
+    assert LONG not in markdown._prerendered  # ... once
     assert html == render_markdown(LONG)  # and it is what inline rendering gives
     assert html.count("<strong>bold</strong>") == 400
 
 
 async def test_a_short_answer_stays_inline():
-    from chat import rendering
+    from chat.rendering import markdown
 
-    await rendering.prerender("**short**")
-    assert "**short**" not in rendering._prerendered
+    await markdown.prerender("**short**")
+    assert "**short**" not in markdown._prerendered
 
 
 async def test_a_failed_helper_process_falls_back_to_inline_rendering():
     import os
     from concurrent.futures.process import BrokenProcessPool
 
-    from chat import rendering
+    from chat.rendering import markdown
 
-    await rendering.prerender(LONG)  # starts the helper process
-    assert rendering._pool is not None
-    crash = rendering._pool.submit(os._exit, 1)
+    await markdown.prerender(LONG)  # starts the helper process
+    assert markdown._pool is not None
+    crash = markdown._pool.submit(os._exit, 1)
     with pytest.raises(BrokenProcessPool):
         crash.result(timeout=30)
-    rendering._prerendered.clear()
-    await rendering.prerender(LONG)  # logged, not raised
-    assert LONG not in rendering._prerendered
-    assert rendering._pool is None  # a new one next time
+    markdown._prerendered.clear()
+    await markdown.prerender(LONG)  # logged, not raised
+    assert LONG not in markdown._prerendered
+    assert markdown._pool is None  # a new one next time
     assert render_markdown(LONG).count("<strong>bold</strong>") == 400
-    await rendering.prerender(LONG)
-    assert LONG in rendering._prerendered
+    await markdown.prerender(LONG)
+    assert LONG in markdown._prerendered
 
 
 MATRIX = r"\begin{pmatrix} a_1 & b_2 \\ c_3 & *d* \end{pmatrix}"

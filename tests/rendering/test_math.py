@@ -1,4 +1,4 @@
-"""The inline math scan (chat/markdown_math.py): the same spans as the scan it
+"""The inline math scan (chat/rendering/math.py): the same spans as the scan it
 replaced, found with work linear in the text."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it.rules_inline import StateInline
 
-from chat import rendering
-from chat.markdown_math import DELIMITERS, InlineMath, match_inline_math
+from chat.rendering import markdown
+from chat.rendering.math import DELIMITERS, InlineMath, match_inline_math
 
 
 def reference_match(src: str, start: int) -> InlineMath | None:
@@ -38,9 +38,9 @@ def reference_match(src: str, start: int) -> InlineMath | None:
 
 
 def reference_render(text: str) -> str:
-    """The server's markdown (chat/rendering.py) with the old scan."""
-    with mock.patch("chat.markdown_math.match_inline_math", reference_match):
-        return rendering._markdown.render(text)
+    """The server's markdown (chat/markdown.py) with the old scan."""
+    with mock.patch("chat.rendering.math.match_inline_math", reference_match):
+        return markdown._markdown.render(text)
 
 
 # Ordinary text as far as math goes: delimiters, escapes, code, digits, spaces
@@ -62,7 +62,7 @@ def test_the_scan_finds_what_the_old_scan_found_from_every_position(text):
 @settings(max_examples=200, deadline=None, database=None)
 @given(texts)
 def test_answers_render_as_they_did(text):
-    assert rendering._markdown.render(text) == reference_render(text)
+    assert markdown._markdown.render(text) == reference_render(text)
 
 
 class CountingText(str):
@@ -103,7 +103,7 @@ def test_a_paragraph_of_openers_that_never_close_is_scanned_once(piece):
     forward from each for a closer made `"$1" × 7,500` take 15 s on the event
     loop. Now each character is looked at a bounded number of times."""
     text = CountingText(piece * 1500)
-    state = StateInline(text, rendering._markdown, {}, [])
-    rendering._markdown.inline.tokenize(state)
+    state = StateInline(text, markdown._markdown, {}, [])
+    markdown._markdown.inline.tokenize(state)
     assert state.tokens  # parsed
     assert text.looked < 40 * len(text)

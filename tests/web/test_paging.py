@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from chat.models import Conversation, Message, SettingsChange, ShareLink, Team
-from chat.paging import page_size
+from chat.models.paging import page_size
 
 pytestmark = pytest.mark.django_db
 

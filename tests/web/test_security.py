@@ -24,17 +24,17 @@ from django.conf import settings
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from chat import frames
+from chat.live import frames
+from chat.live.ratelimit import CLOSE_RATE_LIMITED
+from chat.live.routing import websocket_urlpatterns
 from chat.models import Conversation, Message
-from chat.ratelimit import CLOSE_RATE_LIMITED
-from chat.routing import websocket_urlpatterns
 from chatsite.asgi import application
 from tests.conftest import PASSWORDS
-from tests.test_consumers import connect, frames_until
-from tests.test_processes import frames_until as process_frames_until
+from tests.live.test_consumers import connect, frames_until
+from tests.live.test_processes import frames_until as process_frames_until
 from tests.threads import in_thread
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ORIGIN = (b"origin", b"http://127.0.0.1")
 
 # Pages anyone may open, whatever their parameters say ("namespace:name" for
@@ -115,7 +115,7 @@ async def test_someone_elses_conversation_socket_is_closed_4403_for_every_route(
     alice, bob
 ):
     """Every socket route taking an id refuses bob on alice's objects (see also
-    tests/test_consumers.py for the single route's 4401/4403)."""
+    tests/live/test_consumers.py for the single route's 4401/4403)."""
     mine = await Conversation.objects.acreate(owner=alice, title="alice's")
     message = await Message.objects.acreate(
         conversation=mine, role="user", content="private"
@@ -256,7 +256,7 @@ async def test_daphne_closes_a_socket_sending_more_than_any_frame_we_take(
         await ws.send("x" * (frames.max_frame_bytes() + 1))
         with pytest.raises(websockets.ConnectionClosedError) as closed:
             await process_frames_until(ws, "never")
-    # Daphne closes it with "message too big" (chat.daphne_protocol), not by
+    # Daphne closes it with "message too big" (chat.live.daphne_protocol), not by
     # dropping the connection (1006, which looks like a network failure).
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
     assert await conversation.messages.acount() == 0

@@ -1,5 +1,5 @@
-"""The conversation settings panel (chat.views.conversation_settings, SettingsForm)
-and where each effective setting comes from."""
+"""The conversation settings panel (chat.web.conversations.conversation_settings,
+SettingsForm) and where each effective setting comes from."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from chat.forms import SettingsForm
 from chat.models import Conversation, ModelProfile, SettingsChange, SiteDefaults
+from chat.web.forms import SettingsForm
 
 pytestmark = pytest.mark.django_db
 

@@ -1,6 +1,6 @@
 """Sign-in throttling under attack: attempts sent at once, and addresses the
-client writes itself (chat.signin, chat.client_address). See also the
-throttle's plain behaviour in tests/test_security.py."""
+client writes itself (chat.web.signin, chat.web.client_address). See also the
+throttle's plain behaviour in tests/web/test_security.py."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from django.db import connections
 from django.test import Client
 
 from tests.conftest import PASSWORDS
-from tests.test_security import fresh_cache, sign_in
+from tests.web.test_security import fresh_cache, sign_in
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WRONG_GUESSES = 29
 
 

@@ -17,9 +17,9 @@ import httpx
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from chat import frames
-from chat.discovery import fetch_ollama_models, sync_profiles
+from chat.live import frames
 from chat.models import Message
+from chat.ops.discovery import fetch_ollama_models, sync_profiles
 from chat.upstream import UpstreamError
 
 DEMO_FLAGS = ["--tps", "60", "--ttft-ms", "350", "--think-tokens", "60"]
