@@ -37,7 +37,8 @@ $(PY):
 
 # Re-installs only when a requirements file changed since the last install.
 # The .pth puts the repo on the venv's path, so `.venv/bin/pytest` can load the
-# `-p tests.servers` plugin too (`python -m pytest` adds the cwd by itself).
+# `-p tests.servers` plugin too. Every target runs `python -m`, which puts the
+# cwd first, so a venv shared by several checkouts checks the one it runs in.
 $(STAMP): requirements.txt requirements-dev.txt | $(PY)
 	$(PY) -m pip install --disable-pip-version-check -q -r requirements-dev.txt
 	$(PY) -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "chatsite-repo.pth").write_text(str(pathlib.Path.cwd()) + "\n")'
@@ -75,7 +76,7 @@ bench: venv chromium
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy chatsite chat
+	$(PY) -m mypy chatsite chat
 
 format: venv
 	$(VENV)/bin/ruff format .
@@ -85,7 +86,7 @@ test: venv chromium
 	scripts/vendor.sh --check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy chatsite chat
+	$(PY) -m mypy chatsite chat
 	$(PY) -m pytest -ra $(PYTEST_ARGS)
 	CHATSITE_TEST_DB=sqlite $(PY) -m pytest -ra -m "smoke and not browser" $(PYTEST_ARGS)
 
