@@ -495,8 +495,7 @@ class Runner:
         start = frames.start(message_id, generation.model, generation.think)
         await sink.send_frame(start)
         if generation.queue_position is not None:
-            position = generation.queue_position
-            await sink.send_frame(frames.queued(message_id, position))
+            await sink.send_frame(frames.queued(message_id, generation.queue_position))
         # Catch up until nothing new arrived during our own sends; attaching right
         # after that check (no await in between) leaves no gap and no overlap.
         while True:
