@@ -15,7 +15,8 @@ Groups:
                                 `ShareLink.group_name`, since revoking a link (a
                                 model method) closes them, and models import
                                 nothing from here
-  admission                     every process's admission waiter (`admission.wake`)
+  admission                     a channel of each answer waiting for a model slot,
+                                on any process (`admission.wake`: look again)
 
 Sent to one channel, never to a group: `chat.catchup` (a resume's answer, to the
 socket that asked) and `health.ping` (`chat.ops.health`, to a channel of its own).

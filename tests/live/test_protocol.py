@@ -253,3 +253,34 @@ def test_the_event_builders_return_their_types():
     assert events.conversation_group(7) == "chat.7"
     assert events.generation_group(7) == "generation.7"
     assert events.user_group(7) == "user-7"
+
+
+CHAT = ROOT / "chat"
+
+
+def sources(*allowed: str) -> list[tuple[str, str]]:
+    """(path, text) of every module of `chat` but the `allowed` ones."""
+    return [
+        (str(path.relative_to(ROOT)), path.read_text(encoding="utf-8"))
+        for path in sorted(CHAT.rglob("*.py"))
+        if str(path.relative_to(ROOT)) not in allowed and "migrations" not in path.parts
+    ]
+
+
+def test_server_frames_are_built_only_by_the_protocol_modules():
+    types = "|".join(sorted(SERVER_TYPES))
+    literal = re.compile(
+        rf"""["']type["']\s*:\s*["']({types})["']|type=["']({types})["']"""
+    )
+    builders = ("chat/live/frames.py", "chat/live/share_frames.py")
+    found = [path for path, text in sources(*builders) if literal.search(text)]
+    assert found == [], "build server frames with chat.live.frames"
+
+
+def test_group_names_are_made_only_in_events():
+    # The share link's group is named beside the model (models import nothing
+    # from chat.live): see chat.live.events.
+    name = re.compile(r"""f["'](chat\.|generation\.|user-|share\.)\{""")
+    named = ("chat/live/events.py", "chat/models/sharing.py")
+    found = [path for path, text in sources(*named) if name.search(text)]
+    assert found == [], "name channel-layer groups in chat.live.events"
