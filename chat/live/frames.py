@@ -42,7 +42,7 @@ Other close codes: 4401 signed out, 4403 not your conversation.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, Protocol, TypedDict
 
 from django.conf import settings
 from django.template.loader import render_to_string
@@ -362,21 +362,52 @@ def version_shown(switch: VersionSwitch) -> list[ServerFrame]:
     return [removed(switch.removed), *(message(m) for m in switch.shown.messages)]
 
 
+class Shown(Protocol):
+    """What `chat/_message.html` and a `message` frame read of a message: a
+    `Message`, or a shared link's `SharedMessage`."""
+
+    @property
+    def role(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def thinking(self) -> str: ...
+    @property
+    def model_tag(self) -> str: ...
+    @property
+    def error_code(self) -> str: ...
+    @property
+    def error_detail(self) -> str: ...
+    @property
+    def dom_id(self) -> str: ...
+
+
 def message(message: Message) -> MessageFrame:
+    return shown_message(
+        message, message.pk, client_id=message.client_id, stats=message.stats()
+    )
+
+
+def shown_message(
+    shown: Shown, message_id: int, *, client_id: str, stats: dict[str, Any]
+) -> MessageFrame:
+    """A `message` frame, its HTML rendered from `shown`."""
     return {
         "type": "message",
         "message": {
-            "id": message.pk,
-            "role": message.role,
-            "status": message.status,
-            "content": message.content,
-            "thinking": message.thinking,
-            "client_id": message.client_id,
-            "model": message.model_tag,
-            "stats": message.stats(),
-            "error_code": message.error_code,
-            "error_detail": message.error_detail,
-            "dom_id": message.dom_id,
-            "html": render_to_string("chat/_message.html", {"message": message}),
+            "id": message_id,
+            "role": shown.role,
+            "status": shown.status,
+            "content": shown.content,
+            "thinking": shown.thinking,
+            "client_id": client_id,
+            "model": shown.model_tag,
+            "stats": stats,
+            "error_code": shown.error_code,
+            "error_detail": shown.error_detail,
+            "dom_id": shown.dom_id,
+            "html": render_to_string("chat/_message.html", {"message": shown}),
         },
     }

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Literal, TypedDict
 
-from django.template.loader import render_to_string
 from django.urls import reverse
 
 from chat.live.frames import (
@@ -18,6 +17,7 @@ from chat.live.frames import (
     MessagePayload,
     RemovedFrame,
     ServerFrame,
+    shown_message,
 )
 from chat.models import SharedMessage, ShareLink
 from chat.models.shared_messages import viewer_detail
@@ -66,24 +66,8 @@ def shared_message(
 
 
 def message(shared: SharedMessage) -> MessageFrame:
-    """The viewer's `message` frame (as `chat.live.frames.message` for the owner)."""
-    return {
-        "type": "message",
-        "message": {
-            "id": shared.ordinal,
-            "role": shared.role,
-            "status": shared.status,
-            "content": shared.content,
-            "thinking": shared.thinking,
-            "client_id": "",
-            "model": shared.model_tag,
-            "stats": shared.stats,
-            "error_code": shared.error_code,
-            "error_detail": shared.error_detail,
-            "dom_id": shared.dom_id,
-            "html": render_to_string("chat/_message.html", {"message": shared}),
-        },
-    }
+    """The viewer's `message` frame: ordinals for ids, no client id."""
+    return shown_message(shared, shared.ordinal, client_id="", stats=shared.stats)
 
 
 def shared_source_url(token: str, ordinal: int) -> str:
