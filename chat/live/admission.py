@@ -37,14 +37,15 @@ from django.db import DatabaseError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from chat.live import events
 from chat.live import layer as guarded_layer
 from chat.models import Conversation, Message, ModelProfile, SiteDefaults, Ticket
 from chat.upstream import UpstreamError
 
 logger = logging.getLogger(__name__)
 
-WAKE_GROUP = "admission"
-WAKE_EVENT = {"type": "admission.wake"}
+WAKE_GROUP = events.ADMISSION_GROUP
+WAKE_EVENT = dict(events.ADMISSION_WAKE)  # channels' layers take a plain dict
 # The fallback re-check: a slot freed by a dead process, or a lost wake-up.
 POLL_SECONDS = 1.0
 # Finished answers' tickets are kept this long: they tell whose turn it is.

@@ -17,7 +17,14 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.db import DatabaseError, transaction
 
 from chat.live import admission, frames, layer
-from chat.live.fanout import Kind, RemoteView, conversation_group
+from chat.live.events import (
+    CatchupEvent,
+    DeltaEvent,
+    FrameEvent,
+    conversation_group,
+)
+from chat.live.fanout import RemoteView
+from chat.live.frames import Kind
 from chat.live.preload import preloader
 from chat.live.ratelimit import CLOSE_RATE_LIMITED, FrameLimiter, Verdict
 from chat.live.runner import runner
@@ -153,7 +160,7 @@ class ChatConsumer(SessionBound, AsyncWebsocketConsumer):
             await self.close(code=CLOSE_RATE_LIMITED)
         return verdict is not Verdict.ACCEPT
 
-    async def send_frame(self, frame: dict[str, Any]) -> None:
+    async def send_frame(self, frame: frames.ServerFrame) -> None:
         await self.send(text_data=json.dumps(frame, ensure_ascii=False))
 
     async def start_answer(
@@ -169,7 +176,7 @@ class ChatConsumer(SessionBound, AsyncWebsocketConsumer):
                 frames.error(None, "busy", "Wait for the current answer, or stop it.")
             )
             return
-        told: list[dict[str, Any]] = []
+        told: list[frames.ServerFrame] = []
         try:
             if retry is None:
                 turn = await database_sync_to_async(_begin_turn)(
@@ -249,7 +256,7 @@ class ChatConsumer(SessionBound, AsyncWebsocketConsumer):
     # Channel-layer events from other processes (this process's own are skipped:
     # its sockets were sent the same frames directly).
 
-    async def chat_frame(self, event: dict[str, Any]) -> None:
+    async def chat_frame(self, event: FrameEvent) -> None:
         if event["origin"] == runner.id:
             return
         frame = event["frame"]
@@ -259,7 +266,7 @@ class ChatConsumer(SessionBound, AsyncWebsocketConsumer):
             self.remote.pop(frame["message"]["id"], None)
         await self.send_frame(frame)
 
-    async def chat_delta(self, event: dict[str, Any]) -> None:
+    async def chat_delta(self, event: DeltaEvent) -> None:
         if event["origin"] == runner.id:
             return
         message_id = event["message_id"]
@@ -320,7 +327,7 @@ class ChatConsumer(SessionBound, AsyncWebsocketConsumer):
                         await self.send_stored(message)
                 return
 
-    async def chat_catchup(self, event: dict[str, Any]) -> None:
+    async def chat_catchup(self, event: CatchupEvent) -> None:
         message_id = event["message_id"]
         if "refused" in event:  # a resume from beyond the text
             self.remote.pop(message_id, None)

@@ -4,12 +4,8 @@ The owner's sockets are fed in-process (`chat.live.runner`). Every other viewer 
 conversation, on another Daphne process or host, gets the same answer through the
 conversation's group, coalesced to one event per kind about every 50 ms (DESIGN,
 latency rule 3). Delta events carry the code-point offset of their text, so a
-viewer can drop overlap and notice gaps (`RemoteView`).
-
-Groups:
-  chat.<conversation id>        every socket of the conversation, on any process
-  generation.<conversation id>  the runner channel of the process that owns the
-                                running answer (stop and resume requests go here)
+viewer can drop overlap and notice gaps (`RemoteView`). The groups and events
+are listed in `chat.live.events`.
 """
 
 from __future__ import annotations
@@ -17,47 +13,20 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, TypedDict
 
 from channels.layers import BaseChannelLayer, InMemoryChannelLayer
+
+from chat.live.events import DeltaEvent, conversation_group
+from chat.live.frames import DeltaFrame, Kind, ServerFrame
 
 logger = logging.getLogger(__name__)
 
 COALESCE_SECONDS = 0.05
 
-Kind = Literal["thinking", "content"]
-
-
-def conversation_group(conversation_id: int) -> str:
-    return f"chat.{conversation_id}"
-
-
-def generation_group(conversation_id: int) -> str:
-    return f"generation.{conversation_id}"
-
 
 def spans_processes(layer: BaseChannelLayer | None) -> bool:
     """False for the in-memory layer: one process, nobody else to tell."""
     return layer is not None and not isinstance(layer, InMemoryChannelLayer)
-
-
-class DeltaEvent(TypedDict):
-    type: Literal["chat.delta"]
-    origin: str
-    message_id: int
-    kind: Kind
-    start: int
-    text: str
-
-
-class FrameEvent(TypedDict):
-    type: Literal["chat.frame"]
-    origin: str
-    frame: dict[str, Any]
-
-
-def frame_event(origin: str, frame: dict[str, Any]) -> FrameEvent:
-    return FrameEvent(type="chat.frame", origin=origin, frame=frame)
 
 
 class Paced:
@@ -150,7 +119,7 @@ class RemoteView:
         return text[have - start :]
 
 
-SendFrame = Callable[[dict[str, Any]], Awaitable[None]]
+SendFrame = Callable[[ServerFrame], Awaitable[None]]
 
 
 class Pacer(Paced):
@@ -165,11 +134,11 @@ class Pacer(Paced):
     def __init__(self, send: SendFrame) -> None:
         super().__init__()
         self.send = send
-        self.pending: list[dict[str, Any]] = []
+        self.pending: list[DeltaFrame] = []
         self.lock = asyncio.Lock()
         self.task: asyncio.Task[None] | None = None
 
-    def delta(self, frame: dict[str, Any]) -> None:
+    def delta(self, frame: DeltaFrame) -> None:
         last = self.pending[-1] if self.pending else None
         if (
             last is not None
@@ -183,7 +152,7 @@ class Pacer(Paced):
             self.task = asyncio.create_task(self.run(), name="pacer")
         self.wake.set()
 
-    async def frame(self, frame: dict[str, Any]) -> None:
+    async def frame(self, frame: ServerFrame) -> None:
         async with self.lock:
             await self._write_pending()
             await self.send(frame)

@@ -42,13 +42,12 @@ Other close codes: 4401 signed out, 4403 not your conversation.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, Protocol, TypedDict
 
 from django.conf import settings
 from django.template.loader import render_to_string
 
 if TYPE_CHECKING:
-    from chat.live.runner import Generation
     from chat.models import Conversation, Message, VersionSwitch
 
 
@@ -209,33 +208,120 @@ def _non_negative_int(
     return value
 
 
-# Server -> client frames.
+# Server -> client frames: built only by the functions below (and, for a shared
+# link's viewer, by `chat.live.share_frames`), sent only through a `Sink` or the
+# runner's broadcast. tests/live/test_protocol.py checks these types against the
+# README's table and the browser's handlers (`static/chat/socket.js`).
+
+Kind = Literal["thinking", "content"]
+ModelState = Literal["loading", "ready", "error"]
 
 
-def delta(
-    kind: Literal["thinking", "content"], message_id: int, text: str
-) -> dict[str, Any]:
+class MessagePayload(TypedDict):
+    """A stored message as the page shows it (`message` frames)."""
+
+    id: int
+    role: str
+    status: str
+    content: str
+    thinking: str
+    client_id: str
+    model: str
+    stats: dict[str, Any]
+    error_code: str
+    error_detail: str
+    dom_id: str
+    html: str
+
+
+class MessageFrame(TypedDict):
+    type: Literal["message"]
+    message: MessagePayload
+
+
+class StartFrame(TypedDict):
+    type: Literal["start"]
+    message_id: int
+    model: str
+    thinking: bool | None
+
+
+class QueuedFrame(TypedDict):
+    type: Literal["queued"]
+    message_id: int
+    position: int
+
+
+class DeltaFrame(TypedDict):
+    type: Kind
+    message_id: int
+    delta: str
+
+
+class DoneFrame(TypedDict):
+    type: Literal["done"]
+    message_id: int
+    status: str
+    stats: dict[str, Any]
+
+
+class ErrorFrame(TypedDict):
+    type: Literal["error"]
+    message_id: int | None
+    code: str
+    detail: str
+
+
+class ModelFrame(TypedDict):
+    type: Literal["model"]
+    state: ModelState
+    model: str
+    load_ms: NotRequired[float | None]  # "ready" only
+    detail: NotRequired[str]  # when there is one
+
+
+class ConversationFrame(TypedDict):
+    type: Literal["conversation"]
+    id: int
+    title: str
+
+
+class RemovedFrame(TypedDict):
+    type: Literal["removed"]
+    message_ids: list[int]
+
+
+ServerFrame = (
+    MessageFrame
+    | StartFrame
+    | QueuedFrame
+    | DeltaFrame
+    | DoneFrame
+    | ErrorFrame
+    | ModelFrame
+    | ConversationFrame
+    | RemovedFrame
+)
+
+
+def delta(kind: Kind, message_id: int, text: str) -> DeltaFrame:
     return {"type": kind, "message_id": message_id, "delta": text}
 
 
-def start(generation: Generation) -> dict[str, Any]:
+def start(message_id: int, model: str, thinking: bool | None) -> StartFrame:
     return {
         "type": "start",
-        "message_id": generation.message_id,
-        "model": generation.model,
-        "thinking": generation.think,
+        "message_id": message_id,
+        "model": model,
+        "thinking": thinking,
     }
 
 
-def queued(generation: Generation) -> dict[str, Any]:
-    return {
-        "type": "queued",
-        "message_id": generation.message_id,
-        "position": generation.queue_position,
-    }
+def queued(message_id: int, position: int) -> QueuedFrame:
+    return {"type": "queued", "message_id": message_id, "position": position}
 
 
-def done(message: Message) -> dict[str, Any]:
+def done(message: Message) -> DoneFrame:
     return {
         "type": "done",
         "message_id": message.pk,
@@ -244,18 +330,18 @@ def done(message: Message) -> dict[str, Any]:
     }
 
 
-def error(message_id: int | None, code: str, detail: str) -> dict[str, Any]:
+def error(message_id: int | None, code: str, detail: str) -> ErrorFrame:
     return {"type": "error", "message_id": message_id, "code": code, "detail": detail}
 
 
 def model_state(
-    state: Literal["loading", "ready", "error"],
+    state: ModelState,
     model: str,
     *,
     load_ms: float | None = None,
     detail: str = "",
-) -> dict[str, Any]:
-    frame: dict[str, Any] = {"type": "model", "state": state, "model": model}
+) -> ModelFrame:
+    frame: ModelFrame = {"type": "model", "state": state, "model": model}
     if state == "ready":
         frame["load_ms"] = load_ms
     if detail:
@@ -263,34 +349,65 @@ def model_state(
     return frame
 
 
-def conversation(conversation: Conversation) -> dict[str, Any]:
+def conversation(conversation: Conversation) -> ConversationFrame:
     return {"type": "conversation", "id": conversation.pk, "title": conversation.title}
 
 
-def removed(message_ids: list[int]) -> dict[str, Any]:
+def removed(message_ids: list[int]) -> RemovedFrame:
     return {"type": "removed", "message_ids": message_ids}
 
 
-def version_shown(switch: VersionSwitch) -> list[dict[str, Any]]:
+def version_shown(switch: VersionSwitch) -> list[ServerFrame]:
     """Another version of the last answer chosen: what it replaces, then it."""
     return [removed(switch.removed), *(message(m) for m in switch.shown.messages)]
 
 
-def message(message: Message) -> dict[str, Any]:
+class Shown(Protocol):
+    """What `chat/_message.html` and a `message` frame read of a message: a
+    `Message`, or a shared link's `SharedMessage`."""
+
+    @property
+    def role(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def thinking(self) -> str: ...
+    @property
+    def model_tag(self) -> str: ...
+    @property
+    def error_code(self) -> str: ...
+    @property
+    def error_detail(self) -> str: ...
+    @property
+    def dom_id(self) -> str: ...
+
+
+def message(message: Message) -> MessageFrame:
+    return shown_message(
+        message, message.pk, client_id=message.client_id, stats=message.stats()
+    )
+
+
+def shown_message(
+    shown: Shown, message_id: int, *, client_id: str, stats: dict[str, Any]
+) -> MessageFrame:
+    """A `message` frame, its HTML rendered from `shown`."""
     return {
         "type": "message",
         "message": {
-            "id": message.pk,
-            "role": message.role,
-            "status": message.status,
-            "content": message.content,
-            "thinking": message.thinking,
-            "client_id": message.client_id,
-            "model": message.model_tag,
-            "stats": message.stats(),
-            "error_code": message.error_code,
-            "error_detail": message.error_detail,
-            "dom_id": message.dom_id,
-            "html": render_to_string("chat/_message.html", {"message": message}),
+            "id": message_id,
+            "role": shown.role,
+            "status": shown.status,
+            "content": shown.content,
+            "thinking": shown.thinking,
+            "client_id": client_id,
+            "model": shown.model_tag,
+            "stats": stats,
+            "error_code": shown.error_code,
+            "error_detail": shown.error_detail,
+            "dom_id": shown.dom_id,
+            "html": render_to_string("chat/_message.html", {"message": shown}),
         },
     }

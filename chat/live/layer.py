@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from channels.layers import BaseChannelLayer, get_channel_layer
@@ -68,12 +68,14 @@ async def guarded(what: str, call: Call) -> bool:
     return True
 
 
-async def send(channel: str, message: dict[str, Any]) -> bool:
-    return await guarded(f"send to {channel}", lambda c: c.send(channel, message))
+async def send(channel: str, message: Mapping[str, Any]) -> bool:
+    return await guarded(f"send to {channel}", lambda c: c.send(channel, dict(message)))
 
 
-async def group_send(group: str, message: dict[str, Any]) -> bool:
-    return await guarded(f"send to {group}", lambda c: c.group_send(group, message))
+async def group_send(group: str, message: Mapping[str, Any]) -> bool:
+    return await guarded(
+        f"send to {group}", lambda c: c.group_send(group, dict(message))
+    )
 
 
 async def join(group: str, channel: str) -> bool:

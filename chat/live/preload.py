@@ -21,7 +21,6 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import httpx
 
@@ -36,7 +35,7 @@ PRELOAD_EVERY = 60.0
 PS_TIMEOUT = 2.0
 
 # Sends a frame to every socket of a conversation (`Runner.broadcast`).
-Tell = Callable[[int, dict[str, Any]], Awaitable[None]]
+Tell = Callable[[int, frames.ModelFrame], Awaitable[None]]
 
 
 async def model_listed(profile: ModelProfile) -> bool | None:
@@ -159,7 +158,7 @@ class Preloader:
         return load
 
     async def _load(self, profile: ModelProfile, load: Load, tell: Tell) -> None:
-        async def tell_all(frame: dict[str, Any]) -> None:
+        async def tell_all(frame: frames.ModelFrame) -> None:
             for conversation_id in list(load.conversations):
                 await tell(conversation_id, frame)
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer, get_channel_layer
@@ -40,6 +40,15 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
 from chat.live import admission, fanout, first_token, frames, layer
+from chat.live.events import (
+    Catchup,
+    CatchupRefused,
+    ChannelEvent,
+    GenerationResume,
+    conversation_group,
+    frame_event,
+    generation_group,
+)
 from chat.models import Message, ModelProfile
 from chat.ops.metrics import observe_answer
 from chat.rendering import markdown
@@ -74,7 +83,7 @@ CANCEL_GRACE_SECONDS = 0.1
 class Sink(Protocol):
     """A socket that frames are written to (the consumer)."""
 
-    async def send_frame(self, frame: dict[str, Any]) -> None: ...
+    async def send_frame(self, frame: frames.ServerFrame) -> None: ...
 
 
 @dataclass(eq=False)
@@ -102,7 +111,7 @@ class Generation:
     # (thinking_len, content_len) at the last checkpoint.
     checkpointed: tuple[int, int] = (0, 0)
     # The final frames, once stored: a socket resuming after that gets them.
-    closing: list[dict[str, Any]] | None = None
+    closing: list[frames.ServerFrame] | None = None
     # The request's options (the conversation's on top of the profile's).
     options: dict[str, Any] | None = None
     queue_position: int | None = None  # while waiting for a slot (chat.live.admission)
@@ -126,10 +135,10 @@ class Generation:
     def thinking_text(self) -> str:
         return "".join(self.thinking)
 
-    def apply(self, events: Iterable[Event]) -> list[dict[str, Any]]:
+    def apply(self, events: Iterable[Event]) -> list[frames.DeltaFrame]:
         """Record one network read's events; return its frames, deltas of the same
         kind merged, in arrival order."""
-        out: list[dict[str, Any]] = []
+        out: list[frames.DeltaFrame] = []
         for event in events:
             if isinstance(event, Finished):
                 self.finished = event
@@ -243,7 +252,7 @@ class Runner:
             if event.get("type") == "generation.stop":
                 self.stop(event["conversation_id"])
             elif event.get("type") == "generation.resume":
-                await self._answer_resume(event)
+                await self._answer_resume(cast(GenerationResume, event))
 
     async def _sweep_loop(self) -> None:
         while True:
@@ -254,7 +263,7 @@ class Runner:
                 logger.warning("orphan sweep failed", exc_info=True)
             await asyncio.sleep(SWEEP_SECONDS)
 
-    async def _group_send(self, group: str, event: dict[str, Any]) -> None:
+    async def _group_send(self, group: str, event: ChannelEvent) -> None:
         if fanout.spans_processes(self._layer):
             await layer.group_send(group, event)
 
@@ -274,15 +283,14 @@ class Runner:
         if generation is not None:
             generation.attached.discard(sink)
 
-    async def broadcast(self, conversation_id: int, frame: dict[str, Any]) -> None:
+    async def broadcast(self, conversation_id: int, frame: frames.ServerFrame) -> None:
         """To every socket of the conversation, here and on other processes."""
         await _send_all(self._subscribers.get(conversation_id, ()), frame)
         await self._group_send(
-            fanout.conversation_group(conversation_id),
-            dict(fanout.frame_event(self.id, frame)),
+            conversation_group(conversation_id), frame_event(self.id, frame)
         )
 
-    async def tell(self, conversation_id: int, sent: list[dict[str, Any]]) -> None:
+    async def tell(self, conversation_id: int, sent: list[frames.ServerFrame]) -> None:
         """Frames from an HTTP request, to every socket of the conversation. A
         process that has not served a socket yet looks the channel layer up
         here, so other processes' sockets are told too."""
@@ -295,7 +303,7 @@ class Runner:
         """Stop the answer wherever it runs."""
         if not self.stop(conversation_id):
             await self._group_send(
-                fanout.generation_group(conversation_id),
+                generation_group(conversation_id),
                 {"type": "generation.stop", "conversation_id": conversation_id},
             )
 
@@ -308,7 +316,7 @@ class Runner:
     ) -> None:
         """Ask the process running the answer to send `reply_to` what it misses."""
         await self._group_send(
-            fanout.generation_group(conversation_id),
+            generation_group(conversation_id),
             {
                 "type": "generation.resume",
                 "conversation_id": conversation_id,
@@ -319,29 +327,37 @@ class Runner:
             },
         )
 
-    async def _answer_resume(self, event: dict[str, Any]) -> None:
+    async def _answer_resume(self, event: GenerationResume) -> None:
         generation = self._generations.get(event["conversation_id"])
         if generation is None or generation.message_id != event["message_id"]:
             return
         assert self._layer is not None
         refusal = past_the_text(generation, event["thinking_offset"], event["offset"])
         if refusal is not None:
-            reply = {"type": "chat.catchup", "message_id": generation.message_id}
-            await layer.send(event["reply_to"], {**reply, "refused": refusal})
+            reply: CatchupRefused = {
+                "type": "chat.catchup",
+                "message_id": generation.message_id,
+                "refused": refusal,
+            }
+            await layer.send(event["reply_to"], reply)
             return
-        catchup = {
+        catchup: Catchup = {
             "type": "chat.catchup",
             "origin": self.id,
-            "start": frames.start(generation),
+            "start": frames.start(
+                generation.message_id, generation.model, generation.think
+            ),
             "message_id": generation.message_id,
-            "thinking": [
+            "thinking": (
                 event["thinking_offset"],
                 _tail(generation.thinking, event["thinking_offset"]),
-            ],
-            "content": [event["offset"], _tail(generation.content, event["offset"])],
+            ),
+            "content": (event["offset"], _tail(generation.content, event["offset"])),
         }
         if generation.queue_position is not None:
-            catchup["queued"] = frames.queued(generation)
+            catchup["queued"] = frames.queued(
+                generation.message_id, generation.queue_position
+            )
         await layer.send(event["reply_to"], catchup)
 
     # Generations.
@@ -369,7 +385,7 @@ class Runner:
         message: Message,
         history: list[dict[str, str]],
         options: dict[str, Any] | None = None,
-        told: Sequence[dict[str, Any]] = (),
+        told: Sequence[frames.ServerFrame] = (),
     ) -> Generation:
         """Start streaming `message` (a claimed conversation's placeholder answer),
         after broadcasting the frames `told` (the turn's question).
@@ -418,7 +434,7 @@ class Runner:
             self.release(conversation_id)
 
     async def _announce(
-        self, generation: Generation, told: Sequence[dict[str, Any]]
+        self, generation: Generation, told: Sequence[frames.ServerFrame]
     ) -> None:
         """The turn's frames and the start frame, to every viewer; and this
         process's channel into the generation group (for stops and resumes)."""
@@ -429,8 +445,9 @@ class Runner:
             generation.publisher = fanout.Publisher(
                 self._layer, self.id, conversation_id, generation.message_id
             )
-            await layer.join(fanout.generation_group(conversation_id), self._channel)
-        await self.broadcast(conversation_id, frames.start(generation))
+            await layer.join(generation_group(conversation_id), self._channel)
+        start = frames.start(generation.message_id, generation.model, generation.think)
+        await self.broadcast(conversation_id, start)
 
     def stop(self, conversation_id: int) -> bool:
         generation = self._generations.get(conversation_id)
@@ -475,9 +492,10 @@ class Runner:
         self, generation: Generation, sink: Sink, offset: int, thinking_offset: int
     ) -> None:
         message_id = generation.message_id
-        await sink.send_frame(frames.start(generation))
+        start = frames.start(message_id, generation.model, generation.think)
+        await sink.send_frame(start)
         if generation.queue_position is not None:
-            await sink.send_frame(frames.queued(generation))
+            await sink.send_frame(frames.queued(message_id, generation.queue_position))
         # Catch up until nothing new arrived during our own sends; attaching right
         # after that check (no await in between) leaves no gap and no overlap.
         while True:
@@ -621,7 +639,7 @@ class Runner:
         generation: Generation,
         profile: ModelProfile,
         history: list[dict[str, str]],
-        told: Sequence[dict[str, Any]] = (),
+        told: Sequence[frames.ServerFrame] = (),
     ) -> None:
         status, error = Message.Status.DONE, None
         generation.running = True
@@ -658,7 +676,7 @@ class Runner:
             logger.exception("generation %s crashed", generation.message_id)
             status = Message.Status.ERROR
             error = UpstreamError("internal_error", f"Internal error: {exc}")
-        closing: list[dict[str, Any]] = []
+        closing: list[frames.ServerFrame] = []
         generation.finishing = True
         try:
             closing = await self._finish(generation, status, error)
@@ -676,17 +694,17 @@ class Runner:
                 # Not re-joined after a Redis restart any more (Redis' copy
                 # stays: see the end of `_finish`).
                 layer.forget(
-                    fanout.generation_group(generation.conversation_id), self._channel
+                    generation_group(generation.conversation_id), self._channel
                 )
-        group = fanout.conversation_group(generation.conversation_id)
+        group = conversation_group(generation.conversation_id)
         for frame in closing:
-            await self._group_send(group, dict(fanout.frame_event(self.id, frame)))
+            await self._group_send(group, frame_event(self.id, frame))
         await admission.release(
             generation.message_id, served=generation.upstream_at is not None
         )
         await _learn_token_ratio(profile, generation.message)
 
-    async def _unsaved(self, generation: Generation) -> list[dict[str, Any]]:
+    async def _unsaved(self, generation: Generation) -> list[frames.ServerFrame]:
         """The final save failed: the answer is marked failed, keeping the text
         of its last checkpoint, if the database takes that much (a streaming row
         would hold its model slot until the orphan sweep); its viewers are told
@@ -698,7 +716,9 @@ class Runner:
             await _mark_unsaved(message)
         except Exception:
             logger.warning("answer %s: marking it failed failed", message.pk)
-        closing = [frames.error(message.pk, message.error_code, SAVE_FAILED)]
+        closing: list[frames.ServerFrame] = [
+            frames.error(message.pk, message.error_code, SAVE_FAILED)
+        ]
         closing.append(frames.done(message))
         generation.closing = closing
         subscribers = self._subscribers.get(generation.conversation_id, set())
@@ -709,7 +729,8 @@ class Runner:
     async def _tell_queued(self, generation: Generation, position: int) -> None:
         """The answer waits for a model slot: its viewers see its place in line."""
         generation.queue_position = position
-        await self.broadcast(generation.conversation_id, frames.queued(generation))
+        queued = frames.queued(generation.message_id, position)
+        await self.broadcast(generation.conversation_id, queued)
 
     async def _relay(
         self,
@@ -752,7 +773,7 @@ class Runner:
 
     async def _finish(
         self, generation: Generation, status: str, error: UpstreamError | None
-    ) -> list[dict[str, Any]]:
+    ) -> list[frames.ServerFrame]:
         """Save the answer and tell this process's sockets; return the frames
         that other processes' sockets are still to get."""
         message = generation.message
@@ -773,7 +794,7 @@ class Runner:
         subscribers = self._subscribers.get(generation.conversation_id, set())
         if generation.publisher is not None:
             await generation.publisher.flush()
-        closing = [frames.done(message), final]
+        closing: list[frames.ServerFrame] = [frames.done(message), final]
         if error is not None:
             closing.insert(0, frames.error(message.pk, error.code, error.detail))
         # From here a resuming socket is sent these by `resume`, not attached.
@@ -799,7 +820,7 @@ def _cancel(generation: Generation) -> None:
 
 def past_the_text(
     generation: Generation, thinking_offset: int, offset: int
-) -> dict[str, Any] | None:
+) -> frames.ErrorFrame | None:
     """The error for a resume from beyond the text written so far (a client
     cannot have text the model has not written: resuming there would append the
     next text to the wrong place), or None."""
@@ -817,7 +838,7 @@ def _tail(parts: list[str], offset: int) -> str:
     return "".join(parts)[offset:]
 
 
-async def _send_all(sinks: Iterable[Sink], frame: dict[str, Any]) -> None:
+async def _send_all(sinks: Iterable[Sink], frame: frames.ServerFrame) -> None:
     for sink in list(sinks):
         try:
             await sink.send_frame(frame)

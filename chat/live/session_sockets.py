@@ -39,14 +39,11 @@ from django.dispatch import receiver
 from django.http import HttpRequest
 
 from chat.live import layer
+from chat.live.events import SessionCheck, SessionEnd, user_group
 
 logger = logging.getLogger(__name__)
 
 CLOSE_SIGNED_OUT = 4401
-
-
-def user_group(user_id: int) -> str:
-    return f"user-{user_id}"
 
 
 def _digest(session_key: str | None) -> str:
@@ -90,11 +87,11 @@ class SessionBound:
         if self.watching is not None:
             self.watching.cancel()
 
-    async def session_end(self, event: dict[str, Any]) -> None:
+    async def session_end(self, event: SessionEnd) -> None:
         if event["session"] in (None, _digest(self._session_key())):
             await self.end_session()
 
-    async def session_check(self, event: dict[str, Any]) -> None:
+    async def session_check(self, event: SessionCheck) -> None:
         if not await _signs_in(self.scope):
             await self.end_session()
 
@@ -127,12 +124,12 @@ def _signs_in(scope: dict[str, Any]) -> bool:
     return bool(user.is_authenticated and user.pk == user_id)
 
 
-def _tell(user_id: int, event: dict[str, Any]) -> None:
+def _tell(user_id: int, event: SessionEnd | SessionCheck) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
     try:
-        async_to_sync(layer.group_send)(user_group(user_id), event)
+        async_to_sync(layer.group_send)(user_group(user_id), dict(event))
     except Exception:
         # Signing out must work while the channel layer is away; the sockets
         # then end when they next reconnect.

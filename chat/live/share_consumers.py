@@ -20,13 +20,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any
+from typing import Any, Final
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 
 from chat.live import frames, layer
 from chat.live.consumers import ChatConsumer
+from chat.live.events import ShareGone
 from chat.live.fanout import Pacer
 from chat.live.ratelimit import FrameLimiter
 from chat.live.runner import runner
@@ -40,7 +41,7 @@ CLOSE_NO_LINK = 4404
 CLOSE_GONE = 4410
 
 GONE_DETAIL = "This link is no longer available."
-DELTAS = ("thinking", "content")
+DELTAS: Final = ("thinking", "content")
 
 
 class ShareConsumer(ChatConsumer):
@@ -48,7 +49,7 @@ class ShareConsumer(ChatConsumer):
     token: str
     ordinals: Ordinals
     closed: bool = False
-    held: list[dict[str, Any]] | None = None
+    held: list[frames.ServerFrame] | None = None
     expiry: asyncio.TimerHandle | None = None
     expiring: asyncio.Future[None] | None = None
     catching_up: asyncio.Task[None] | None = None
@@ -158,7 +159,7 @@ class ShareConsumer(ChatConsumer):
             )
         )
 
-    async def send_frame(self, frame: dict[str, Any]) -> None:
+    async def send_frame(self, frame: frames.ServerFrame) -> None:
         if self.closed or self.link is None:
             return
         if self.held is not None:
@@ -171,7 +172,7 @@ class ShareConsumer(ChatConsumer):
         else:
             await self.pacer.frame(frame)
 
-    async def _write(self, frame: dict[str, Any]) -> None:
+    async def _write(self, frame: frames.ServerFrame) -> None:
         if self.closed or self.link is None:
             return
         shown = for_viewer(frame, self.link, self.token, self.ordinals)
@@ -179,9 +180,9 @@ class ShareConsumer(ChatConsumer):
             await self.send(text_data=json.dumps(shown, ensure_ascii=False))
 
     def _expire(self) -> None:
-        self.expiring = asyncio.ensure_future(self.share_gone({}))
+        self.expiring = asyncio.ensure_future(self.share_gone({"type": "share.gone"}))
 
-    async def share_gone(self, event: dict[str, Any]) -> None:
+    async def share_gone(self, event: ShareGone) -> None:
         """The link was revoked (a `share.gone` event) or expired: cut off."""
         if self.closed:
             return

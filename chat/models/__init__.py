@@ -16,6 +16,7 @@ from chat.models.profiles import (
     ThinkingSwitch,
     ThinkTags,
 )
+from chat.models.shared_messages import SharedMessage
 from chat.models.sharing import ShareLink
 from chat.models.site import SiteDefaults
 from chat.models.teams import Team
@@ -35,6 +36,7 @@ __all__ = [
     "ModelProfile",
     "ModelProfileQuerySet",
     "Retry",
+    "SharedMessage",
     "ShareLink",
     "SiteDefaults",
     "Team",

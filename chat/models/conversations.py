@@ -67,10 +67,6 @@ class Conversation(models.Model):
     def display_title(self) -> str:
         return self.title or "New conversation"
 
-    @property
-    def group_name(self) -> str:
-        return f"chat.{self.pk}"
-
     def title_from(self, text: str) -> str:
         words = " ".join(text.split())
         return words[:60] + ("…" if len(words) > 60 else "")

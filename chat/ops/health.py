@@ -30,6 +30,7 @@ from django.urls import path
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
+from chat.live.events import HealthPing
 from chat.models import ModelProfile
 from chat.upstream import UpstreamError, ollama_client, openai_client
 
@@ -173,7 +174,8 @@ async def _check_channel_layer() -> Check:
 async def _round_trip(layer: BaseChannelLayer) -> None:
     channel = await layer.new_channel()
     nonce = secrets.token_hex(8)
-    await layer.send(channel, {"type": "health.ping", "nonce": nonce})
+    ping: HealthPing = {"type": "health.ping", "nonce": nonce}
+    await layer.send(channel, dict(ping))
     message = await layer.receive(channel)
     if message.get("nonce") != nonce:
         raise RuntimeError("the channel layer returned a different message")

@@ -12,8 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from chat.live.share_frames import SharedMessage
-from chat.models import Message, ShareLink, SiteDefaults, Team
+from chat.models import Message, SharedMessage, ShareLink, SiteDefaults, Team
 from chat.models.paging import id_at, numbered_page
 from chat.web.conversations import SignedInRequest, _owned
 from chat.web.sharing_forms import ShareLinkForm

@@ -6,12 +6,12 @@ import pytest
 from channels.layers import InMemoryChannelLayer
 
 from chat.live import frames
+from chat.live.events import conversation_group
 from chat.live.fanout import (
     COALESCE_SECONDS,
     Pacer,
     Publisher,
     RemoteView,
-    conversation_group,
     spans_processes,
 )
 

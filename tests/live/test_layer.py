@@ -23,7 +23,7 @@ from django.conf import settings as django_settings
 from django.db import connection
 
 from chat.live.consumers import ChatConsumer
-from chat.live.fanout import conversation_group, generation_group
+from chat.live.events import conversation_group, generation_group
 from chat.live.runner import Generation, runner
 from chat.models import Conversation, Message, SiteDefaults
 from tests import servers

@@ -15,7 +15,8 @@ from django.test import AsyncClient
 from django.urls import reverse
 from django.utils import timezone
 
-from chat.live.fanout import COALESCE_SECONDS, conversation_group
+from chat.live.events import conversation_group
+from chat.live.fanout import COALESCE_SECONDS
 from chat.live.share_consumers import CLOSE_GONE, CLOSE_NO_LINK, CLOSE_SIGN_IN
 from chat.models import Conversation, Message, ShareLink, SiteDefaults
 from chatsite.asgi import application

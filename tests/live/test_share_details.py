@@ -1,6 +1,6 @@
 """A link's viewers never see the model server's address or its own error
 text: an answer's failure is told them in the code's plain sentence
-(chat.live.share_frames.viewer_detail); the owner keeps the whole detail."""
+(chat.models.shared_messages.viewer_detail); the owner keeps the whole detail."""
 
 from __future__ import annotations
 
