@@ -39,10 +39,9 @@ from django.dispatch import receiver
 from django.http import HttpRequest
 
 from chat.live import layer
+from chat.live.close_codes import CLOSE_SIGNED_OUT
 
 logger = logging.getLogger(__name__)
-
-CLOSE_SIGNED_OUT = 4401
 
 
 def user_group(user_id: int) -> str:
