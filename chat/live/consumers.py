@@ -73,7 +73,7 @@ class ChatConsumer(SessionBound, LiveSocket):
         elif frame["type"] == "stop":
             await runner.request_stop(self.conversation_id)
         elif frame["type"] == "resume":
-            assert self.feed is not None  # opened before any frame is read
+            assert self.feed is not None  # set in `connect`, or the socket was closed
             await self.feed.resume(
                 frame["message_id"], frame["offset"], frame["thinking_offset"]
             )

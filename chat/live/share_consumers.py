@@ -135,7 +135,7 @@ class ShareConsumer(LiveSocket):
                 frames.error(None, "not_found", "That message is not in this link.")
             )
             return
-        assert self.feed is not None  # opened before any frame is read
+        assert self.feed is not None  # set in `connect`, or the socket was closed
         await self.feed.resume(message_id, frame["offset"], frame["thinking_offset"])
 
     async def send_frame(self, frame: dict[str, Any]) -> None:
