@@ -20,7 +20,7 @@ from channels.db import database_sync_to_async
 
 from chat.live import frames, layer
 from chat.live.fanout import Kind, RemoteView, conversation_group
-from chat.live.runner import runner
+from chat.live.runner import Sink, runner
 from chat.models import Message
 
 # How long a catch-up request waits for its reply before it is asked again
@@ -28,12 +28,10 @@ from chat.models import Message
 CATCHUP_SECONDS = 2.0
 
 
-class Socket(Protocol):
-    """The consumer a feed writes to (the runner's `Sink`, with a channel)."""
+class Socket(Sink, Protocol):
+    """The consumer a feed writes to: the runner's `Sink`, with a channel."""
 
     channel_name: str
-
-    async def send_frame(self, frame: dict[str, Any]) -> None: ...
 
 
 class Feed:
