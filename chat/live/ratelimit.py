@@ -4,8 +4,9 @@ Each socket gets a token bucket: ``WS_FRAME_RATE`` frames a second on average,
 bursts of up to ``WS_FRAME_BURST``. A frame over the limit is dropped and the
 first of a run is answered with a ``rate_limited`` error frame; a client that
 keeps flooding (about ``WS_FLOOD_CLOSE_AFTER`` frames dropped in quick
-succession) is closed with code 4429. Only client frames pass through here,
-never model tokens.
+succession) is closed with ``CLOSE_RATE_LIMITED`` (4429, in
+`chat.live.close_codes`). Only client frames pass through here, never model
+tokens.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from collections.abc import Callable
 from enum import Enum
 
 from django.conf import settings
-
-CLOSE_RATE_LIMITED = 4429
 
 
 class TokenBucket:
@@ -49,7 +48,7 @@ class Verdict(Enum):
     ACCEPT = "accept"
     WARN = "warn"  # drop the frame, tell the client once
     DROP = "drop"  # drop the frame silently (already told)
-    CLOSE = "close"  # sustained flood: close with CLOSE_RATE_LIMITED
+    CLOSE = "close"  # sustained flood: close with CLOSE_RATE_LIMITED (4429)
 
 
 class FrameLimiter:

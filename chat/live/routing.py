@@ -3,10 +3,9 @@ from __future__ import annotations
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.urls import path, re_path
 
+from chat.live.close_codes import CLOSE_NOT_FOUND
 from chat.live.consumers import ChatConsumer
 from chat.live.share_consumers import ShareConsumer
-
-CLOSE_NOT_FOUND = 4404
 
 
 class UnknownPath(AsyncWebsocketConsumer):

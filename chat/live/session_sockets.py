@@ -39,11 +39,10 @@ from django.dispatch import receiver
 from django.http import HttpRequest
 
 from chat.live import layer
+from chat.live.close_codes import CLOSE_SIGNED_OUT
 from chat.live.events import SessionCheck, SessionEnd, user_group
 
 logger = logging.getLogger(__name__)
-
-CLOSE_SIGNED_OUT = 4401
 
 
 def _digest(session_key: str | None) -> str:

@@ -1,6 +1,6 @@
 """The read-only socket of a live shared link: `ws/share/<token>/`.
 
-It hears the conversation like a `ChatConsumer` (the runner in this process, the
+It hears the conversation like the owner's socket (the runner in this process, the
 conversation's group for other processes) and passes its viewer only read-only
 frames, with ordinals for message ids and thinking dropped unless the link
 includes it (`chat.live.share_frames`). Its text comes merged to one frame about
@@ -9,16 +9,21 @@ owner's answer, whose relay writes to every socket of the process. A viewer may
 only `resume`; any other frame is answered with a `read_only` error frame and
 the socket stays open.
 
-Close codes:
-  4401  the site requires sign-in for shared links and the viewer is signed out
-  4404  no link has this token, or it is a snapshot link (nothing streams)
-  4410  the link was revoked or has expired (on connect, on revoke, on expiry)
+It is not an owner's socket: both own a feed (`chat.live.feed`), what they
+hear of the conversation and how they resume an answer.
+
+Close codes (`chat.live.close_codes`):
+  CLOSE_SIGNED_OUT  the site requires sign-in for shared links and the viewer
+                    is signed out
+  CLOSE_NOT_FOUND   no link has this token, or it is a snapshot link (nothing
+                    streams)
+  CLOSE_GONE        the link was revoked or has expired (on connect, on revoke,
+                    on expiry)
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from typing import Any, Final
 from urllib.parse import parse_qs
@@ -26,25 +31,22 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 
 from chat.live import frames, layer
-from chat.live.consumers import ChatConsumer
+from chat.live.close_codes import CLOSE_GONE, CLOSE_NOT_FOUND, CLOSE_SIGNED_OUT
 from chat.live.events import ShareGone
 from chat.live.fanout import Pacer
+from chat.live.feed import Feed
 from chat.live.ratelimit import FrameLimiter
-from chat.live.runner import runner
 from chat.live.share_frames import Ordinals, for_viewer
+from chat.live.sockets import LiveSocket
 from chat.models import ShareLink, SiteDefaults
 
 logger = logging.getLogger(__name__)
-
-CLOSE_SIGN_IN = 4401
-CLOSE_NO_LINK = 4404
-CLOSE_GONE = 4410
 
 GONE_DETAIL = "This link is no longer available."
 DELTAS: Final = ("thinking", "content")
 
 
-class ShareConsumer(ChatConsumer):
+class ShareConsumer(LiveSocket):
     link: ShareLink | None = None
     token: str
     ordinals: Ordinals
@@ -62,18 +64,14 @@ class ShareConsumer(ChatConsumer):
         if refusal is not None or link is None:
             # Accept first so the close code reaches the browser.
             await self.accept()
-            await self.close(code=refusal or CLOSE_NO_LINK)
+            await self.close(code=refusal or CLOSE_NOT_FOUND)
             return
         self.link = link
-        self.conversation_id = link.conversation_id
         self.pacer = Pacer(self._write)
-        self.remote = {}
         # Subscribed before the socket opens: what the conversation sends from
         # here on is held until then, so an open socket has missed nothing since.
         self.held = []
-        await runner.ensure_started()
-        runner.subscribe(self.conversation_id, self)
-        await layer.join(self.group, self.channel_name)
+        feed = await self.open_feed(link.conversation_id)
         await layer.join(link.group_name, self.channel_name)
         message_ids = await _message_ids(link)
         self.ordinals = Ordinals(message_ids)
@@ -84,14 +82,14 @@ class ShareConsumer(ChatConsumer):
         # Not awaited here: a long conversation's catch-up must stop when the
         # viewer leaves (the disconnect handler runs only after `connect`).
         self.catching_up = asyncio.create_task(
-            self.catch_up(message_ids, _seen(self.scope, len(message_ids))),
+            self.catch_up(feed, message_ids, _seen(self.scope, len(message_ids))),
             name="share-catch-up",
         )
         seconds = link.seconds_left()
         if seconds is not None:
             self.expiry = asyncio.get_running_loop().call_later(seconds, self._expire)
 
-    async def catch_up(self, message_ids: list[int], seen: int) -> None:
+    async def catch_up(self, feed: Feed, message_ids: list[int], seen: int) -> None:
         """Send the messages after the page's first `seen` (they came between the
         page and the socket); a running answer is resumed from its start. The
         socket's own task, cancelled when the viewer leaves."""
@@ -99,7 +97,9 @@ class ShareConsumer(ChatConsumer):
         sent = 0
         try:
             for message_id in missed:
-                await self._catch_up_one(message_id)
+                if not feed.follows(message_id):
+                    # Else it started after we subscribed: all of it was held.
+                    await feed.resume(message_id, 0, 0)
                 sent += 1
         except asyncio.CancelledError:
             logger.info(
@@ -111,20 +111,6 @@ class ShareConsumer(ChatConsumer):
         except Exception:
             logger.warning("catch-up failed", exc_info=True)
 
-    async def _catch_up_one(self, message_id: int) -> None:
-        generation = runner.generation(self.conversation_id)
-        if (
-            generation is not None
-            and generation.message_id == message_id
-            and self in generation.attached
-        ):
-            return  # it started after we subscribed: all of it was held
-        await self.resume(
-            frames.ResumeFrame(
-                type="resume", message_id=message_id, offset=0, thinking_offset=0
-            )
-        )
-
     async def disconnect(self, code: int) -> None:
         if self.link is None:
             return
@@ -133,7 +119,7 @@ class ShareConsumer(ChatConsumer):
         if self.expiry is not None:
             self.expiry.cancel()
         self.pacer.close()
-        await super().disconnect(code)  # leaves the link's group too
+        await self.leave()  # leaves the link's group too
 
     async def handle(self, frame: frames.ClientFrame) -> None:
         """Only `resume` (by ordinal) is accepted: the link is read-only."""
@@ -150,14 +136,8 @@ class ShareConsumer(ChatConsumer):
                 frames.error(None, "not_found", "That message is not in this link.")
             )
             return
-        await self.resume(
-            frames.ResumeFrame(
-                type="resume",
-                message_id=message_id,
-                offset=frame["offset"],
-                thinking_offset=frame["thinking_offset"],
-            )
-        )
+        assert self.feed is not None  # set in `connect`, or the socket was closed
+        await self.feed.resume(message_id, frame["offset"], frame["thinking_offset"])
 
     async def send_frame(self, frame: frames.ServerFrame) -> None:
         if self.closed or self.link is None:
@@ -177,7 +157,7 @@ class ShareConsumer(ChatConsumer):
             return
         shown = for_viewer(frame, self.link, self.token, self.ordinals)
         if shown is not None:
-            await self.send(text_data=json.dumps(shown, ensure_ascii=False))
+            await self.write(shown)
 
     def _expire(self) -> None:
         self.expiring = asyncio.ensure_future(self.share_gone({"type": "share.gone"}))
@@ -189,7 +169,8 @@ class ShareConsumer(ChatConsumer):
         await self.send_frame(frames.error(None, "link_gone", GONE_DETAIL))
         self.closed = True
         self.pacer.close()
-        runner.unsubscribe(self.conversation_id, self)
+        if self.feed is not None:
+            self.feed.unsubscribe()
         await self.close(code=CLOSE_GONE)
 
 
@@ -203,12 +184,12 @@ def _find(token: str, user: Any) -> tuple[ShareLink | None, int | None]:
     """The link, and the close code for a socket that may not watch it."""
     link = ShareLink.objects.by_token(token).first()
     if link is None or not link.is_live:
-        return link, CLOSE_NO_LINK
+        return link, CLOSE_NOT_FOUND
     if not link.is_active:
         return link, CLOSE_GONE
     signed_in = user is not None and user.is_authenticated
     if SiteDefaults.load().share_requires_sign_in and not signed_in:
-        return link, CLOSE_SIGN_IN
+        return link, CLOSE_SIGNED_OUT
     return link, None
 
 

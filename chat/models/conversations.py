@@ -74,6 +74,15 @@ class Conversation(models.Model):
     def model_for_next_answer(self) -> ModelProfile:
         return self.effective_model().value
 
+    @classmethod
+    def next_model(cls, pk: int) -> ModelProfile | None:
+        """The model the conversation's next answer would use, if it has one."""
+        conversation = cls.objects.select_related("model_profile").filter(pk=pk).first()
+        try:
+            return conversation.model_for_next_answer() if conversation else None
+        except Conversation.NoModel:
+            return None
+
     # Effective settings: the conversation's own value, else its model's
     # default, else the site's. Resolved here only; views, the panel and
     # begin_turn all ask these.

@@ -161,6 +161,13 @@ class Message(models.Model):
     def is_finished(self) -> bool:
         return self.status != Message.Status.STREAMING
 
+    def place_among_versions(self) -> None:
+        """An answer sent on its own (a resume from the store) learns where it
+        stands among its turn's versions, for its control
+        (`Conversation.place_answer`)."""
+        if self.role == Message.Role.ASSISTANT:
+            self.conversation.place_answer(self)
+
     def stats(self) -> dict[str, Any]:
         return {
             "queue_wait_ms": self.queue_wait_ms,

@@ -15,9 +15,9 @@ from django.test import AsyncClient
 from django.urls import reverse
 from django.utils import timezone
 
+from chat.live.close_codes import CLOSE_GONE, CLOSE_NOT_FOUND, CLOSE_SIGNED_OUT
 from chat.live.events import conversation_group
 from chat.live.fanout import COALESCE_SECONDS
-from chat.live.share_consumers import CLOSE_GONE, CLOSE_NO_LINK, CLOSE_SIGN_IN
 from chat.models import Conversation, Message, ShareLink, SiteDefaults
 from chatsite.asgi import application
 from tests.live.test_consumers import ORIGIN, connect, frames_until, send, text_of
@@ -286,7 +286,7 @@ async def test_snapshot_and_unknown_links_have_no_socket(conversation):
     _, token = await make_link(conversation, mode=ShareLink.Mode.SNAPSHOT)
     for path_token in (token, token[:-2] + "zz", "x"):
         viewer = await open_viewer(path_token)
-        assert await closed_with(viewer) == CLOSE_NO_LINK
+        assert await closed_with(viewer) == CLOSE_NOT_FOUND
         await viewer.disconnect()
 
 
@@ -295,7 +295,7 @@ async def test_sign_in_required_closes_signed_out_viewers_with_4401(bob, convers
     assert site.share_requires_sign_in
     _, token = await make_link(conversation)
     viewer = await open_viewer(token)
-    assert await closed_with(viewer) == CLOSE_SIGN_IN
+    assert await closed_with(viewer) == CLOSE_SIGNED_OUT
     await viewer.disconnect()
     signed_in = await open_viewer(token, user=bob)
     await signed_in.send_json_to({"type": "stop"})
@@ -378,7 +378,7 @@ async def test_a_regenerate_or_another_version_replaces_the_answer_for_a_viewer(
 
 
 async def test_a_flooding_viewer_is_closed_with_4429(alice, conversation, settings):
-    from chat.live.ratelimit import CLOSE_RATE_LIMITED
+    from chat.live.close_codes import CLOSE_RATE_LIMITED
 
     settings.WS_FRAME_RATE = 1
     settings.WS_FRAME_BURST = 2

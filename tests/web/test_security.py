@@ -25,7 +25,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from chat.live import frames
-from chat.live.ratelimit import CLOSE_RATE_LIMITED
+from chat.live.close_codes import CLOSE_RATE_LIMITED
 from chat.live.routing import websocket_urlpatterns
 from chat.models import Conversation, Message
 from chatsite.asgi import application

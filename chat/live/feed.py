@@ -1,0 +1,210 @@
+"""One socket's feed of one conversation: what the owner's socket
+(`chat.live.consumers`) and a shared link's viewer (`chat.live.share_consumers`)
+both hear.
+
+A feed subscribes its socket to the runner of this process (answers streamed
+here are sent to the socket directly) and joins it to the conversation's group
+(answers streamed by other processes come as channel-layer events, see
+`chat.live.fanout`). It resumes an answer the page has part of, from the runner
+when it runs here, by a catch-up request when it runs elsewhere, or from the
+store when it ended. The socket decides what its user may ask and how frames
+are written (`Socket.send_frame`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+
+from channels.db import database_sync_to_async
+
+from chat.live import frames, layer
+from chat.live.events import CatchupEvent, DeltaEvent, FrameEvent, conversation_group
+from chat.live.fanout import RemoteView
+from chat.live.frames import Kind
+from chat.live.runner import Sink, runner
+from chat.models import Message
+
+# How long a catch-up request waits for its reply before it is asked again
+# (the request or the reply can be lost while Redis restarts).
+CATCHUP_SECONDS = 2.0
+
+
+class Socket(Sink, Protocol):
+    """The consumer a feed writes to: the runner's `Sink`, with a channel."""
+
+    channel_name: str
+
+
+class Feed:
+    def __init__(self, socket: Socket, conversation_id: int) -> None:
+        self.socket = socket
+        self.conversation_id = conversation_id
+        # Answers streamed by other processes, by message id.
+        self.remote: dict[int, RemoteView] = {}
+        # Catch-ups waiting for their reply, by message id (`ask_catchup`).
+        self.catchups: dict[int, asyncio.Task[None]] = {}
+
+    @property
+    def group(self) -> str:
+        return conversation_group(self.conversation_id)
+
+    async def open(self) -> None:
+        await runner.ensure_started()
+        runner.subscribe(self.conversation_id, self.socket)
+        # Without it only other processes' answers are missed (and `join`
+        # retries it): the socket stays.
+        await layer.join(self.group, self.socket.channel_name)
+
+    def close(self) -> None:
+        """On disconnect (the socket leaves its groups itself)."""
+        for task in self.catchups.values():
+            task.cancel()
+        self.unsubscribe()
+
+    def unsubscribe(self) -> None:
+        """No answer streamed here reaches the socket any more."""
+        runner.unsubscribe(self.conversation_id, self.socket)
+
+    def follows(self, message_id: int) -> bool:
+        """Whether the answer runs here and the socket is sent its every delta."""
+        generation = runner.generation(self.conversation_id)
+        return (
+            generation is not None
+            and generation.message_id == message_id
+            and self.socket in generation.attached
+        )
+
+    async def resume(self, message_id: int, offset: int, thinking_offset: int) -> None:
+        """Send what the page misses of a message after the offsets it has."""
+        resumed = await runner.resume(
+            self.socket,
+            message_id,
+            offset,
+            thinking_offset,
+            conversation_id=self.conversation_id,
+        )
+        if resumed:
+            return
+        # Not running here (any more): the stored message is the whole truth.
+        message = await Message.shown.filter(
+            pk=message_id, conversation_id=self.conversation_id
+        ).afirst()
+        if message is None:
+            await self.socket.send_frame(
+                frames.error(
+                    None, "not_found", "That message is not in this conversation."
+                )
+            )
+        elif message.status == Message.Status.STREAMING and message.pk in self.remote:
+            # Followed already (from its start, or a catch-up is on its way):
+            # what the page has counts, and nothing is sent twice.
+            have = self.remote[message.pk].have
+            have["thinking"] = max(have["thinking"], thinking_offset)
+            have["content"] = max(have["content"], offset)
+        elif message.status == Message.Status.STREAMING:
+            # Running on another process: it answers with a catch-up event. If
+            # that process died, the orphan sweep sends the stored message.
+            view = RemoteView(thinking_offset, offset)
+            self.remote[message.pk] = view
+            await self.ask_catchup(message.pk, view)
+        else:
+            await self.send_stored(message)
+
+    async def send_stored(self, message: Message) -> None:
+        await database_sync_to_async(message.place_among_versions)()
+        await self.socket.send_frame(frames.message(message))
+
+    # Channel-layer events from other processes (this process's own are skipped:
+    # its sockets were sent the same frames directly).
+
+    async def on_frame(self, event: FrameEvent) -> None:
+        if event["origin"] == runner.id:
+            return
+        frame = event["frame"]
+        if frame["type"] == "start":
+            self.remote[frame["message_id"]] = RemoteView()
+        elif frame["type"] == "message":
+            self.remote.pop(frame["message"]["id"], None)
+        await self.socket.send_frame(frame)
+
+    async def on_delta(self, event: DeltaEvent) -> None:
+        if event["origin"] == runner.id:
+            return
+        message_id = event["message_id"]
+        view = self.remote.setdefault(message_id, RemoteView())
+        delta = (event["kind"], event["start"], event["text"])
+        if view.resuming:
+            view.held.append(delta)  # sent after the catch-up, by offset
+            return
+        await self.take(message_id, view, [delta])
+
+    async def on_catchup(self, event: CatchupEvent) -> None:
+        message_id = event["message_id"]
+        if "refused" in event:  # a resume from beyond the text
+            self.remote.pop(message_id, None)
+            await self.socket.send_frame(event["refused"])
+            return
+        view = self.remote.setdefault(message_id, RemoteView())
+        if view.resuming:  # not a retried request's second reply
+            await self.socket.send_frame(event["start"])
+            if event.get("queued"):
+                await self.socket.send_frame(event["queued"])
+        view.resuming = False
+        view.caught.set()
+        held, view.held = view.held, []
+        caught: list[tuple[Kind, int, str]] = [
+            ("thinking", *event["thinking"]),
+            ("content", *event["content"]),
+        ]
+        await self.take(message_id, view, [*caught, *held])
+
+    async def take(
+        self, message_id: int, view: RemoteView, deltas: list[tuple[Kind, int, str]]
+    ) -> None:
+        """Send what is new in `deltas`; at a gap (text missing here: joined
+        mid-answer, or events lost while Redis was away), hold the rest and ask
+        for a catch-up."""
+        for i, (kind, start, text) in enumerate(deltas):
+            new = view.take(kind, start, text)
+            if new is None:
+                view.held = deltas[i:]
+                await self.ask_catchup(message_id, view)
+                return
+            if new:
+                await self.socket.send_frame(frames.delta(kind, message_id, new))
+
+    async def ask_catchup(self, message_id: int, view: RemoteView) -> None:
+        """Ask the answer's process for what this socket misses, again every
+        CATCHUP_SECONDS until it replies (the request or its reply can be lost),
+        or until the stored answer shows it ended."""
+        view.resuming = True
+        waiting = self.catchups.pop(message_id, None)
+        if waiting is not None:
+            waiting.cancel()  # it waited for an older request
+        task = asyncio.create_task(self.await_catchup(message_id, view))
+        self.catchups[message_id] = task
+
+    async def await_catchup(self, message_id: int, view: RemoteView) -> None:
+        while view.resuming and self.remote.get(message_id) is view:
+            offsets = (view.have["thinking"], view.have["content"])
+            view.caught.clear()
+            await runner.request_resume(
+                self.conversation_id, message_id, offsets, self.socket.channel_name
+            )
+            try:
+                async with asyncio.timeout(CATCHUP_SECONDS):
+                    await view.caught.wait()
+                return
+            except TimeoutError:
+                pass
+            message = await Message.shown.filter(
+                pk=message_id, conversation_id=self.conversation_id
+            ).afirst()
+            if message is None or message.status != Message.Status.STREAMING:
+                # It ended meanwhile, and its final frames were lost.
+                if self.remote.get(message_id) is view:
+                    del self.remote[message_id]
+                    if message is not None:
+                        await self.send_stored(message)
+                return

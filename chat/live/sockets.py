@@ -1,0 +1,111 @@
+"""What every socket of a conversation does, whoever opened it: the owner
+(`chat.live.consumers`) or a shared link's viewer (`chat.live.share_consumers`).
+
+It owns a `Feed` (what it hears of the conversation), reads its channel
+through the guarded seam, drops frames over the rate, parses client frames,
+and leaves the runner and its groups however it ends. What a client may ask
+(`handle`) and how frames reach it (`send_frame`) are each socket's own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from chat.live import frames, layer
+from chat.live.close_codes import CLOSE_RATE_LIMITED, CLOSE_SERVER_ERROR
+from chat.live.events import CatchupEvent, DeltaEvent, FrameEvent
+from chat.live.feed import Feed
+from chat.live.frames import ServerFrame
+from chat.live.ratelimit import FrameLimiter, Verdict
+from chat.live.share_frames import ViewerFrame
+
+
+class LiveSocket(AsyncWebsocketConsumer):
+    feed: Feed | None = None  # once the socket may hear the conversation
+    limiter: FrameLimiter
+    signed_out: bool = False  # client frames are dropped (`SessionBound`)
+    left: bool = False  # `leave` ran
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """However the socket ends (a crashed handler, a cancel), it leaves the
+        runner and its groups: `disconnect` only runs on a clean close."""
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self.disconnect(CLOSE_SERVER_ERROR)
+
+    # channels' consumer reads its channel with `channel_receive` (set in
+    # `__call__`); a failed read (Redis away) would end the socket with a 1011.
+    @property
+    def channel_receive(self) -> Callable[[], Awaitable[Any]]:
+        return self._channel_receive
+
+    @channel_receive.setter
+    def channel_receive(self, read: Callable[[], Awaitable[Any]]) -> None:
+        self._channel_receive = layer.retrying(read)
+
+    async def open_feed(self, conversation_id: int) -> Feed:
+        self.feed = Feed(self, conversation_id)
+        await self.feed.open()
+        return self.feed
+
+    async def leave(self) -> None:
+        """Idempotent, and never raises (see `__call__`)."""
+        if self.left:
+            return
+        self.left = True
+        if self.feed is not None:
+            self.feed.close()
+        if hasattr(self, "channel_name"):
+            await layer.leave_all(self.channel_name)
+
+    async def receive(
+        self, text_data: str | None = None, bytes_data: bytes | None = None
+    ) -> None:
+        if self.signed_out or await self.flooded():
+            return
+        try:
+            frame = frames.parse(text_data)
+        except frames.FrameError as exc:
+            await self.send_frame(frames.error(None, exc.code, exc.detail))
+            return
+        await self.handle(frame)
+
+    async def handle(self, frame: frames.ClientFrame) -> None:
+        """Act on one valid frame."""
+        raise NotImplementedError
+
+    async def flooded(self) -> bool:
+        """Whether this frame is over the rate (see chat.live.ratelimit)."""
+        verdict = self.limiter.check()
+        if verdict is Verdict.WARN:
+            detail = "Too many frames at once: this one was dropped. Slow down."
+            await self.send_frame(frames.error(None, "rate_limited", detail))
+        elif verdict is Verdict.CLOSE:
+            await self.close(code=CLOSE_RATE_LIMITED)
+        return verdict is not Verdict.ACCEPT
+
+    async def send_frame(self, frame: frames.ServerFrame) -> None:
+        """To the client (the runner's `Sink`)."""
+        raise NotImplementedError
+
+    async def write(self, frame: ServerFrame | ViewerFrame) -> None:
+        await self.send(text_data=json.dumps(frame, ensure_ascii=False))
+
+    # Channel-layer events from other processes, for the feed.
+
+    async def chat_frame(self, event: FrameEvent) -> None:
+        if self.feed is not None:
+            await self.feed.on_frame(event)
+
+    async def chat_delta(self, event: DeltaEvent) -> None:
+        if self.feed is not None:
+            await self.feed.on_delta(event)
+
+    async def chat_catchup(self, event: CatchupEvent) -> None:
+        if self.feed is not None:
+            await self.feed.on_catchup(event)
