@@ -2,7 +2,7 @@
 // and reconnecting, and the server frames it handles (the handlers table).
 // Protocol: README.md and chat/live/frames.py.
 
-import { CLOSE_FORBIDDEN, CLOSE_GONE, CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED } from "./close_codes.js";
+import { CLOSE_FORBIDDEN, CLOSE_GONE, CLOSE_NOT_FOUND, CLOSE_SIGNED_OUT } from "./close_codes.js";
 import {
   deltaArrived,
   forget,
@@ -27,10 +27,11 @@ import {
   timeFromSend,
 } from "./turn.js";
 
-// After these the socket stays closed, with this reason in the header.
-const CLOSED_FOR_GOOD = new Set([CLOSE_UNAUTHENTICATED, CLOSE_FORBIDDEN, CLOSE_NOT_FOUND, CLOSE_GONE]);
+// After these the page does not reconnect (trying again would be refused again);
+// the header says why ("Not allowed" for a code not named here).
+const CLOSED_FOR_GOOD = new Set([CLOSE_SIGNED_OUT, CLOSE_FORBIDDEN, CLOSE_NOT_FOUND, CLOSE_GONE]);
 const CLOSED_BECAUSE = {
-  [CLOSE_UNAUTHENTICATED]: "Signed out",
+  [CLOSE_SIGNED_OUT]: "Signed out",
   [CLOSE_NOT_FOUND]: "No such link",
   [CLOSE_GONE]: "Link closed",
 };
