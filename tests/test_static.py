@@ -105,3 +105,75 @@ def test_the_page_preloads_every_module_the_stream_imports():
         r"""rel="modulepreload" href="{% static '([^']+)' %}""", head.read_text()
     )
     assert sorted(preloaded) == sorted(reachable)
+
+
+ORIGIN = "http://localhost:9"  # nothing listens: the page's socket is refused
+
+
+@pytest.mark.django_db
+def test_the_hashed_modules_load_and_run_in_chromium(
+    collected, page, alice, demo_profile, settings
+):
+    """The conversation page as production renders it (hashed names), its
+    files served from the collected tree: every module links and runs."""
+    from django.test import Client
+    from django.urls import reverse
+    from playwright.sync_api import expect
+
+    from chat.models import Conversation
+
+    settings.STATIC_ROOT = collected
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": PRODUCTION_STORAGE},
+    }
+    conversation = Conversation.objects.create(
+        owner=alice, model_profile=demo_profile, title="Hashed"
+    )
+    conversation.messages.create(role="user", content="Hi")
+    conversation.messages.create(
+        role="assistant", content="Some `code` and $x^2$.", status="done"
+    )
+    client = Client(HTTP_HOST="localhost:9")
+    client.force_login(alice)
+    url = reverse("conversation", args=[conversation.pk])
+    response = client.get(url)
+    assert response.status_code == 200
+    served: list[str] = []
+
+    def serve(route):
+        path = route.request.url.removeprefix(ORIGIN)
+        if path == url:
+            headers = {
+                "Content-Type": "text/html; charset=utf-8",
+                "Content-Security-Policy": response["Content-Security-Policy"],
+            }
+            return route.fulfill(body=response.content, headers=headers)
+        name = path.removeprefix("/" + settings.STATIC_URL.lstrip("/"))
+        file = collected / name
+        if name == path or not file.is_file():
+            return route.fulfill(status=404)
+        served.append(name)
+        types = {".js": "text/javascript", ".css": "text/css"}
+        content_type = types.get(file.suffix, "application/octet-stream")
+        return route.fulfill(
+            body=file.read_bytes(), headers={"Content-Type": content_type}
+        )
+
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.route(f"{ORIGIN}/**", serve)
+    page.goto(ORIGIN + url)
+    # socket.js ran: its socket was refused, and it is trying again.
+    expect(page.locator("#connection")).to_have_attribute("data-state", "reconnecting")
+    # markdown.js ran on the stored answer, with the vendored KaTeX.
+    expect(page.locator(".answer[data-enhanced] .katex")).to_have_count(1)
+    assert errors == []
+    paths = manifest(collected)
+    modules = {
+        paths[f"chat/{m}.js"]
+        for m in ("stream", "socket", "composer", "live_answer", "markdown")
+    }
+    assert modules <= set(served)
+    hashed_names = set(paths.values())
+    assert [name for name in served if name not in hashed_names] == []
