@@ -201,7 +201,7 @@ STORAGES = {
     "staticfiles": {
         "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
         if DEBUG
-        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        else "chatsite.storage.ManifestStaticFilesStorage"
     },
 }
 # In development WhiteNoise serves straight from the app folders (no collectstatic).

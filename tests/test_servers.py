@@ -146,9 +146,7 @@ def test_collectstatic_with_the_production_storage(tmp_path, settings):
     settings.STATIC_ROOT = tmp_path
     settings.STORAGES = {
         **settings.STORAGES,
-        "staticfiles": {
-            "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
-        },
+        "staticfiles": {"BACKEND": "chatsite.storage.ManifestStaticFilesStorage"},
     }
     call_command("collectstatic", "--noinput", verbosity=0)
     assert (tmp_path / "staticfiles.json").exists()

@@ -1,7 +1,7 @@
 // The conversation page's share dialog: the Share button opens it (htmx fills
 // it), and a new link's address is selected and copied on request.
 
-import { copyToClipboard } from "./markdown.js";
+import { copyToClipboard } from "./clipboard.js";
 
 const button = document.getElementById("share-button");
 const dialog = document.getElementById("share-dialog");

@@ -1,0 +1,246 @@
+// The owner's composer (send, stop, the model's name) and the actions on the
+// messages in the list: copy, regenerate, edit, versions of the last answer.
+
+import { copyToClipboard } from "./clipboard.js";
+import { followNewest, liveAnswer, rememberThinking } from "./live_answer.js";
+import { announce, list, owner, showAlert } from "./page.js";
+import { handlers, isOpen, preloadModel, sendFrame } from "./socket.js";
+import { isBusy, questionSent, setBusy } from "./turn.js";
+
+// crypto.randomUUID needs a secure context; teams often serve plain http on a LAN.
+function newClientId() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+// ---------------------------------------------------------------- composer
+
+function send() {
+  const { input } = owner;
+  const content = input.value;
+  if (!content.trim() || isBusy()) return;
+  if (!isOpen()) {
+    showAlert("Not connected: your message is kept, send it again once reconnected.");
+    return;
+  }
+  showAlert("");
+  const clientId = newClientId();
+  questionSent(clientId, content);
+  sendFrame({ type: "send", content, client_id: clientId });
+  input.value = "";
+  input.dispatchEvent(new Event("input")); // the field shrinks back
+  followNewest();
+  setBusy(true);
+}
+
+function stop() {
+  if (isOpen()) sendFrame({ type: "stop" });
+}
+
+// Where CSS cannot size the field to its text (field-sizing), do it on input.
+function growWithText() {
+  const { input } = owner;
+  if (CSS.supports("field-sizing", "content")) return;
+  const grow = () => {
+    input.style.height = "auto";
+    input.style.height = `${input.scrollHeight}px`;
+  };
+  input.addEventListener("input", grow);
+}
+
+function wireComposer() {
+  const { composer, input, stopButton } = owner;
+  growWithText();
+  input.addEventListener("input", () => preloadModel("typed"), { passive: true });
+  composer.addEventListener("submit", (event) => {
+    event.preventDefault();
+    send();
+  });
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      send();
+    }
+  });
+  stopButton.addEventListener("click", () => {
+    stop();
+    input.focus();
+  });
+}
+
+// The model's name is in the header, the composer's placeholder and the empty
+// conversation's hint. A saved settings change swaps the header's label in
+// (templates/chat/_model_label.html, out of band); the other two follow it.
+function followModelName() {
+  document.body.addEventListener("htmx:afterSettle", () => {
+    const name = document.getElementById("model-label")?.dataset.modelName;
+    if (!name) return;
+    owner.input.placeholder = `Message ${name}`;
+    for (const ref of document.querySelectorAll(".model-name-ref")) ref.textContent = name;
+  });
+}
+
+export function wireOwner() {
+  wireComposer();
+  followModelName();
+}
+
+// ---------------------------------------------------------------- regenerate, edit
+
+// A turn that replaces the last one: the server refuses it with an error frame
+// (nothing changed) when it cannot be done.
+function sendReplacing(frame) {
+  if (isBusy()) {
+    showAlert("Wait for the current answer, or stop it.");
+    return false;
+  }
+  if (!isOpen()) {
+    showAlert("Not connected: try again once reconnected.");
+    return false;
+  }
+  showAlert("");
+  sendFrame(frame);
+  followNewest();
+  setBusy(true);
+  return true;
+}
+
+function regenerate() {
+  if (sendReplacing({ type: "regenerate" })) owner.input.focus({ preventScroll: true });
+}
+
+// The question's text as typed (the server's partial breaks lines with <br>).
+function typedText(element) {
+  return Array.from(element.childNodes, (node) => (node.nodeName === "BR" ? "\n" : node.textContent)).join("");
+}
+
+// The last question becomes a field: Enter resends it, Esc gives it back.
+function startEditing(article) {
+  if (article.classList.contains("editing")) return;
+  const form = document.getElementById("edit-template").content.firstElementChild.cloneNode(true);
+  const field = form.querySelector("textarea");
+  field.value = typedText(article.querySelector(".user-text"));
+  article.classList.add("editing");
+  article.append(form);
+  const cancel = () => stopEditing(article);
+  form.querySelector(".edit-cancel").addEventListener("click", cancel);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    resendEdited(article, field.value);
+  });
+  field.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") {
+      event.preventDefault();
+      cancel();
+    } else if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      resendEdited(article, field.value);
+    }
+  });
+  field.focus();
+  field.setSelectionRange(field.value.length, field.value.length);
+}
+
+function stopEditing(article) {
+  article.querySelector(".edit-form")?.remove();
+  article.classList.remove("editing");
+  article.querySelector(".edit-message")?.focus();
+}
+
+// The field stays until the server replaces the question (a refusal keeps it).
+function resendEdited(article, content) {
+  if (!content.trim()) {
+    showAlert("Type a message before resending.");
+    return;
+  }
+  sendReplacing({ type: "edit", message_id: Number(article.dataset.messageId), content });
+}
+
+// ---------------------------------------------------------------- versions of the last answer
+
+function csrfToken() {
+  try {
+    return JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRFToken"];
+  } catch {
+    return "";
+  }
+}
+
+// "‹ 2 / 3 ›": the server shows the chosen version and answers with the frames it
+// sends the conversation's other tabs too (`removed`, then the version's question
+// and answer), so this tab changes the same way with or without its socket.
+async function showVersion(button) {
+  if (isBusy()) {
+    showAlert("Wait for the current answer, or stop it.");
+    return;
+  }
+  let response;
+  try {
+    response = await fetch(button.dataset.versionUrl, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "X-CSRFToken": csrfToken() },
+    });
+  } catch {
+    showAlert("Not connected: try again once reconnected.");
+    return;
+  }
+  if (!response.ok) {
+    showAlert(await response.text());
+    return;
+  }
+  showAlert("");
+  for (const frame of (await response.json()).frames) handlers[frame.type]?.(frame);
+  // The pressed button was replaced with its answer: the same step keeps focus
+  // (or the other, at either end), so the arrows can be pressed again.
+  const control = list.querySelector("article:last-of-type .versions");
+  if (!control) return;
+  const steps = control.querySelectorAll(".version-step:not(:disabled)");
+  const same = control.querySelector(`.version-step[data-step="${button.dataset.step}"]:not(:disabled)`);
+  (same ?? steps[0])?.focus({ preventScroll: true });
+  announce(`Version ${control.dataset.number} of ${control.dataset.count}`);
+}
+
+// ---------------------------------------------------------------- clicks in the list
+
+async function copyFrom(button, source) {
+  const copied = await copyToClipboard(source).catch(() => false);
+  const label = button.querySelector("span") ?? button;
+  const before = label.textContent;
+  label.textContent = copied ? "Copied" : "Copy failed";
+  announce(copied ? "Copied to the clipboard." : "Could not copy.");
+  setTimeout(() => {
+    label.textContent = before;
+  }, 1500);
+}
+
+function answerSource(button) {
+  const article = button.closest("article");
+  const state = liveAnswer(Number(article.dataset.messageId));
+  if (state?.source() != null) return state.source();
+  return fetch(button.dataset.sourceUrl, { credentials: "same-origin" }).then((response) => {
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    return response.text();
+  });
+}
+
+export function wireList() {
+  list.addEventListener("click", (event) => {
+    const button = event.target.closest("button");
+    if (button?.classList.contains("copy-code")) {
+      copyFrom(button, button.closest(".code-block").querySelector("code").textContent);
+    } else if (button?.classList.contains("copy-answer")) {
+      copyFrom(button, answerSource(button));
+    } else if (owner && button?.classList.contains("regenerate")) {
+      regenerate();
+    } else if (owner && button?.classList.contains("version-step")) {
+      showVersion(button);
+    } else if (owner && button?.classList.contains("edit-message")) {
+      startEditing(button.closest("article"));
+    }
+    // The reader opening or closing live thoughts says what they want next time.
+    const summary = event.target.closest("details.thinking > summary");
+    const article = summary?.closest('article[data-status="streaming"]');
+    if (article) rememberThinking(!summary.parentElement.open);
+  });
+}

@@ -1,0 +1,415 @@
+// The live answers and when they are drawn: each delta goes into the DOM the
+// moment it arrives, unless drawing since the last animation frame already took
+// IMMEDIATE_BUDGET_MS, in which case it joins the next frame (merging only when
+// behind; never a timer or a typing queue). Markdown is rendered incrementally
+// (markdown.js).
+
+import { IncrementalMarkdown, available as markdownAvailable } from "./markdown.js";
+import { announce, jumpButton, list, owner, sentinel, template } from "./page.js";
+
+const THINKING_PREFERENCE = "chatsite.thinking"; // "open" | "closed" | absent
+const FIGURES_EVERY_MS = 250;
+const CATCH_UP_CHARS = 16000; // most text rendered in one frame (a reload's backlog)
+const IMMEDIATE_BUDGET_MS = 4; // drawing between two frames, before merging
+
+// The answers this page is drawing and the scheduling of their frames.
+const drawing = {
+  live: new Map(), // message id -> LiveAnswer
+  bornHere: new WeakSet(), // answers whose placeholder this page made (from a live frame), not the server's
+  ticker: null, // updates "thinking for N s" while no text arrives
+  following: true, // the view sticks to the newest text
+  frameRequested: false,
+  spentSinceFrame: 0, // ms spent drawing deltas as they came, since the last frame
+};
+
+// ---------------------------------------------------------------- helpers
+
+function codePoints(text) {
+  let n = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) n--; // a surrogate pair is one code point
+  }
+  return n;
+}
+
+function plural(count, word) {
+  return `${count} ${word}${count === 1 ? "" : "s"}`;
+}
+
+function seconds(ms) {
+  const s = ms / 1000;
+  return s < 10 ? `${s.toFixed(1)} s` : `${Math.round(s)} s`;
+}
+
+// Cut `text` at most `limit` UTF-16 units in, never inside a surrogate pair.
+function headOf(text, limit) {
+  if (text.length <= limit) return text.length;
+  const c = text.charCodeAt(limit - 1);
+  return c >= 0xd800 && c <= 0xdbff ? limit - 1 : limit;
+}
+
+function thinkingPreference() {
+  try {
+    return localStorage.getItem(THINKING_PREFERENCE);
+  } catch {
+    return null; // storage disabled
+  }
+}
+
+export function rememberThinking(open) {
+  try {
+    localStorage.setItem(THINKING_PREFERENCE, open ? "open" : "closed");
+  } catch {
+    // storage disabled: the choice holds for this page only
+  }
+}
+
+// ---------------------------------------------------------------- a streaming answer
+
+class LiveAnswer {
+  constructor(article) {
+    this.article = article;
+    this.id = Number(article.dataset.messageId);
+    this.details = article.querySelector("details.thinking");
+    this.label = article.querySelector(".thinking-label");
+    this.thinkingScroll = article.querySelector(".thinking-scroll");
+    this.thinkingNode = article.querySelector(".thinking-text").appendChild(document.createTextNode(""));
+    this.answer = article.querySelector(".answer");
+    this.figures = article.querySelector(".live-figures");
+    this.thinkingLength = Number(article.dataset.thinkingLength || 0);
+    this.contentLength = Number(article.dataset.contentLength || 0);
+    // Seen from its start: its timings are this page's to measure. An answer the
+    // page was served mid-way (a reload) began earlier, even with nothing
+    // checkpointed yet.
+    this.fresh = drawing.bornHere.has(article) && this.thinkingLength === 0 && this.contentLength === 0;
+    this.renderer = markdownAvailable ? new IncrementalMarkdown(this.answer) : null;
+    this.pendingThinking = "";
+    this.pendingContent = this.renderer ? this.answer.textContent : ""; // the checkpoint
+    this.textNode = this.renderer ? null : this.answer.appendChild(document.createTextNode(""));
+    this.followThinking = true; // keep the newest thoughts in view (until scrolled)
+    this.answering = this.contentLength > 0;
+    this.sentAt = null; // when this tab sent the question (performance.now())
+    this.firstDeltaAt = null;
+    this.thinkingStart = null;
+    this.thinkingEnd = null;
+    this.deltas = 0;
+    this.figuresAt = 0;
+    if (!this.answering && thinkingPreference() === "closed") this.details.open = false;
+  }
+
+  add(kind, text, now) {
+    this.deltas++;
+    if (this.firstDeltaAt === null) {
+      this.firstDeltaAt = now;
+      showModelState("ready"); // text is coming: the model is loaded
+    }
+    if (kind === "thinking") {
+      if (this.thinkingStart === null && this.fresh) this.thinkingStart = now;
+      this.pendingThinking += text;
+      this.thinkingLength += codePoints(text);
+    } else {
+      if (this.thinkingStart !== null && this.thinkingEnd === null) this.thinkingEnd = now;
+      this.pendingContent += text;
+      this.contentLength += codePoints(text);
+    }
+  }
+
+  get pending() {
+    return this.pendingThinking.length + this.pendingContent.length > 0;
+  }
+
+  // Puts the waiting text in the DOM; true if anything changed.
+  apply() {
+    let changed = false;
+    if (this.pendingThinking) {
+      this.details.hidden = false;
+      this.thinkingNode.appendData(this.pendingThinking);
+      this.pendingThinking = "";
+      changed = true;
+    }
+    if (this.pendingContent) {
+      if (!this.answering) this.startAnswer();
+      const end = headOf(this.pendingContent, CATCH_UP_CHARS);
+      this.appendContent(this.pendingContent.slice(0, end));
+      this.pendingContent = this.pendingContent.slice(end);
+      changed = true;
+    }
+    return changed;
+  }
+
+  appendContent(text) {
+    if (this.renderer) this.renderer.append(text);
+    else this.textNode.appendData(text);
+  }
+
+  // The first answer text: fold the thoughts away unless the reader wants them.
+  startAnswer() {
+    this.answering = true;
+    if (this.details.open && thinkingPreference() !== "open") this.details.open = false;
+  }
+
+  // Live "thinking for N s" and the figures under the answer, a few times a second.
+  tick(now) {
+    if (now - this.figuresAt < FIGURES_EVERY_MS) return;
+    this.figuresAt = now;
+    this.updateThinkingLabel(now);
+    this.updateFigures(now);
+  }
+
+  updateThinkingLabel(now) {
+    if (this.details.hidden) return;
+    let text;
+    if (this.thinkingStart === null) {
+      // Resumed after a reload: when the thinking began is not known here, but
+      // the answer's first text says it has ended.
+      if (!this.answering) return;
+      text = "Thoughts";
+    } else {
+      text =
+        this.thinkingEnd === null
+          ? `Thinking… ${Math.floor((now - this.thinkingStart) / 1000)} s`
+          : `Thought for ${seconds(this.thinkingEnd - this.thinkingStart)}`;
+    }
+    if (this.label.textContent !== text) this.label.textContent = text;
+  }
+
+  updateFigures(now) {
+    if (!this.figures || this.firstDeltaAt === null) return;
+    const parts = [];
+    const elapsed = now - this.firstDeltaAt;
+    if (this.deltas > 2 && elapsed > 300) {
+      parts.push(`≈ ${Math.round(((this.deltas - 1) * 1000) / elapsed)} tok/s`);
+    }
+    if (this.sentAt !== null) parts.push(`first token ${seconds(this.firstDeltaAt - this.sentAt)}`);
+    parts.push(`${plural(this.deltas, "token")} so far`);
+    const text = parts.join(" · ");
+    if (this.figures.textContent !== text) this.figures.textContent = text;
+  }
+
+  source() {
+    return this.renderer ? this.renderer.source + this.pendingContent : null;
+  }
+
+  // The start of the answer's text, without reading layout.
+  summary(limit) {
+    let text = "";
+    for (const block of this.answer.children) {
+      text += `${block.textContent.trim()}\n`;
+      if (text.length > limit) return `${text.slice(0, limit).trim()}…`;
+    }
+    return text.trim() || this.answer.textContent.slice(0, limit);
+  }
+
+  // The server's stored message: its figures, status and thinking time replace
+  // ours; the answer keeps the page's rendering (no re-render, no jump), unless
+  // the text differs from what the server stored (then the server's wins).
+  finish(message, fresh) {
+    this.catchUp(message);
+    while (this.pending) this.apply();
+    this.renderer?.finish();
+    if (this.renderer && this.renderer.source !== message.content) {
+      console.warn(`answer ${this.id}: the page's text differs from the stored answer`);
+      this.article.dataset.resynced = "1";
+      this.rerender(message.content);
+    }
+    if (this.thinkingNode.parentNode.textContent !== message.thinking) {
+      console.warn(`answer ${this.id}: the page's thoughts differ from the stored ones`);
+      this.article.dataset.resynced = "1";
+      this.thinkingNode.parentNode.replaceChildren(message.thinking);
+      this.details.hidden = !message.thinking;
+    }
+    this.answer.classList.remove("streaming");
+    this.answer.dataset.enhanced = "1";
+    const freshLabel = fresh.querySelector(".thinking-label");
+    if (freshLabel) this.label.textContent = freshLabel.textContent;
+    this.article.querySelector(".message-footer").replaceWith(fresh.querySelector(".message-footer"));
+    this.article.dataset.status = message.status;
+    this.article.dataset.contentLength = String(this.contentLength);
+    this.article.dataset.thinkingLength = String(this.thinkingLength);
+    this.article.removeAttribute("aria-busy");
+  }
+
+  // A socket that dropped near the end misses the last deltas (the stored message
+  // comes instead of a resume): take them from the stored text.
+  catchUp(message) {
+    const thinking = this.thinkingNode.parentNode.textContent + this.pendingThinking;
+    if (message.thinking.length > thinking.length && message.thinking.startsWith(thinking)) {
+      this.pendingThinking += message.thinking.slice(thinking.length);
+    }
+    const content = this.source();
+    if (content !== null && message.content.length > content.length && message.content.startsWith(content)) {
+      this.pendingContent += message.content.slice(content.length);
+    }
+  }
+
+  rerender(content) {
+    this.renderer = new IncrementalMarkdown(this.answer);
+    this.renderer.append(content);
+    this.renderer.finish();
+  }
+}
+
+function articleFor(messageId) {
+  let article = document.getElementById(`message-${messageId}`);
+  if (!article) {
+    article = template.content.firstElementChild.cloneNode(true);
+    drawing.bornHere.add(article);
+    article.id = `message-${messageId}`;
+    article.dataset.messageId = messageId;
+    article.dataset.contentLength = "0";
+    article.dataset.thinkingLength = "0";
+    insertMessage(article);
+  }
+  return article;
+}
+
+export function insertMessage(article) {
+  document.getElementById("empty-hint")?.remove();
+  sentinel.before(article);
+}
+
+export function liveAnswer(messageId) {
+  return drawing.live.get(messageId);
+}
+
+export function liveFor(messageId) {
+  let state = drawing.live.get(messageId);
+  if (!state) {
+    state = new LiveAnswer(articleFor(messageId));
+    drawing.live.set(messageId, state);
+    watchThinkingScroll(state);
+    drawing.ticker ??= setInterval(tickAll, 500);
+  }
+  return state;
+}
+
+export function forget(messageId) {
+  drawing.live.delete(messageId);
+  if (!drawing.live.size) {
+    clearInterval(drawing.ticker);
+    drawing.ticker = null;
+  }
+}
+
+function tickAll() {
+  const now = performance.now();
+  for (const state of drawing.live.values()) state.tick(now);
+}
+
+function watchThinkingScroll(state) {
+  const stop = () => {
+    state.followThinking = false;
+  };
+  state.thinkingScroll.addEventListener("wheel", stop, { passive: true });
+  state.thinkingScroll.addEventListener("touchmove", stop, { passive: true });
+}
+
+// Waiting for a model slot: the placeholder's footer says where the answer is in
+// line, until the first token's figures take its place.
+export function showQueued(state, position) {
+  if (!state.figures || state.firstDeltaAt !== null) return;
+  const text = `Queued — position ${position}`;
+  if (state.figures.textContent === text) return;
+  state.figures.textContent = text;
+  announce(text);
+}
+
+// "Loading model…" in the header (a role="status" region, so it is read out too),
+// and in an answer still waiting for its first token.
+export function showModelState(state) {
+  if (!owner) return;
+  const { modelState } = owner;
+  const loading = state === "loading";
+  if (!loading && modelState.hidden) return; // the usual case: an answer's first text
+  modelState.hidden = !loading;
+  for (const answer of drawing.live.values()) {
+    if (answer.firstDeltaAt === null && answer.figures) answer.figures.textContent = loading ? "Loading model…" : "";
+  }
+}
+
+// ---------------------------------------------------------------- frames to the DOM
+
+// A delta is drawn at once while drawing since the last frame took less than
+// IMMEDIATE_BUDGET_MS (always, at reading speeds: no waiting at all); beyond
+// that it waits for the next frame, which draws everything that came meanwhile
+// (merging only when behind, as the server does).
+export function deltaArrived(state) {
+  if (drawing.spentSinceFrame < IMMEDIATE_BUDGET_MS) {
+    const start = performance.now();
+    state.apply();
+    state.tick(start);
+    drawing.spentSinceFrame += performance.now() - start;
+  }
+  requestFrame();
+}
+
+export function requestFrame() {
+  if (!drawing.frameRequested) {
+    drawing.frameRequested = true;
+    requestAnimationFrame(drawFrame);
+  }
+}
+
+function drawFrame() {
+  drawing.frameRequested = false;
+  drawing.spentSinceFrame = 0;
+  const now = performance.now();
+  let more = false;
+  for (const state of drawing.live.values()) {
+    state.apply();
+    state.tick(now);
+    more ||= state.pending;
+  }
+  followTail();
+  if (more) requestFrame(); // a long backlog is drawn over several frames
+}
+
+// The only layout read of a frame, and only while following the newest text
+// (the live thoughts' box is scrolled to its end without reading its height).
+function followTail() {
+  if (drawing.following) list.scrollTop = list.scrollHeight;
+  for (const state of drawing.live.values()) {
+    if (state.followThinking && !state.answering && !state.details.hidden && state.details.open) {
+      state.thinkingScroll.scrollTop = 1e7; // clamped to the end
+    }
+  }
+}
+
+// ---------------------------------------------------------------- scrolling
+
+export function isFollowing() {
+  return drawing.following;
+}
+
+// The page's own question or turn: the view goes back to the newest text.
+export function followNewest() {
+  drawing.following = true;
+}
+
+// Whether the bottom is in view comes from an IntersectionObserver (no layout
+// reads of ours); scrolling up by wheel, touch or keys stops following at once.
+export function watchScrolling() {
+  new IntersectionObserver(
+    ([entry]) => {
+      drawing.following = entry.isIntersecting;
+      jumpButton.hidden = drawing.following;
+    },
+    { root: list, rootMargin: "0px 0px 64px 0px" },
+  ).observe(sentinel);
+  const stopFollowing = () => {
+    drawing.following = false;
+  };
+  list.addEventListener("wheel", (event) => event.deltaY < 0 && stopFollowing(), { passive: true });
+  list.addEventListener("touchmove", stopFollowing, { passive: true });
+  list.addEventListener("keydown", (event) => {
+    if (["ArrowUp", "PageUp", "Home"].includes(event.key)) stopFollowing();
+  });
+  jumpButton.addEventListener("click", () => {
+    drawing.following = true;
+    jumpButton.hidden = true;
+    list.scrollTop = list.scrollHeight;
+    requestFrame(); // again once blocks never shown have their real height
+    owner?.input.focus({ preventScroll: true });
+  });
+}

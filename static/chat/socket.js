@@ -1,0 +1,247 @@
+// The conversation page's one WebSocket: connecting, resuming what was streaming
+// and reconnecting, and the server frames it handles (the handlers table).
+// Protocol: README.md and chat/live/frames.py.
+
+import { CLOSE_FORBIDDEN, CLOSE_GONE, CLOSE_NOT_FOUND, CLOSE_SIGNED_OUT } from "./close_codes.js";
+import {
+  deltaArrived,
+  forget,
+  insertMessage,
+  isFollowing,
+  liveAnswer,
+  liveFor,
+  requestFrame,
+  showModelState,
+  showQueued,
+} from "./live_answer.js";
+import { enhanceAnswer } from "./markdown.js";
+import { announce, chat, connection, list, owner, showAlert } from "./page.js";
+import {
+  answerEnded,
+  answerRemoved,
+  answerStarted,
+  echoed,
+  giveBackUnsent,
+  refused,
+  setBusy,
+  timeFromSend,
+} from "./turn.js";
+
+// After these the page does not reconnect (trying again would be refused again);
+// the header says why ("Not allowed" for a code not named here).
+const CLOSED_FOR_GOOD = new Set([CLOSE_SIGNED_OUT, CLOSE_FORBIDDEN, CLOSE_NOT_FOUND, CLOSE_GONE]);
+const CLOSED_BECAUSE = {
+  [CLOSE_SIGNED_OUT]: "Signed out",
+  [CLOSE_NOT_FOUND]: "No such link",
+  [CLOSE_GONE]: "Link closed",
+};
+
+// The socket and its reconnecting.
+const link = {
+  socket: null,
+  retry: 0,
+  retryTimer: null,
+  // Opening the conversation and starting to type each ask the server, once per
+  // page view, to load the model now, so the answer does not wait for the load.
+  preloadAsked: new Set(),
+};
+
+// ---------------------------------------------------------------- server frames
+
+function replaceMessage(message) {
+  const state = liveAnswer(message.id);
+  const holder = document.createElement("template"); // inert: nothing loads yet
+  holder.innerHTML = message.html; // rendered and sanitized by the server
+  const fresh = holder.content.firstElementChild;
+  if (message.status !== "streaming") answerEnded(message.id);
+  if (state) {
+    forget(message.id);
+    state.finish(message, fresh);
+    if (message.role === "assistant") announceAnswer(message, state);
+    requestFrame(); // the final footer is taller: keep following the end
+    return;
+  }
+  const current = document.getElementById(message.dom_id);
+  if (current) current.replaceWith(fresh);
+  else insertMessage(fresh);
+  const answer = fresh.querySelector(".answer:not(.streaming)");
+  if (answer) enhanceAnswer(answer);
+  if (isFollowing()) list.scrollTop = list.scrollHeight;
+}
+
+// One polite announcement per finished answer, never one per token.
+function announceAnswer(message, state) {
+  const prefix = { done: "Answer", stopped: "Answer stopped", error: "Answer failed" }[message.status] ?? "Answer";
+  announce(`${prefix}: ${message.error_detail || state.summary(600)}`);
+}
+
+// Messages a regenerate or an edit replaced (in this tab or another): gone from
+// the page at once; the new turn's frames follow.
+function removeMessages(ids) {
+  for (const id of ids) {
+    if (liveAnswer(id)) forget(id);
+    answerRemoved(id);
+    const article = document.getElementById(`message-${id}`);
+    if (article?.contains(document.activeElement)) owner?.input.focus({ preventScroll: true });
+    article?.remove();
+  }
+}
+
+function renameConversation(frame) {
+  document.getElementById("conversation-title").textContent = frame.title;
+  const item = document.getElementById(`conversation-item-${frame.id}`);
+  if (item) {
+    item.dataset.title = frame.title.toLowerCase();
+    item.querySelector("a").textContent = frame.title;
+  }
+  document.title = `${frame.title} · chatsite`;
+}
+
+function showMessage(frame) {
+  echoed(frame.message.client_id);
+  replaceMessage(frame.message);
+}
+
+function startAnswer(frame) {
+  answerStarted(frame.message_id);
+  timeFromSend(liveFor(frame.message_id));
+  if (isFollowing()) requestFrame();
+}
+
+function queueAnswer(frame) {
+  showQueued(liveFor(frame.message_id), frame.position);
+}
+
+function addThinking(frame) {
+  const state = liveFor(frame.message_id);
+  state.add("thinking", frame.delta, performance.now());
+  deltaArrived(state);
+}
+
+function addContent(frame) {
+  const state = liveFor(frame.message_id);
+  state.add("content", frame.delta, performance.now());
+  deltaArrived(state);
+}
+
+function removeReplaced(frame) {
+  removeMessages(frame.message_ids);
+}
+
+function endAnswer(frame) {
+  answerEnded(frame.message_id);
+}
+
+function showModel(frame) {
+  showModelState(frame.state);
+  if (frame.state === "error") showAlert(frame.detail);
+}
+
+function showRefusal(frame) {
+  // An answer's failure is shown in its footer (the stored message follows);
+  // the banner is for what no message shows: a refused frame.
+  if (frame.message_id !== null) return;
+  showAlert(frame.detail);
+  refused();
+}
+
+export const handlers = {
+  conversation: renameConversation,
+  message: showMessage,
+  start: startAnswer,
+  queued: queueAnswer,
+  thinking: addThinking,
+  content: addContent,
+  removed: removeReplaced,
+  done: endAnswer,
+  model: showModel,
+  error: showRefusal,
+};
+
+// ---------------------------------------------------------------- the socket
+
+export function isOpen() {
+  return link.socket !== null && link.socket.readyState === WebSocket.OPEN;
+}
+
+// The caller checked isOpen().
+export function sendFrame(frame) {
+  link.socket.send(JSON.stringify(frame));
+}
+
+function setConnection(state, text) {
+  connection.dataset.state = state;
+  connection.textContent = text;
+  if (state === "live") chat.dataset.connected = "1";
+  else delete chat.dataset.connected;
+}
+
+function resumeStreaming() {
+  for (const article of list.querySelectorAll('article[data-status="streaming"]')) {
+    const state = liveFor(Number(article.dataset.messageId));
+    sendFrame({
+      type: "resume",
+      message_id: state.id,
+      offset: state.contentLength,
+      thinking_offset: state.thinkingLength,
+    });
+  }
+}
+
+// A shared page's socket first sends what came after the page's messages
+// (`?seen=N`, N the last one's ordinal): counted at each connect, as after a
+// reconnect the page also has what came live, which would be sent again.
+function socketPath() {
+  const url = new URL(chat.dataset.wsPath, location.href);
+  if (!url.searchParams.has("seen")) return chat.dataset.wsPath;
+  const shown = [...list.querySelectorAll("article[data-message-id]")].map((a) => Number(a.dataset.messageId) || 0);
+  url.searchParams.set("seen", String(Math.max(0, ...shown)));
+  return url.pathname + url.search;
+}
+
+export function connect() {
+  clearTimeout(link.retryTimer);
+  link.retryTimer = null;
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  const socket = new WebSocket(`${scheme}://${location.host}${socketPath()}`);
+  link.socket = socket;
+  socket.addEventListener("open", () => {
+    link.retry = 0;
+    setConnection("live", "Connected");
+    resumeStreaming();
+    preloadModel("opened");
+  });
+  socket.addEventListener("message", (event) => {
+    const frame = JSON.parse(event.data);
+    handlers[frame.type]?.(frame);
+  });
+  socket.addEventListener("close", (event) => {
+    link.socket = null;
+    if (giveBackUnsent()) showAlert("Disconnected before your message was confirmed: it is back in the box.");
+    if (CLOSED_FOR_GOOD.has(event.code)) {
+      setConnection("closed", CLOSED_BECAUSE[event.code] ?? "Not allowed");
+      return;
+    }
+    scheduleReconnect();
+  });
+}
+
+// Exponential backoff with jitter, capped at 8 s; at once when the network returns.
+function scheduleReconnect() {
+  const delay = Math.min(8000, 250 * 2 ** link.retry++) * (0.8 + Math.random() * 0.4);
+  const wait = Math.round(delay / 1000);
+  setConnection("reconnecting", wait > 1 ? `Reconnecting in ${wait} s…` : "Reconnecting…");
+  link.retryTimer = setTimeout(connect, delay);
+}
+
+export function reconnectNow() {
+  if (link.retryTimer !== null) connect();
+}
+
+// ---------------------------------------------------------------- the model loading
+
+export function preloadModel(reason) {
+  if (!owner || link.preloadAsked.has(reason) || !isOpen()) return;
+  link.preloadAsked.add(reason);
+  sendFrame({ type: "preload" });
+}

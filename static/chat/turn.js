@@ -1,0 +1,94 @@
+// The turn in progress: whether the page is busy (an answer is being written or
+// a question is on its way), which answer is streaming, and the question this
+// tab sent until the server echoes it.
+
+import { chat, owner } from "./page.js";
+
+const turn = {
+  busy: false,
+  streamingId: null, // the answer being written, until its `done` or stored message
+  lastSent: null, // {clientId, content, at, stored, givenBack}: see giveBackUnsent
+};
+
+export function isBusy() {
+  return turn.busy;
+}
+
+export function setBusy(value) {
+  turn.busy = value;
+  if (!owner) return;
+  owner.stopButton.hidden = !turn.busy;
+  owner.sendButton.hidden = turn.busy;
+  chat.dataset.busy = turn.busy ? "1" : "";
+}
+
+export function answerStarted(messageId) {
+  turn.streamingId = messageId;
+  setBusy(true);
+}
+
+// Its `done`, or its stored message (the `done` may have been lost with a
+// dropped socket).
+export function answerEnded(messageId) {
+  if (messageId === turn.streamingId) {
+    turn.streamingId = null;
+    setBusy(false);
+  }
+}
+
+export function answerRemoved(messageId) {
+  if (messageId === turn.streamingId) turn.streamingId = null;
+}
+
+export function questionSent(clientId, content) {
+  turn.lastSent = { clientId, content, at: performance.now(), stored: false, givenBack: false };
+}
+
+// The first token's time counts from the moment this tab sent the question,
+// once the server has stored it, for an answer this page saw from its start.
+export function timeFromSend(answer) {
+  if (turn.lastSent?.stored && answer.fresh && answer.sentAt === null) {
+    answer.sentAt = turn.lastSent.at;
+    turn.lastSent = null;
+  }
+}
+
+// A sent question is the user's until the server echoes it (a `message` frame
+// with its client_id): any failure before that (an `error` frame, the socket
+// closing, a reconnect that never brings the echo) puts the text back in the
+// composer once, unless something new was typed there. True if it did.
+export function giveBackUnsent() {
+  const { lastSent } = turn;
+  if (!owner || !lastSent || lastSent.stored || lastSent.givenBack) return false;
+  const { input } = owner;
+  lastSent.givenBack = true;
+  if (!input.value) {
+    input.value = lastSent.content;
+    input.dispatchEvent(new Event("input")); // the field grows back
+  }
+  setBusy(turn.streamingId !== null);
+  return true;
+}
+
+// A stored message with this tab's client_id: the question is in the conversation.
+export function echoed(clientId) {
+  if (turn.lastSent && clientId === turn.lastSent.clientId) confirmSent();
+}
+
+// The echo came after all (a late one, from another socket): the question is in
+// the conversation, so the text given back goes, if it is still there untouched.
+function confirmSent() {
+  const { lastSent } = turn;
+  lastSent.stored = true;
+  if (lastSent.givenBack && owner.input.value === lastSent.content) {
+    owner.input.value = "";
+    owner.input.dispatchEvent(new Event("input"));
+  }
+}
+
+// Refused before anything was stored: the text goes back, for good.
+export function refused() {
+  giveBackUnsent();
+  turn.lastSent = null;
+  setBusy(turn.streamingId !== null);
+}
