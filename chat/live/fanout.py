@@ -2,8 +2,8 @@
 
 The owner's sockets are fed in-process (`chat.live.runner`). Every other viewer of a
 conversation, on another Daphne process or host, gets the same answer through the
-conversation's group, coalesced to one event per kind about every 50 ms (DESIGN,
-latency rule 3). Delta events carry the code-point offset of their text, so a
+conversation's group, coalesced to one event per kind about every 50 ms
+(docs/latency.md, rule 3). Delta events carry the code-point offset of their text, so a
 viewer can drop overlap and notice gaps (`RemoteView`).
 
 Groups:
