@@ -240,6 +240,20 @@ def test_the_graph_sees_every_kind_of_import(chat_graph: Graph) -> None:
     assert "chat.models" in chat_graph["chat.live.runner"]
 
 
+def test_test_modules_import_helpers_not_other_test_modules() -> None:
+    """Shared helpers live in helper modules (tests/sockets.py, tests/daphnes.py,
+    ...): importing a test module runs its module-level code and hides which
+    helpers are shared."""
+    graph = import_graph(ROOT / "tests")
+    problems = [
+        f"{importer} imports the test module {imported}"
+        for importer in sorted(graph)
+        for imported in sorted(graph[importer])
+        if imported.rpartition(".")[2].startswith("test_")
+    ]
+    assert not problems, "\n".join(problems)
+
+
 # --- the checker itself, on a small package written for the test ------------
 
 FAKE_CHAT = {
