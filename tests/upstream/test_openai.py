@@ -80,7 +80,7 @@ def text(events: list[Event], kind: str) -> str:
     return "".join(e.text for e in events if isinstance(e, Delta) and e.kind == kind)
 
 
-# --- every edge case of protocols.md section 4, one frame sequence each --------
+# --- every edge case of docs/model-servers.md section 4, one frame sequence each
 
 STOP = Finished(done_reason="stop")
 
