@@ -16,12 +16,12 @@ SCENARIOS = [
     Scenario("100 streams @ 40 tok/s", streams=100, tps=40, tokens=200),
     Scenario("1 @ 80 tok/s, 100 viewers", streams=1, tps=80, tokens=400, viewers=100),
 ]
-# DESIGN.md budgets for the added latency per token, in ms.
+# The budgets for the added latency per token (docs/latency.md), in ms.
 BUDGETS = {
     "1 stream @ 80 tok/s": {"added_p50_ms": 1.0, "added_p99_ms": 5.0},
     "1 stream @ 1000 tok/s": {"added_p50_ms": 1.0, "added_p99_ms": 5.0},
     "100 streams @ 40 tok/s": {"added_p99_ms": 25.0},
-    # The owner's budget holds with a crowd on a live link (rule 3).
+    # The owner's budget holds with a crowd on a live link (docs/latency.md, rule 3).
     "1 @ 80 tok/s, 100 viewers": {"added_p50_ms": 1.0, "added_p99_ms": 5.0},
 }
 COLUMNS = [

@@ -83,7 +83,7 @@ LONG_TOKENS = 20_000
 LONG_TPS = 1000.0
 LONG_HISTORY = 200
 
-# DESIGN.md budgets, in ms.
+# The budgets of docs/latency.md, in ms.
 BUDGETS: dict[str, dict[str, float]] = {
     "1 tab @ 80 tok/s": {"p99_ms": 10},
     "1 tab @ 400 tok/s": {"p99_ms": 30},

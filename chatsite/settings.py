@@ -87,7 +87,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         }
     )
 else:
-    # The live-server test child must not derive "test_test_<name>" (see tests).
+    # The live-server test child must not derive "test_test_<name>"
+    # (docs/testing.md, G5).
     DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}"}
     if env_bool("DATABASE_POOL", True):
         # Every database call of a socket or a request takes a connection and

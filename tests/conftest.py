@@ -44,7 +44,7 @@ from django.db import connections
 from tests.fixtures import is_async_test
 
 # Playwright's sync API keeps an event loop running in the main thread; Django
-# would refuse ORM calls in browser tests (G9). Test process only.
+# would refuse ORM calls in browser tests (docs/testing.md, G9). Test process only.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 # Hashing with 1M PBKDF2 rounds costs ~0.3 s per user; the forked live server
@@ -113,14 +113,14 @@ def pytest_collection_modifyitems(
                 "database: the server process cannot see uncommitted rows. "
                 "Use @pytest.mark.django_db(transaction=True)."
             )
-    # G8: once the session's sync Playwright is up, async tests cannot run
-    # their own loop. Browser tests go last (stable sort keeps the rest).
+    # docs/testing.md, G8: with the session's sync Playwright up, async tests
+    # cannot run their own loop. Browser tests go last (stable sort keeps the rest).
     items.sort(key=lambda i: i.get_closest_marker("browser") is not None)
 
 
 @pytest.fixture
 async def _close_async_db_connections() -> Any:
-    """G3: the async ORM leaves a connection open in asgiref's thread."""
+    """docs/testing.md, G3: the async ORM leaves a connection open in a thread."""
     yield
     await sync_to_async(connections.close_all)()
 
@@ -239,7 +239,7 @@ def _live_server_setup(log_path: str) -> None:
         for handler in getattr(logger, "handlers", ()):
             if type(handler) is logging.StreamHandler:
                 handler.setStream(sys.stderr)
-    # G5: NAME is already test_chatsite here; settings pin TEST.NAME to match.
+    # docs/testing.md, G5: NAME is already test_chatsite here; settings pin TEST.NAME.
     set_database_connection()
     # The parent's DB sockets were inherited: never use or close them here.
     for conn in connections.all(initialized_only=True):
@@ -252,7 +252,7 @@ def _live_server_setup(log_path: str) -> None:
         if pools:
             _INHERITED_DB_CONNECTIONS.append(dict(pools))
             pools.clear()
-    # G7: asgiref's single-thread executor's thread did not survive the fork.
+    # docs/testing.md, G7: asgiref's executor thread did not survive the fork.
     SyncToAsync.single_thread_executor = ThreadPoolExecutor(max_workers=1)
     channel_layers.backends.clear()
     logging.getLogger("tests.live_server").info("live server child pid %s", os.getpid())
@@ -321,7 +321,7 @@ def live_server_url(
     stack_file = open(ARTIFACTS / "live-daphne.stacks.txt", "w")  # noqa: SIM115
     faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
     try:
-        with django_db_blocker.unblock():  # G6: the child inherits the blocker state
+        with django_db_blocker.unblock():  # docs/testing.md, G6
             proc.start()
     finally:
         faulthandler.unregister(signal.SIGUSR1)

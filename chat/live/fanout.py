@@ -2,10 +2,10 @@
 
 The owner's sockets are fed in-process (`chat.live.runner`). Every other viewer of a
 conversation, on another Daphne process or host, gets the same answer through the
-conversation's group, coalesced to one event per kind about every 50 ms (DESIGN,
-latency rule 3). Delta events carry the code-point offset of their text, so a
-viewer can drop overlap and notice gaps (`RemoteView`). The groups and events
-are listed in `chat.live.events`.
+conversation's group, coalesced to one event per kind about every 50 ms
+(docs/latency.md, rule 3). Delta events carry the code-point offset of their
+text, so a viewer can drop overlap and notice gaps (`RemoteView`). The groups
+and events are listed in `chat.live.events`.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ class RemoteView:
         self.have: dict[Kind, int] = {"thinking": thinking, "content": content}
         self.resuming = False  # a catch-up was asked for; deltas wait for it
         # The deltas that came meanwhile (kind, start, text): none is dropped,
-        # since the catch-up may never come (`ChatConsumer.ask_catchup`).
+        # since the catch-up may never come (`Feed.ask_catchup`).
         self.held: list[tuple[Kind, int, str]] = []
         self.caught = asyncio.Event()  # the catch-up came
 

@@ -1,6 +1,6 @@
 """The generation runner: one per process, it owns every running generation.
 
-A generation is not owned by the socket that asked for it (DESIGN, latency rule 4):
+A generation is not owned by the socket that asked for it (docs/latency.md, rule 4):
 closing or reloading the tab leaves the model writing into the database, and a
 reconnecting socket resumes from the characters it already has. Only `stop` ends a
 generation early.
@@ -581,7 +581,7 @@ class Runner:
             logger.warning("answer %s was orphaned: marked interrupted", message.pk)
             await self.broadcast(message.conversation_id, frames.message(message))
 
-    # Persistence (DESIGN, latency rule 5): one task per process saves every
+    # Persistence (docs/latency.md, rule 5): one task per process saves every
     # running answer about once a second, all in one trip to the database thread
     # (a task and a connection per answer cost 100 connections a second with 100
     # answers streaming, and their thread's hold on the GIL delayed the relay).

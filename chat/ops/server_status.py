@@ -6,7 +6,7 @@ not and its version (the same probe as `/healthz`), the models it holds in memor
 
 The streams are counted from the database, not from this process's runner: an
 answer may run in any Daphne process, and every process checkpoints its running
-answers into their rows about once a second (DESIGN, latency rule 5), which
+answers into their rows about once a second (docs/latency.md, rule 5), which
 costs the answers nothing more. A stream's rate, in estimated tokens
 (`throughput.CHARS_PER_TOKEN`), is the text its last two checkpoints seen by
 this process's panel added, over the time between them (`Sampler`); for a stream

@@ -4,7 +4,7 @@ API and the OpenAI-compatible one.
 It is the demo model when no real Ollama answers (``make run``), the model
 server of the test suite, and the upstream of the benchmarks. It implements the
 parts of Ollama's API a chat front end uses (see
-``shared/research/protocols.md`` section 1):
+``docs/model-servers.md`` section 1):
 
 - ``GET /`` ("Ollama is running"), ``GET /api/version``, ``GET /api/tags``,
   ``POST /api/show``, ``GET /api/ps``;

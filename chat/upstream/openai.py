@@ -1,7 +1,7 @@
 """OpenAI-compatible servers: the `/v1/chat/completions` SSE stream.
 
 vLLM, llama.cpp's `llama-server`, LM Studio, SGLang and Ollama's `/v1` speak it
-(see `shared/research/protocols.md` section 2). `OpenAIClient.chat` has the
+(see `docs/model-servers.md` section 2). `OpenAIClient.chat` has the
 interface of `OllamaClient.chat`: it yields, per network read, the `Event`s
 decoded from it and raises `UpstreamError` with the same codes for the same
 faults, so the relay does not care which backend runs.

@@ -6,7 +6,7 @@ model's raw text arrives as content: `<think>\\n...\\n</think>\\n\\n` and then t
 answer. Templates that open the tag in the prompt (Qwen3-Thinking-2507,
 DeepSeek-R1) make the output start with the reasoning and only close the tag;
 a splitter made with `opened=True` expects that (and still accepts an opening
-tag). See `shared/research/protocols.md` section 2.6.
+tag). See `docs/model-servers.md` section 2.6.
 
 The splitter is incremental and holds back only what it cannot label yet: a
 trailing piece that may be the start of a tag, and whitespace at the edges of

@@ -8,6 +8,15 @@ import pytest
 from playwright.sync_api import expect
 
 from chat.models import Conversation, Message
+from tests.browser.chat_page import (
+    WATCH_SOCKETS,
+    ask,
+    dom_words,
+    numbered_paragraphs,
+    open_conversation,
+    wait_until_done,
+    words,
+)
 from tests.waiting import until_sync
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -107,34 +116,6 @@ def test_reload_mid_answer_resumes_without_losing_or_doubling_text(
     assert done.get_attribute("data-resynced") is None
 
 
-def numbered_paragraphs(count: int, per_paragraph: int = 12) -> str:
-    """Plain words w0 w1 ... in paragraphs: what is shown is what was sent."""
-    return "".join(
-        ("\n\n" if i and i % per_paragraph == 0 else " " if i else "") + f"w{i}"
-        for i in range(count)
-    )
-
-
-def words(text: str) -> list[str]:
-    return text.split()
-
-
-def dom_words(locator) -> list[str]:
-    """The words in the DOM, whether or not they are laid out: innerText leaves
-    out blocks that `content-visibility: auto` skips off screen."""
-    text = locator.evaluate(
-        """el => {
-          const copy = el.cloneNode(true);
-          copy.normalize();  // adjacent text nodes of one word become one
-          const walk = document.createTreeWalker(copy, NodeFilter.SHOW_TEXT);
-          const parts = [];
-          while (walk.nextNode()) parts.push(walk.currentNode.data);
-          return parts.join(" ");
-        }"""
-    )
-    return words(text)
-
-
 # The streaming answer's text as the reloaded page first shows it.
 CAPTURE_CHECKPOINT = """
 document.addEventListener("DOMContentLoaded", () => {
@@ -142,23 +123,6 @@ document.addEventListener("DOMContentLoaded", () => {
   window.__checkpointed = article ? article.querySelector(".answer").textContent : "";
 });
 """
-
-
-def open_conversation(page, login, live_server_url, conversation, user):
-    login(page, user)
-    page.goto(live_server_url + conversation.get_absolute_url())
-    expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
-
-
-def ask(page, text="Go"):
-    page.fill("#composer-input", text)
-    page.press("#composer-input", "Enter")
-
-
-def wait_until_done(page, count=1):
-    expect(page.locator('article.assistant[data-status="done"]')).to_have_count(
-        count, timeout=20_000
-    )
 
 
 def test_the_thinking_toggle_changes_what_the_model_is_asked(
@@ -437,22 +401,6 @@ def test_scrolling_up_pauses_following_and_offers_a_jump_back(
 
 def streaming_now(page):
     return page.locator('article[data-status="streaming"]').count() == 1
-
-
-# Keeps the page's sockets reachable, and what the connection badge said.
-WATCH_SOCKETS = """
-window.__sockets = [];
-window.__connection = [];
-const NativeWebSocket = window.WebSocket;
-window.WebSocket = class extends NativeWebSocket {
-  constructor(...args) { super(...args); window.__sockets.push(this); }
-};
-document.addEventListener("DOMContentLoaded", () => {
-  const badge = document.getElementById("connection");
-  new MutationObserver(() => window.__connection.push(badge.dataset.state))
-    .observe(badge, { attributes: true, attributeFilter: ["data-state"] });
-});
-"""
 
 
 def test_a_dropped_socket_shows_reconnecting_and_resumes_exactly(

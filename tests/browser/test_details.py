@@ -9,8 +9,13 @@ import pytest
 from playwright.sync_api import expect
 
 from chat.models import Conversation, Message, ModelProfile
-from tests.browser.test_chat import ask, numbered_paragraphs, open_conversation
-from tests.browser.test_settings import open_settings, save
+from tests.browser.chat_page import (
+    ask,
+    numbered_paragraphs,
+    open_conversation,
+    open_settings,
+    save,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

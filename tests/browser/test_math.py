@@ -8,8 +8,8 @@ import random
 import pytest
 
 from chat.rendering.math import match_inline_math
-from tests.browser.test_chat import open_conversation
-from tests.rendering.test_math import NEVER_CLOSING, PIECES
+from tests.browser.chat_page import open_conversation
+from tests.rendering.math_texts import NEVER_CLOSING, PIECES
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from chat.models import Message
-from tests.browser.test_chat import ask, open_conversation, wait_until_done
+from tests.browser.chat_page import ask, open_conversation, wait_until_done
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

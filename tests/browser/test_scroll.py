@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.test_chat import ask, open_conversation
+from tests.browser.chat_page import ask, open_conversation
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,6 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from chat.models import Conversation, ModelProfile, SettingsChange
+from tests.browser.chat_page import open_settings, save
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -16,20 +17,6 @@ def llama(simulator):
     return ModelProfile.objects.create(
         tag="llama-demo:3b", base_url=simulator.url, context_length=8192, is_demo=True
     )
-
-
-def open_settings(page, login, live_server_url, conversation, user):
-    login(page, user)
-    page.goto(live_server_url + conversation.get_absolute_url())
-    expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
-    page.click("#settings-drawer > summary")
-    expect(page.locator("#settings-panel")).to_be_visible()
-
-
-def save(page, status):
-    with page.expect_response(lambda r: r.url.endswith("/settings/")) as saved:
-        page.click("#settings-panel button[type=submit]")
-    assert saved.value.status == status
 
 
 def test_the_settings_panel_changes_what_the_next_question_sends(

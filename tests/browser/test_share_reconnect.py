@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from chat.models import ShareLink
-from tests.browser.test_chat import (
+from tests.browser.chat_page import (
     WATCH_SOCKETS,
     ask,
     dom_words,

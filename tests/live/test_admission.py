@@ -13,14 +13,10 @@ from playwright.sync_api import expect
 from chat.live.admission import Entry, plan
 from chat.live.runner import runner
 from chat.models import Conversation, Message, SiteDefaults, Ticket
-from tests.live.test_consumers import connect, frames_until, send
-from tests.live.test_processes import (  # noqa: F401 (fixtures)
-    _daphne_pair,
-    daphnes,
-    open_socket,
-)
-from tests.live.test_processes import frames_until as socket_frames_until
-from tests.live.test_processes import send as socket_send
+from tests.daphnes import frames_until as socket_frames_until
+from tests.daphnes import open_socket
+from tests.daphnes import send as socket_send
+from tests.sockets import connect, frames_until, send
 from tests.waiting import settled, ticket_released
 
 # The decision itself (no database).
@@ -362,7 +358,7 @@ async def test_a_shutdown_while_queued_keeps_the_answer_as_interrupted(
 
 
 @pytest.fixture
-def one_slot_two_processes(daphnes, alice, bob, limits, conversations, session_cookie):  # noqa: F811
+def one_slot_two_processes(daphnes, alice, bob, limits, conversations, session_cookie):
     """One model slot; Alice's socket on process 0, Bob's on process 1."""
 
     async def open_both():
@@ -406,7 +402,7 @@ async def test_two_processes_share_the_model_slots(one_slot_two_processes, simul
 
 @on_database
 async def test_a_killed_process_gives_its_slot_back(
-    daphnes,  # noqa: F811
+    daphnes,
     one_slot_two_processes,
     simulator,
 ):

@@ -9,47 +9,10 @@ from django.urls import reverse
 
 from chat.models import Conversation, Message, ModelProfile
 from chatsite.asgi import application
-from tests.waiting import DEADLINE, idle, settled
+from tests.sockets import ORIGIN, answer_of, connect, frames_until, send, text_of
+from tests.waiting import idle, settled
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-ORIGIN = (b"origin", b"http://127.0.0.1")
-
-
-async def connect(user, conversation) -> WebsocketCommunicator:
-    communicator = WebsocketCommunicator(
-        application, f"/ws/conversations/{conversation.pk}/", headers=[ORIGIN]
-    )
-    communicator.scope["user"] = user
-    connected, _ = await communicator.connect()
-    assert connected
-    return communicator
-
-
-async def frames_until(
-    communicator, kind: str, timeout: float = DEADLINE
-) -> list[dict]:
-    """Every frame up to and including the first of type `kind`."""
-    seen = []
-    while True:
-        frame = await communicator.receive_json_from(timeout=timeout)
-        seen.append(frame)
-        if frame["type"] == kind:
-            return seen
-
-
-def text_of(frames: list[dict], kind: str) -> str:
-    return "".join(f["delta"] for f in frames if f["type"] == kind)
-
-
-async def send(communicator, content: str = "Hello there") -> None:
-    await communicator.send_json_to(
-        {"type": "send", "content": content, "client_id": "c-1"}
-    )
-
-
-async def answer_of(conversation) -> Message:
-    return await conversation.messages.filter(role="assistant").alast()
 
 
 async def test_connect_closes_anonymous_socket_with_4401(conversation):

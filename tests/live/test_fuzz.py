@@ -23,12 +23,11 @@ from hypothesis import strategies as st
 from chat.live.runner import runner
 from chat.models import Conversation, Message
 from chatsite.asgi import application
-from tests.live.test_consumers import connect, frames_until
+from tests.sockets import ORIGIN, connect, frames_until
 from tests.waiting import generations_ended, until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ORIGIN = (b"origin", b"http://127.0.0.1")
 MESSAGE_MAX_CHARS = 300
 # What the README documents.
 CLOSE_CODES = {4401, 4403, 4429}

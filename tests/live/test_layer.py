@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import copy
 import json
-import os
 import signal
 import time
 from collections.abc import Callable
@@ -20,16 +19,15 @@ import redis.asyncio as aioredis
 from channels.db import database_sync_to_async
 from channels.layers import channel_layers, get_channel_layer
 from django.conf import settings as django_settings
-from django.db import connection
 
 from chat.live.consumers import ChatConsumer
 from chat.live.events import conversation_group, generation_group
 from chat.live.runner import Generation, runner
 from chat.models import Conversation, Message, SiteDefaults
 from tests import servers
-from tests.live.test_consumers import connect, frames_until, send
-from tests.live.test_processes import Daphne, free_port, open_socket, text_of
-from tests.live.test_processes import send as ws_send
+from tests.daphnes import Daphne, daphne_env, free_port, open_socket
+from tests.daphnes import send as ws_send
+from tests.sockets import connect, frames_until, send, text_of
 from tests.threads import in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -253,15 +251,7 @@ def own_redis(test_mode):
 
 @pytest.fixture
 def two_daphnes(own_redis, tmp_path, simulator):
-    db = django_settings.DATABASES["default"]
-    name = connection.settings_dict["NAME"]
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{name}",
-        "REDIS_URL": own_redis.url,
-        "DJANGO_SETTINGS_MODULE": "chatsite.settings",
-    }
-    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    env = daphne_env(redis_url=own_redis.url)
     daphnes = [Daphne(env, tmp_path / f"daphne-{i}.log").start() for i in range(2)]
     yield daphnes
     for daphne in daphnes:

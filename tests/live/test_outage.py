@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -20,11 +19,11 @@ from types import SimpleNamespace
 
 import psycopg
 import pytest
-from django.conf import settings
 
 from chat.live.runner import ORPHAN_AFTER
 from tests import servers
-from tests.live.test_processes import ROOT, Daphne, open_socket, send, text_of
+from tests.daphnes import ROOT, Daphne, daphne_env, open_socket, send
+from tests.sockets import text_of
 
 OUTAGE_SECONDS = ORPHAN_AFTER.total_seconds() + 3
 # The owner is also held still this long once the database is back, so that on
@@ -115,13 +114,7 @@ async def collect(ws, frames: list[dict]) -> None:
 async def test_an_outage_longer_than_orphan_after_interrupts_no_live_answer(
     own_postgres, simulator, tmp_path
 ):
-    env = {
-        **os.environ,
-        "DATABASE_URL": own_postgres.url,
-        "REDIS_URL": settings.REDIS_URL,
-        "DJANGO_SETTINGS_MODULE": "chatsite.settings",
-    }
-    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    env = daphne_env(database_url=own_postgres.url)
     manage = [sys.executable, "manage.py"]
     await asyncio.to_thread(
         subprocess.run, [*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True

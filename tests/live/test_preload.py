@@ -9,7 +9,7 @@ from chat.live import frames
 from chat.live.preload import model_listed
 from chat.models import Message, ModelProfile
 from chat.upstream import ollama_client
-from tests.live.test_consumers import answer_of, connect, frames_until, send
+from tests.sockets import answer_of, connect, frames_until, send
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,143 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 
-import httpx
 import pytest
-import websockets
-from django.conf import settings
-from django.db import connection
 
 from chat.models import Message
+from tests.daphnes import frames_until, open_socket, send
+from tests.sockets import text_of
 from tests.threads import in_thread
 
-ROOT = Path(__file__).resolve().parents[2]
-
 pytestmark = [pytest.mark.django_db(transaction=True)]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Daphne:
-    """One Daphne process on the test database and the session's Redis."""
-
-    def __init__(self, env: dict[str, str], log: Path) -> None:
-        self.env, self.log, self.port = env, log, free_port()
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    @property
-    def ws(self) -> str:
-        return f"ws://127.0.0.1:{self.port}"
-
-    def start(self) -> Daphne:
-        self.port = free_port()  # a killed one's port may still be held
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "daphne",
-                    "-b",
-                    "127.0.0.1",
-                    "-p",
-                    str(self.port),
-                    "chatsite.asgi:application",
-                ],
-                cwd=ROOT,
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{self.port}/login/", timeout=1)
-                return self
-            except httpx.HTTPError:
-                assert self.process.poll() is None, self.log.read_text()[-3000:]
-                assert time.monotonic() < deadline, "daphne did not start"
-                time.sleep(0.1)
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(sig)
-            self.process.wait(15)
-
-
-@pytest.fixture(scope="module")
-def _daphne_pair(test_mode, tmp_path_factory, django_db_setup, _simulator_server):
-    if test_mode == "sqlite":
-        pytest.skip("several processes need PostgreSQL and Redis")
-    db = settings.DATABASES["default"]
-    env = {
-        **os.environ,
-        "DATABASE_URL": (
-            f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{connection.settings_dict['NAME']}"
-        ),
-        "REDIS_URL": settings.REDIS_URL,
-        "DJANGO_SETTINGS_MODULE": "chatsite.settings",
-    }
-    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-    logs = tmp_path_factory.mktemp("daphnes")
-    servers = [Daphne(env, logs / f"daphne-{i}.log") for i in range(2)]
-    yield servers
-    for server in servers:
-        server.stop()
-
-
-@pytest.fixture
-def daphnes(_daphne_pair, simulator):
-    """Two Daphne processes on the test database, started once per module
-    (each start costs seconds); one that a test stopped or killed is started
-    again."""
-    for server in _daphne_pair:
-        if not server.running:
-            server.start()
-    return _daphne_pair
-
-
-async def open_socket(server: Daphne, conversation, cookie: str):
-    return await websockets.connect(
-        f"{server.ws}/ws/conversations/{conversation.pk}/",
-        additional_headers={
-            "Cookie": cookie,
-            "Origin": f"http://127.0.0.1:{server.port}",
-        },
-    )
-
-
-async def frames_until(ws, kind: str, timeout: float = 20) -> list[dict]:
-    seen = []
-    async with asyncio.timeout(timeout):
-        async for raw in ws:
-            frame = json.loads(raw)
-            seen.append(frame)
-            if frame["type"] == kind:
-                return seen
-    raise AssertionError(f"socket closed before {kind!r}")
-
-
-def text_of(frames: list[dict], kind: str) -> str:
-    return "".join(f["delta"] for f in frames if f["type"] == kind)
-
-
-async def send(ws, content: str = "hello") -> None:
-    await ws.send(json.dumps({"type": "send", "content": content, "client_id": "x"}))
 
 
 async def test_a_viewer_on_another_process_sees_the_same_answer(

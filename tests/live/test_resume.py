@@ -7,7 +7,6 @@ import asyncio
 import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import channel_layers
-from channels.testing import WebsocketCommunicator
 from django.db import connections
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -15,19 +14,8 @@ from hypothesis import strategies as st
 from chat.live.runner import runner
 from chat.models import Message
 from chat.upstream import aclose_all
-from chatsite.asgi import application
+from tests.sockets import connect as open_socket
 from tests.waiting import generations_ended
-
-ORIGIN = (b"origin", b"http://127.0.0.1")
-
-
-async def open_socket(user, conversation) -> WebsocketCommunicator:
-    communicator = WebsocketCommunicator(
-        application, f"/ws/conversations/{conversation.pk}/", headers=[ORIGIN]
-    )
-    communicator.scope["user"] = user
-    assert (await communicator.connect())[0]
-    return communicator
 
 
 async def cut_and_resume(user, conversation, cut_after: int) -> tuple[dict, Message]:

@@ -7,20 +7,14 @@ import json
 
 import pytest
 
-from tests.live.test_processes import (  # noqa: F401 (fixtures)
-    _daphne_pair,
-    daphnes,
-    frames_until,
-    open_socket,
-    send,
-)
+from tests.daphnes import frames_until, open_socket, send
 from tests.threads import in_thread
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 async def test_a_resume_from_beyond_the_text_is_refused_by_the_owning_process(
-    daphnes,  # noqa: F811
+    daphnes,
     conversation,
     alice,
     session_cookie,

@@ -19,7 +19,7 @@ from websockets.exceptions import ConnectionClosed
 
 from chat.models import Message, ShareLink
 from chatsite.asgi import application
-from tests.live.test_consumers import ORIGIN
+from tests.sockets import ORIGIN
 from tests.threads import in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -10,7 +10,6 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
-from django.contrib.auth.models import AnonymousUser
 from django.test import AsyncClient
 from django.urls import reverse
 from django.utils import timezone
@@ -19,8 +18,7 @@ from chat.live.close_codes import CLOSE_GONE, CLOSE_NOT_FOUND, CLOSE_SIGNED_OUT
 from chat.live.events import conversation_group
 from chat.live.fanout import COALESCE_SECONDS
 from chat.models import Conversation, Message, ShareLink, SiteDefaults
-from chatsite.asgi import application
-from tests.live.test_consumers import ORIGIN, connect, frames_until, send, text_of
+from tests.sockets import connect, frames_until, open_viewer, send, text_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -28,15 +26,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 async def make_link(conversation, **kwargs) -> tuple[ShareLink, str]:
     kwargs.setdefault("mode", ShareLink.Mode.LIVE)
     return await database_sync_to_async(ShareLink.create_for)(conversation, **kwargs)
-
-
-async def open_viewer(token: str, user=None, query: str = "") -> WebsocketCommunicator:
-    path = f"/ws/share/{token}/{query}"
-    viewer = WebsocketCommunicator(application, path, headers=[ORIGIN])
-    viewer.scope["user"] = user or AnonymousUser()
-    connected, _ = await viewer.connect()
-    assert connected
-    return viewer
 
 
 async def ready(viewer: WebsocketCommunicator) -> WebsocketCommunicator:

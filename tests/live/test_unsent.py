@@ -16,8 +16,8 @@ from playwright.sync_api import expect
 
 from chat.live.consumers import NOT_STORED
 from chat.models import Message
-from tests.browser.test_chat import ask, open_conversation, wait_until_done
-from tests.live.test_consumers import connect, frames_until, send
+from tests.browser.chat_page import ask, open_conversation, wait_until_done
+from tests.sockets import connect, frames_until, send
 
 ROOT = Path(__file__).resolve().parents[2]
 REFUSED = "a question the database refuses"

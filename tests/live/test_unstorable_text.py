@@ -15,7 +15,7 @@ from django.db import connection
 
 from chat.live.runner import runner
 from chat.models import Conversation, Message
-from tests.live.test_consumers import connect, frames_until, send, text_of
+from tests.sockets import connect, frames_until, send, text_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

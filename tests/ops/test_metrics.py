@@ -14,9 +14,9 @@ from chat.ops.metrics import REGISTRY, observe_answer, queue_length
 from chat.upstream import aclose_all
 from chatsite.asgi import application
 from chatsite.env import env_token
+from tests.sockets import ORIGIN
 
 TOKEN = "metrics-token-0123456789"
-ORIGIN = (b"origin", b"http://127.0.0.1")
 MODEL = "qwen3-demo:8b"
 
 

@@ -12,6 +12,7 @@ from markdown_it.rules_inline import StateInline
 
 from chat.rendering import markdown
 from chat.rendering.math import DELIMITERS, InlineMath, match_inline_math
+from tests.rendering.math_texts import NEVER_CLOSING, PIECES
 
 
 def reference_match(src: str, start: int) -> InlineMath | None:
@@ -43,12 +44,6 @@ def reference_render(text: str) -> str:
         return markdown._markdown.render(text)
 
 
-# Ordinary text as far as math goes: delimiters, escapes, code, digits, spaces
-# (a Unicode one too), a superscript digit, newlines, links and emphasis.
-PIECES = [
-    "$", "$$", "\\", "\\(", "\\)", "\\[", "\\]", "`", "1", "2", "²", "x", "ab",
-    " ", "\u00a0", "\n", "\n\n", "[", "](u)", "*", "_",
-]  # fmt: skip
 texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
 
 
@@ -84,17 +79,6 @@ class CountingText(str):
         part = super().__getitem__(key)
         self.looked += max(len(part), 1)
         return part
-
-
-# Paragraphs where the math rule is tried at every opener and nothing closes.
-NEVER_CLOSING = [
-    "$1",  # a digit after every `$`
-    "$a ",  # a space before every `$`
-    "$a\\\\$ ",  # every `$` after a backslash
-    "\\(a",  # no `\)` at all
-    "\\(a\\\\)",  # every `\)` after a backslash
-    "\\[a\\\\]",
-]
 
 
 @pytest.mark.parametrize("piece", NEVER_CLOSING)

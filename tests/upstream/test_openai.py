@@ -18,7 +18,7 @@ from chat.upstream.openai import (
     soft_switched,
 )
 from chat.upstream.thinktags import ThinkTagSplitter
-from tests.upstream.test_ollama import Server, answer, raising, stream_of
+from tests.upstream.fake_servers import Body, Server, answer, raising, stream_of
 
 BASE = "http://vllm.test:8000"
 TIMEOUT = httpx.Timeout(5, read=300)
@@ -80,7 +80,7 @@ def text(events: list[Event], kind: str) -> str:
     return "".join(e.text for e in events if isinstance(e, Delta) and e.kind == kind)
 
 
-# --- every edge case of protocols.md section 4, one frame sequence each --------
+# --- every edge case of docs/model-servers.md section 4, one frame sequence each
 
 STOP = Finished(done_reason="stop")
 
@@ -710,8 +710,6 @@ async def test_error_event_mid_stream_keeps_the_text_before_it(make_client):
 
 
 async def test_breaking_out_closes_the_response(make_client):
-    from tests.upstream.test_ollama import Body
-
     body = Body(event(chunk(content="a")), hang=True)
     server = Server(lambda request: httpx.Response(200, stream=body))
     async with aclosing(

@@ -14,7 +14,7 @@ import pytest
 from chat.upstream import Delta, Event, UpstreamError
 from chat.upstream.pool import aclose_all, ollama_client, openai_client
 from chat.upstream.retry import busy_retried, retry_after
-from tests.upstream.test_ollama import Body
+from tests.upstream.fake_servers import Body
 
 URL = "http://gpu.test:8000/v1/chat/completions"
 

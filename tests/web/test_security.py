@@ -13,7 +13,6 @@ import os
 import re
 import subprocess
 import sys
-import uuid
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -30,12 +29,12 @@ from chat.live.routing import websocket_urlpatterns
 from chat.models import Conversation, Message
 from chatsite.asgi import application
 from tests.conftest import PASSWORDS
-from tests.live.test_consumers import connect, frames_until
-from tests.live.test_processes import frames_until as process_frames_until
+from tests.daphnes import frames_until as process_frames_until
+from tests.sockets import ORIGIN, connect, frames_until
 from tests.threads import in_thread
+from tests.web.signing_in import fresh_cache, sign_in
 
 ROOT = Path(__file__).resolve().parents[2]
-ORIGIN = (b"origin", b"http://127.0.0.1")
 
 # Pages anyone may open, whatever their parameters say ("namespace:name" for
 # namespaced ones).
@@ -49,13 +48,6 @@ HOSTILE = (
     "[data](data:text/html;base64,PHNjcmlwdD5hbGVydCgzKTwvc2NyaXB0Pg==) "
     "<svg onload=alert(4)></svg> <iframe src=javascript:alert(5)></iframe>"
 )
-
-
-def fresh_cache(settings) -> None:
-    """The configured cache (Redis in the suite) under keys of its own: a flush
-    would also empty the channel layer, which shares the Redis database."""
-    default = {**settings.CACHES["default"], "KEY_PREFIX": uuid.uuid4().hex}
-    settings.CACHES = {"default": default}
 
 
 @pytest.fixture(autouse=True)
@@ -426,10 +418,6 @@ def test_model_output_is_inert_on_the_conversation_page(alice_client, alice, sta
 
 # --------------------------------------------------------------------------
 # Sign-in throttling
-
-
-def sign_in(client: Client, username: str, password: str, path: str = "/login/"):
-    return client.post(path, {"username": username, "password": password})
 
 
 @pytest.mark.django_db

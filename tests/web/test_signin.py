@@ -14,7 +14,7 @@ from django.db import connections
 from django.test import Client
 
 from tests.conftest import PASSWORDS
-from tests.web.test_security import fresh_cache, sign_in
+from tests.web.signing_in import fresh_cache, sign_in
 
 ROOT = Path(__file__).resolve().parents[2]
 WRONG_GUESSES = 29

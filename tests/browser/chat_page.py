@@ -1,0 +1,79 @@
+"""The chat page in headless Chromium: open a conversation, ask, wait for the
+answer, read its words; the settings panel; a watch on the page's sockets."""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+
+def open_conversation(page, login, live_server_url, conversation, user):
+    login(page, user)
+    page.goto(live_server_url + conversation.get_absolute_url())
+    expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
+
+
+def ask(page, text="Go"):
+    page.fill("#composer-input", text)
+    page.press("#composer-input", "Enter")
+
+
+def wait_until_done(page, count=1):
+    expect(page.locator('article.assistant[data-status="done"]')).to_have_count(
+        count, timeout=20_000
+    )
+
+
+def open_settings(page, login, live_server_url, conversation, user):
+    open_conversation(page, login, live_server_url, conversation, user)
+    page.click("#settings-drawer > summary")
+    expect(page.locator("#settings-panel")).to_be_visible()
+
+
+def save(page, status):
+    with page.expect_response(lambda r: r.url.endswith("/settings/")) as saved:
+        page.click("#settings-panel button[type=submit]")
+    assert saved.value.status == status
+
+
+def numbered_paragraphs(count: int, per_paragraph: int = 12) -> str:
+    """Plain words w0 w1 ... in paragraphs: what is shown is what was sent."""
+    return "".join(
+        ("\n\n" if i and i % per_paragraph == 0 else " " if i else "") + f"w{i}"
+        for i in range(count)
+    )
+
+
+def words(text: str) -> list[str]:
+    return text.split()
+
+
+def dom_words(locator) -> list[str]:
+    """The words in the DOM, whether or not they are laid out: innerText leaves
+    out blocks that `content-visibility: auto` skips off screen."""
+    text = locator.evaluate(
+        """el => {
+          const copy = el.cloneNode(true);
+          copy.normalize();  // adjacent text nodes of one word become one
+          const walk = document.createTreeWalker(copy, NodeFilter.SHOW_TEXT);
+          const parts = [];
+          while (walk.nextNode()) parts.push(walk.currentNode.data);
+          return parts.join(" ");
+        }"""
+    )
+    return words(text)
+
+
+# Keeps the page's sockets reachable, and what the connection badge said.
+WATCH_SOCKETS = """
+window.__sockets = [];
+window.__connection = [];
+const NativeWebSocket = window.WebSocket;
+window.WebSocket = class extends NativeWebSocket {
+  constructor(...args) { super(...args); window.__sockets.push(this); }
+};
+document.addEventListener("DOMContentLoaded", () => {
+  const badge = document.getElementById("connection");
+  new MutationObserver(() => window.__connection.push(badge.dataset.state))
+    .observe(badge, { attributes: true, attributeFilter: ["data-state"] });
+});
+"""

@@ -1,0 +1,123 @@
+"""Real Daphne processes (`python -m daphne`) on the test database, and their
+sockets over the network (the `websockets` client). The fixtures that start a
+pair per test module are in `tests/live/conftest.py`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import websockets
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def daphne_env(
+    database_url: str | None = None, redis_url: str | None = None
+) -> dict[str, str]:
+    """A Daphne process's environment: the test database (or `database_url`)
+    and the session's Redis (or `redis_url`), without the test process's
+    DJANGO_ALLOW_ASYNC_UNSAFE."""
+    if database_url is None:
+        db = settings.DATABASES["default"]
+        name = connection.settings_dict["NAME"]
+        database_url = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{name}"
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "REDIS_URL": settings.REDIS_URL if redis_url is None else redis_url,
+        "DJANGO_SETTINGS_MODULE": "chatsite.settings",
+    }
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    return env
+
+
+class Daphne:
+    """One Daphne process on the test database and the session's Redis."""
+
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.env, self.log, self.port = env, log, free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    @property
+    def ws(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    def start(self) -> Daphne:
+        self.port = free_port()  # a killed one's port may still be held
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "daphne",
+                    "-b",
+                    "127.0.0.1",
+                    "-p",
+                    str(self.port),
+                    "chatsite.asgi:application",
+                ],
+                cwd=ROOT,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{self.port}/login/", timeout=1)
+                return self
+            except httpx.HTTPError:
+                assert self.process.poll() is None, self.log.read_text()[-3000:]
+                assert time.monotonic() < deadline, "daphne did not start"
+                time.sleep(0.1)
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(sig)
+            self.process.wait(15)
+
+
+async def open_socket(server: Daphne, conversation, cookie: str):
+    return await websockets.connect(
+        f"{server.ws}/ws/conversations/{conversation.pk}/",
+        additional_headers={
+            "Cookie": cookie,
+            "Origin": f"http://127.0.0.1:{server.port}",
+        },
+    )
+
+
+async def frames_until(ws, kind: str, timeout: float = 20) -> list[dict]:
+    seen = []
+    async with asyncio.timeout(timeout):
+        async for raw in ws:
+            frame = json.loads(raw)
+            seen.append(frame)
+            if frame["type"] == kind:
+                return seen
+    raise AssertionError(f"socket closed before {kind!r}")
+
+
+async def send(ws, content: str = "hello") -> None:
+    await ws.send(json.dumps({"type": "send", "content": content, "client_id": "x"}))
