@@ -16,9 +16,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.db import DatabaseError, transaction
 
-from chat.live import admission, frames, layer
+from chat.live import admission, frames, layer, loop_state
 from chat.live.fanout import Kind, RemoteView, conversation_group
-from chat.live.preload import preloader
 from chat.live.ratelimit import CLOSE_RATE_LIMITED, FrameLimiter, Verdict
 from chat.live.runner import runner
 from chat.live.session_sockets import SessionBound
@@ -141,7 +140,8 @@ class ChatConsumer(SessionBound, AsyncWebsocketConsumer):
         elif frame["type"] == "preload":
             profile = await database_sync_to_async(_next_model)(self.conversation_id)
             if profile is not None:
-                await preloader.request(profile, self.conversation_id, runner.broadcast)
+                preloads = loop_state.current().preloads
+                await preloads.request(profile, self.conversation_id, runner.broadcast)
 
     async def flooded(self) -> bool:
         """Whether this frame is over the rate (see chat.live.ratelimit)."""
@@ -172,11 +172,11 @@ class ChatConsumer(SessionBound, AsyncWebsocketConsumer):
         told: list[dict[str, Any]] = []
         try:
             if retry is None:
-                turn = await database_sync_to_async(_begin_turn)(
+                turn, plan = await database_sync_to_async(_begin_turn)(
                     self.conversation_id, content, client_id
                 )
             else:
-                retried = await database_sync_to_async(_begin_retry)(
+                retried, plan = await database_sync_to_async(_begin_retry)(
                     self.conversation_id, retry
                 )
                 turn = retried.turn
@@ -204,7 +204,7 @@ class ChatConsumer(SessionBound, AsyncWebsocketConsumer):
         # The stored turn goes to the runner at once (no await before it): its
         # task tells the sockets, so nothing can leave the conversation claimed.
         await runner.start(
-            turn.profile, turn.answer, turn.history, turn.options, told=told
+            turn.profile, turn.answer, turn.history, turn.options, told=told, plan=plan
         )
 
     async def resume(self, frame: frames.ResumeFrame) -> None:
@@ -360,21 +360,25 @@ def _place_answer(message: Message) -> None:
         message.conversation.place_answer(message)
 
 
-def _begin_turn(conversation_id: int, content: str, client_id: str) -> Turn:
+def _begin_turn(
+    conversation_id: int, content: str, client_id: str
+) -> tuple[Turn, admission.Plan]:
     conversation = Conversation.objects.select_related("model_profile").get(
         pk=conversation_id
     )
     # One commit for the question, the answer's placeholder and its place in line.
     with transaction.atomic():
         turn = conversation.begin_turn(content, client_id)
-        admission.take_ticket(turn.answer, turn.profile, conversation.owner_id)
-    return turn
+        plan = admission.take_ticket(turn.answer, turn.profile, conversation.owner_id)
+    return turn, plan
 
 
-def _begin_retry(conversation_id: int, begin: Callable[[Conversation], Retry]) -> Retry:
+def _begin_retry(
+    conversation_id: int, begin: Callable[[Conversation], Retry]
+) -> tuple[Retry, admission.Plan]:
     conversation = Conversation.objects.get(pk=conversation_id)
     with transaction.atomic():
         retry = begin(conversation)
         turn = retry.turn
-        admission.take_ticket(turn.answer, turn.profile, conversation.owner_id)
-    return retry
+        plan = admission.take_ticket(turn.answer, turn.profile, conversation.owner_id)
+    return retry, plan
