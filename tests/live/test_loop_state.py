@@ -13,7 +13,6 @@ from chat.live import admission, loop_state
 from chat.live.runner import runner
 from chat.models import ModelProfile
 from chat.upstream import OllamaClient, OpenAIClient
-from tests.ops.test_health import hanging_server  # noqa: F401 (a fixture)
 
 BASE = "http://ollama.test:11434"
 
@@ -68,23 +67,25 @@ async def test_client_for_a_profile_uses_the_loops_pool():
 
 @pytest.mark.django_db(transaction=True)
 async def test_shutdown_closes_preloads_clients_and_the_runners_tasks(
-    hanging_server,  # noqa: F811 (the fixture imported above)
+    simulator, demo_profile
 ):
+    simulator.config.load_ms = 60_000  # a load that outlives the test
     await runner.ensure_started()
     state = loop_state.current()
     own = list(state.tasks)
     assert own and not any(task.done() for task in own)
-    told: list[tuple[int, dict[str, Any]]] = []
+    told: list[dict[str, Any]] = []
+    loading = asyncio.Event()
 
     async def tell(conversation_id: int, frame: dict[str, Any]) -> None:
-        told.append((conversation_id, frame))
+        told.append(frame)
+        loading.set()
 
-    profile = unsaved_profile(hanging_server)
+    profile = demo_profile
     load = await state.preloads.request(profile, 7, tell)
     assert load is not None and load.task is not None
-    await asyncio.sleep(0.05)  # it asks /api/ps, which never answers
-    running = state.preloads.tasks()
-    assert load.task in running and len(running) == 2  # the load and its /api/ps
+    await asyncio.wait_for(loading.wait(), 10)  # /api/ps said cold: it loads
+    assert state.preloads.tasks() == [load.task]
     clients = state.clients.clients
     assert clients and not any(client.is_closed for client in clients)
 
@@ -92,16 +93,13 @@ async def test_shutdown_closes_preloads_clients_and_the_runners_tasks(
 
     # Each of the runner's own tasks ended, or at least was cancelled: one in a
     # Redis call may lose its cancel and outlive the wait (`Runner._wait_ended`).
-    assert all(task.done() or task.cancelling() for task in own)
+    assert all(task.done() or task.cancelled() or task.cancelling() for task in own)
     assert any(task.get_name() == "sweep" and task.cancelled() for task in own)
-    # The load never ends by itself (the server never answers): it was cancelled.
-    # Its /api/ps request may have timed out first (PS_TIMEOUT) while the
-    # shutdown waited for the runner's tasks.
     assert load.task.cancelled()
-    assert all(task.done() for task in running)
     assert state.preloads.running(profile) is None
     assert all(client.is_closed for client in clients)
-    assert told == []  # a preload cut by the shutdown tells nobody
+    # A preload cut by the shutdown tells no end (neither ready nor error).
+    assert [frame["state"] for frame in told] == ["loading"]
     assert loop_state.existing() is None
     assert loop_state.current() is not state  # the loop's next use starts anew
 
