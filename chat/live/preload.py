@@ -4,10 +4,10 @@ When a user opens a conversation or starts typing, the browser sends
 `{"type": "preload"}`. For an Ollama profile the `Preloader` asks the server to
 load the model (a chat with no messages, with the same options as a real chat so
 the answer does not load it again), at most once per profile every
-`PRELOAD_EVERY` seconds per process, and tells the conversation's sockets
-`model` frames: "loading" (only when `/api/ps` does not list the model), then
-"ready" with the load time, or "error" with why. OpenAI-compatible servers load
-their model at start: nothing to do.
+`PRELOAD_EVERY` seconds per process (per event loop: see below), and tells the
+conversation's sockets `model` frames: "loading" (only when `/api/ps` does not
+list the model), then "ready" with the load time, or "error" with why.
+OpenAI-compatible servers load their model at start: nothing to do.
 
 `Preloader.model_listed` and `Preloader.running` tell the first-token watch
 (`chat.live.first_token`) whether an answer is waiting for a model to load.
