@@ -39,7 +39,7 @@ def main(conversations: int, turns: int) -> dict[str, object]:
         start.wait()
         try:
             for n in range(turns):
-                turn = _begin_turn(conversation_id, f"question {n}", f"c{n}")
+                turn, _ = _begin_turn(conversation_id, f"question {n}", f"c{n}")
                 # The answer ends before the next question (as the runner would).
                 Message.objects.filter(pk=turn.answer.pk).update(status="done")
         except Exception as exc:  # reported, not raised: the summary says it

@@ -54,10 +54,6 @@ STREAMING = Message.Status.STREAMING
 
 T = TypeVar("T")
 
-# Decisions taken with the turn (`take_ticket`), by message id, until the
-# answer's task picks them up.
-_first_decisions: dict[int, Plan] = {}
-
 
 @dataclass(frozen=True)
 class Entry:
@@ -193,13 +189,11 @@ def _locked_site() -> SiteDefaults:
 
 def take_ticket(answer: Message, profile: ModelProfile, user_id: int) -> Plan:
     """In the transaction that stores the question and its answer's placeholder
-    (no commit of its own): the answer's ticket and the first decision, which
-    `wait_for_slot` picks up."""
+    (no commit of its own): the answer's ticket and the first decision, which the
+    caller hands to `wait_for_slot` (through `Runner.start`)."""
     _prune()
     Ticket.objects.create(message=answer, user_id=user_id, profile=profile)
-    decided = _decide({profile.pk: profile.parallel_slots})
-    _first_decisions[answer.pk] = decided
-    return decided
+    return _decide({profile.pk: profile.parallel_slots})
 
 
 _pruned_at = 0.0
@@ -255,13 +249,14 @@ async def wait_for_slot(
     message_id: int,
     profile_id: int,
     tell: Callable[[int], Awaitable[None]],
+    first: Plan | None = None,
 ) -> None:
     """Return once the answer holds a slot; meanwhile `tell` its place in line
-    whenever it changes. Cancelling the wait (a stop) leaves the ticket to
-    `release`."""
+    whenever it changes. `first`: the decision taken with its ticket
+    (`take_ticket`); without one it gets its ticket here. Cancelling the wait (a
+    stop) leaves the ticket to `release`."""
     layer = get_channel_layer()
     try:
-        first = _first_decisions.pop(message_id, None)
         if first is None:
             first = await _unless_stopped(enqueue(message_id, profile_id))
         decided = first

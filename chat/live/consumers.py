@@ -15,9 +15,8 @@ from collections.abc import Callable
 from channels.db import database_sync_to_async
 from django.db import DatabaseError, transaction
 
-from chat.live import admission, frames
+from chat.live import admission, frames, loop_state
 from chat.live.close_codes import CLOSE_FORBIDDEN, CLOSE_SIGNED_OUT
-from chat.live.preload import preloader
 from chat.live.ratelimit import FrameLimiter
 from chat.live.runner import runner
 from chat.live.session_sockets import SessionBound
@@ -87,7 +86,8 @@ class ChatConsumer(SessionBound, LiveSocket):
             next_model = database_sync_to_async(Conversation.next_model)
             profile = await next_model(self.conversation_id)
             if profile is not None:
-                await preloader.request(profile, self.conversation_id, runner.broadcast)
+                preloads = loop_state.current().preloads
+                await preloads.request(profile, self.conversation_id, runner.broadcast)
 
     async def send_frame(self, frame: frames.ServerFrame) -> None:
         await self.write(frame)
@@ -108,11 +108,11 @@ class ChatConsumer(SessionBound, LiveSocket):
         told: list[frames.ServerFrame] = []
         try:
             if retry is None:
-                turn = await database_sync_to_async(_begin_turn)(
+                turn, plan = await database_sync_to_async(_begin_turn)(
                     self.conversation_id, content, client_id
                 )
             else:
-                retried = await database_sync_to_async(_begin_retry)(
+                retried, plan = await database_sync_to_async(_begin_retry)(
                     self.conversation_id, retry
                 )
                 turn = retried.turn
@@ -140,25 +140,29 @@ class ChatConsumer(SessionBound, LiveSocket):
         # The stored turn goes to the runner at once (no await before it): its
         # task tells the sockets, so nothing can leave the conversation claimed.
         await runner.start(
-            turn.profile, turn.answer, turn.history, turn.options, told=told
+            turn.profile, turn.answer, turn.history, turn.options, told=told, plan=plan
         )
 
 
-def _begin_turn(conversation_id: int, content: str, client_id: str) -> Turn:
+def _begin_turn(
+    conversation_id: int, content: str, client_id: str
+) -> tuple[Turn, admission.Plan]:
     conversation = Conversation.objects.select_related("model_profile").get(
         pk=conversation_id
     )
     # One commit for the question, the answer's placeholder and its place in line.
     with transaction.atomic():
         turn = conversation.begin_turn(content, client_id)
-        admission.take_ticket(turn.answer, turn.profile, conversation.owner_id)
-    return turn
+        plan = admission.take_ticket(turn.answer, turn.profile, conversation.owner_id)
+    return turn, plan
 
 
-def _begin_retry(conversation_id: int, begin: Callable[[Conversation], Retry]) -> Retry:
+def _begin_retry(
+    conversation_id: int, begin: Callable[[Conversation], Retry]
+) -> tuple[Retry, admission.Plan]:
     conversation = Conversation.objects.get(pk=conversation_id)
     with transaction.atomic():
         retry = begin(conversation)
         turn = retry.turn
-        admission.take_ticket(turn.answer, turn.profile, conversation.owner_id)
-    return retry
+        plan = admission.take_ticket(turn.answer, turn.profile, conversation.owner_id)
+    return retry, plan

@@ -18,8 +18,8 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
-from chat.live import frames
-from chat.live.preload import Tell, model_listed, preloader
+from chat.live import frames, loop_state
+from chat.live.preload import Preloader, Tell
 from chat.upstream import UpstreamError
 
 if TYPE_CHECKING:
@@ -58,17 +58,18 @@ async def _watch(
     tell: Tell,
 ) -> None:
     started = generation.upstream_at or time.perf_counter()
-    load = preloader.running(profile)
+    preloads = loop_state.current().preloads
+    load = preloads.running(profile)
     if load is not None and load.cold is False:
         load = None  # a preload of a model already loaded: nothing to wait for
-    if load is None and await model_listed(profile) is not False:
+    if load is None and await preloads.model_listed(profile) is not False:
         await _limit(generation, profile, relay, started)
         return
     if not _waiting(generation):
         return
     conversation_id = generation.conversation_id
     await tell(conversation_id, frames.model_state("loading", profile.tag))
-    if not await _load_ended(generation, profile, started):
+    if not await _load_ended(generation, profile, preloads, started):
         if _waiting(generation):
             detail = (
                 f"The model {profile.tag} did not finish loading within "
@@ -89,7 +90,7 @@ async def _watch(
 
 
 async def _load_ended(
-    generation: Generation, profile: ModelProfile, started: float
+    generation: Generation, profile: ModelProfile, preloads: Preloader, started: float
 ) -> bool:
     """Wait until the model is loaded (or the first token came); False when the
     load took longer than LOAD_LIMIT."""
@@ -98,12 +99,12 @@ async def _load_ended(
         remaining = deadline - time.perf_counter()
         if remaining <= 0:
             return False
-        load = preloader.running(profile)
+        load = preloads.running(profile)
         if load is not None:
             assert load.task is not None
             await asyncio.wait([load.task], timeout=min(remaining, LOAD_LIMIT))
             continue
-        if await model_listed(profile) is not False:
+        if await preloads.model_listed(profile) is not False:
             return True
         await asyncio.sleep(min(LOAD_POLL, remaining))
     return True

@@ -4,13 +4,16 @@ When a user opens a conversation or starts typing, the browser sends
 `{"type": "preload"}`. For an Ollama profile the `Preloader` asks the server to
 load the model (a chat with no messages, with the same options as a real chat so
 the answer does not load it again), at most once per profile every
-`PRELOAD_EVERY` seconds per process, and tells the conversation's sockets
-`model` frames: "loading" (only when `/api/ps` does not list the model), then
-"ready" with the load time, or "error" with why. OpenAI-compatible servers load
-their model at start: nothing to do.
+`PRELOAD_EVERY` seconds per process (per event loop: see below), and tells the
+conversation's sockets `model` frames: "loading" (only when `/api/ps` does not
+list the model), then "ready" with the load time, or "error" with why.
+OpenAI-compatible servers load their model at start: nothing to do.
 
-`model_listed` and `Preloader.running` tell the first-token watch
+`Preloader.model_listed` and `Preloader.running` tell the first-token watch
 (`chat.live.first_token`) whether an answer is waiting for a model to load.
+
+A `Preloader` holds one event loop's loads and `/api/ps` answers: each loop's
+`chat.live.loop_state.LoopState` has one, closed with it at shutdown.
 """
 
 from __future__ import annotations
@@ -18,15 +21,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
 from chat.live import frames
 from chat.models import ModelProfile
-from chat.upstream import UpstreamError, http_client_for, ollama_client
+from chat.upstream import ClientPool, UpstreamError
 
 logger = logging.getLogger(__name__)
 
@@ -36,15 +39,6 @@ PS_TIMEOUT = 2.0
 
 # Sends a frame to every socket of a conversation (`Runner.broadcast`).
 Tell = Callable[[int, frames.ModelFrame], Awaitable[None]]
-
-
-async def model_listed(profile: ModelProfile) -> bool | None:
-    """Whether Ollama's `/api/ps` lists the profile's model as loaded; None when
-    that cannot be known (not Ollama, or the server did not say)."""
-    if profile.backend != ModelProfile.Backend.OLLAMA:
-        return None
-    names = await _running_models(profile.base_url.rstrip("/"), profile.tag)
-    return None if names is None else profile.tag in names
 
 
 # Answers starting together share one /api/ps request per server, and a model
@@ -57,45 +51,6 @@ PS_FRESH = 1.0
 class _Ask:
     at: float
     task: asyncio.Task[set[str] | None]
-
-
-_asks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Ask]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-async def _running_models(base_url: str, tag: str) -> set[str] | None:
-    """The models `/api/ps` lists: an answer already asked for (or one that listed
-    `tag` less than PS_FRESH ago) is shared."""
-    loop = asyncio.get_running_loop()
-    asks = _asks.setdefault(loop, {})
-    ask, now = asks.get(base_url), time.perf_counter()
-    if ask is not None and ask.task.done():
-        names = ask.task.result()
-        if names is None or tag not in names or now - ask.at > PS_FRESH:
-            ask = None
-    if ask is None:
-        ask = _Ask(now, loop.create_task(_ask_ps(base_url), name="api-ps"))
-        asks[base_url] = ask
-    # Shielded: one answer ending does not cancel the request the others await.
-    return await asyncio.shield(ask.task)
-
-
-async def _ask_ps(base_url: str) -> set[str] | None:
-    try:
-        response = await http_client_for(base_url).get(
-            base_url + "/api/ps", timeout=PS_TIMEOUT
-        )
-        models = response.json().get("models") if response.status_code == 200 else None
-    except (httpx.HTTPError, ValueError, AttributeError):
-        return None
-    if not isinstance(models, list):
-        return None
-    return {
-        name
-        for m in models
-        if isinstance(m, dict) and isinstance(name := m.get("name"), str)
-    }
 
 
 @dataclass(eq=False)
@@ -114,24 +69,74 @@ class Load:
 
 
 class Preloader:
-    def __init__(self) -> None:
+    """One event loop's preloads and `/api/ps` answers (see `chat.live.loop_state`)."""
+
+    def __init__(self, clients: ClientPool) -> None:
+        self._clients = clients
         self._loads: dict[int, Load] = {}
         self._recent: dict[int, float] = {}  # profile id -> when last preloaded
+        self._asks: dict[str, _Ask] = {}  # base URL -> its last /api/ps request
 
     def running(self, profile: ModelProfile) -> Load | None:
-        """The preload of `profile`'s model still under way in this loop, if any."""
+        """The preload of `profile`'s model still under way, if any."""
         load = self._loads.get(profile.pk)
-        if load is None or load.task is None:
-            return None
-        # Tests run several event loops: another loop's task never finishes here.
-        if load.task.done() or load.task.get_loop() is not asyncio.get_running_loop():
+        if load is None or load.task is None or load.task.done():
             return None
         return load
 
-    def reset(self) -> None:
-        """Forget every preload (tests)."""
-        self._loads.clear()
-        self._recent.clear()
+    def tasks(self) -> list[asyncio.Task[Any]]:
+        """The loads and /api/ps requests still running."""
+        tasks: list[asyncio.Task[Any]] = [ask.task for ask in self._asks.values()]
+        tasks += [load.task for load in self._loads.values() if load.task is not None]
+        return [task for task in tasks if not task.done()]
+
+    async def aclose(self, grace: float) -> None:
+        """Cancel the loads and /api/ps requests still running (at shutdown), and
+        wait up to `grace` seconds for them to end."""
+        running = self.tasks()
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.wait(running, timeout=grace)
+
+    async def model_listed(self, profile: ModelProfile) -> bool | None:
+        """Whether Ollama's `/api/ps` lists the profile's model as loaded; None
+        when that cannot be known (not Ollama, or the server did not say)."""
+        if profile.backend != ModelProfile.Backend.OLLAMA:
+            return None
+        names = await self._running_models(profile.base_url.rstrip("/"), profile.tag)
+        return None if names is None else profile.tag in names
+
+    async def _running_models(self, base_url: str, tag: str) -> set[str] | None:
+        """The models `/api/ps` lists: an answer already asked for (or one that
+        listed `tag` less than PS_FRESH ago) is shared."""
+        ask, now = self._asks.get(base_url), time.perf_counter()
+        if ask is not None and ask.task.done():
+            names = ask.task.result()
+            if names is None or tag not in names or now - ask.at > PS_FRESH:
+                ask = None
+        if ask is None:
+            task = asyncio.create_task(self._ask_ps(base_url), name="api-ps")
+            ask = self._asks[base_url] = _Ask(now, task)
+        # Shielded: one answer ending does not cancel the request the others await.
+        return await asyncio.shield(ask.task)
+
+    async def _ask_ps(self, base_url: str) -> set[str] | None:
+        try:
+            response = await self._clients.http(base_url).get(
+                base_url + "/api/ps", timeout=PS_TIMEOUT
+            )
+            ok = response.status_code == 200
+            models = response.json().get("models") if ok else None
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return None
+        if not isinstance(models, list):
+            return None
+        return {
+            name
+            for m in models
+            if isinstance(m, dict) and isinstance(name := m.get("name"), str)
+        }
 
     async def request(
         self, profile: ModelProfile, conversation_id: int, tell: Tell
@@ -164,11 +169,11 @@ class Preloader:
 
         try:
             # Not listed: loading. Unknown (no answer): the load will tell.
-            load.cold = await model_listed(profile) is False
+            load.cold = await self.model_listed(profile) is False
             if load.cold:
                 await tell_all(frames.model_state("loading", profile.tag))
             started = time.perf_counter()
-            await ollama_client(profile.base_url).load(
+            await self._clients.ollama(profile.base_url).load(
                 profile.tag,
                 profile.keep_alive_value,
                 options=profile.request_options(),
@@ -186,6 +191,3 @@ class Preloader:
             if self._loads.get(profile.pk) is load:
                 del self._loads[profile.pk]
         await tell_all(final)
-
-
-preloader = Preloader()

@@ -27,7 +27,7 @@ from datetime import timedelta
 from typing import Any, Protocol, cast
 
 from channels.db import database_sync_to_async
-from channels.layers import BaseChannelLayer, get_channel_layer
+from channels.layers import BaseChannelLayer
 from django.db import (
     DatabaseError,
     InterfaceError,
@@ -39,7 +39,7 @@ from django.db import (
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
-from chat.live import admission, fanout, first_token, frames, layer
+from chat.live import admission, fanout, first_token, frames, layer, loop_state
 from chat.live.events import (
     Catchup,
     CatchupRefused,
@@ -49,10 +49,11 @@ from chat.live.events import (
     frame_event,
     generation_group,
 )
+from chat.live.loop_state import client_for
 from chat.models import Message, ModelProfile
 from chat.ops.metrics import observe_answer
 from chat.rendering import markdown
-from chat.upstream import Delta, Event, Finished, UpstreamError, client_for
+from chat.upstream import Delta, Event, Finished, UpstreamError
 
 logger = logging.getLogger(__name__)
 
@@ -204,34 +205,52 @@ class Runner:
         self._subscribers: dict[int, set[Sink]] = {}
         self._generations: dict[int, Generation] = {}
         self._claimed: set[int] = set()
-        self._checkpoints: asyncio.Task[None] | None = None
-        self._background: list[asyncio.Task[None]] = []
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._layer: BaseChannelLayer | None = None
-        self._channel: str | None = None
         # Since when (monotonic) this process's sweeps have reached the database
         # without a failure; None after a failure (see ORPHAN_AFTER).
         self._trusted_since: float | None = None
+
+    # The layer, the runner's channel and its own tasks belong to the running
+    # event loop: they live in its `chat.live.loop_state.LoopState`.
+
+    @property
+    def _layer(self) -> BaseChannelLayer | None:
+        return loop_state.current().layer
+
+    @property
+    def _channel(self) -> str | None:
+        state = loop_state.existing()
+        return None if state is None else state.channel
+
+    @property
+    def _background(self) -> list[asyncio.Task[None]]:
+        return loop_state.current().tasks
+
+    @property
+    def _checkpoints(self) -> asyncio.Task[None] | None:
+        return loop_state.current().checkpoints
+
+    @_checkpoints.setter
+    def _checkpoints(self, task: asyncio.Task[None] | None) -> None:
+        loop_state.current().checkpoints = task
 
     # The process's own tasks: requests from other processes (stop, resume) and
     # the sweep for answers whose process died.
 
     async def ensure_started(self) -> None:
-        loop = asyncio.get_running_loop()
-        if self._loop is loop:
+        # A new loop (tests run several) has a new state: started there anew.
+        state = loop_state.current()
+        if state.started:
             return
-        # A new loop (tests run several): the old loop's tasks never run again.
-        self._loop = loop
-        self._layer = get_channel_layer()
-        self._channel = None
-        self._background = [loop.create_task(self._sweep_loop(), name="sweep")]
-        if fanout.spans_processes(self._layer):
-            assert self._layer is not None
-            self._channel = await self._layer.new_channel()
-            self._background.append(loop.create_task(self._listen(), name="listen"))
+        state.started = True
+        loop = state.loop
+        state.tasks.append(loop.create_task(self._sweep_loop(), name="sweep"))
+        if fanout.spans_processes(state.layer):
+            assert state.layer is not None
+            state.channel = await state.layer.new_channel()
+            state.tasks.append(loop.create_task(self._listen(), name="listen"))
             # Puts this process's group memberships back after Redis lost them.
             watch = layer.memberships.watch()
-            self._background.append(loop.create_task(watch, name="memberships"))
+            state.tasks.append(loop.create_task(watch, name="memberships"))
         _stop_with_daphne(self)
 
     async def _listen(self) -> None:
@@ -292,10 +311,8 @@ class Runner:
 
     async def tell(self, conversation_id: int, sent: list[frames.ServerFrame]) -> None:
         """Frames from an HTTP request, to every socket of the conversation. A
-        process that has not served a socket yet looks the channel layer up
-        here, so other processes' sockets are told too."""
-        if self._layer is None:
-            self._layer = get_channel_layer()
+        process that has not served a socket yet has the channel layer too (its
+        loop state's), so other processes' sockets are told too."""
         for frame in sent:
             await self.broadcast(conversation_id, frame)
 
@@ -386,9 +403,11 @@ class Runner:
         history: list[dict[str, str]],
         options: dict[str, Any] | None = None,
         told: Sequence[frames.ServerFrame] = (),
+        plan: admission.Plan | None = None,
     ) -> Generation:
         """Start streaming `message` (a claimed conversation's placeholder answer),
-        after broadcasting the frames `told` (the turn's question).
+        after broadcasting the frames `told` (the turn's question). `plan`: the
+        admission decision taken with the turn (`admission.take_ticket`).
 
         The generation is registered and its task created with no await between:
         a claimed conversation always has a live task that ends by releasing it.
@@ -411,7 +430,7 @@ class Runner:
         )
         self._generations[conversation_id] = generation
         generation.task = asyncio.create_task(
-            self._run(generation, profile, history, told),
+            self._run(generation, profile, history, told, plan),
             name=f"generation-{message.pk}",
         )
         generation.task.add_done_callback(lambda _: self._ended(generation))
@@ -518,7 +537,9 @@ class Runner:
         generation.attached.add(sink)
 
     async def shutdown(self) -> None:
-        """Stop every generation, marked interrupted, and wait for their saves."""
+        """Stop every generation, marked interrupted, and wait for their saves;
+        then end the process's own tasks and close the loop's state (its
+        preloads and model-server clients)."""
         loop = asyncio.get_running_loop()
         tasks = []
         for generation in self._generations.values():
@@ -532,17 +553,16 @@ class Runner:
                 tasks.append(task)
         if tasks:
             await asyncio.wait(tasks, timeout=SHUTDOWN_SECONDS)
-        # The process's own loops. (Tasks of an event loop that ended, as tests
-        # run several, are just dropped.)
-        own = [
-            task
-            for task in (*self._background, self._checkpoints)
-            if task is not None and task.get_loop() is loop
-        ]
+        # The process's own loops. (Those of an event loop that ended, as tests
+        # run several, went with its state.)
+        state = loop_state.existing()
+        if state is None:
+            return
+        own = [t for t in (*state.tasks, state.checkpoints) if t is not None]
         for task in own:
             task.cancel()
         await self._wait_ended(own)
-        self._background, self._checkpoints, self._loop = [], None, None
+        await loop_state.close()
 
     async def _wait_ended(self, cancelled: list[asyncio.Task[None]]) -> None:
         """Wait for the cancelled tasks. The listener's blocking Redis read can
@@ -640,6 +660,7 @@ class Runner:
         profile: ModelProfile,
         history: list[dict[str, str]],
         told: Sequence[frames.ServerFrame] = (),
+        plan: admission.Plan | None = None,
     ) -> None:
         status, error = Message.Status.DONE, None
         generation.running = True
@@ -654,6 +675,7 @@ class Runner:
                 generation.message_id,
                 profile.pk,
                 lambda position: self._tell_queued(generation, position),
+                first=plan,
             )
             generation.queue_position = None
             await self._relay(generation, profile, history)

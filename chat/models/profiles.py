@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -27,6 +27,17 @@ DEFAULT_CHARS_PER_TOKEN = 4.0
 PLAUSIBLE_CHARS_PER_TOKEN = (1.0, 6.0)
 # Each answer moves the learnt ratio this far towards what it measured.
 LEARNING_RATE = 0.3
+
+
+class ServerSettings(TypedDict):
+    """What the model-server seam takes of a profile: plain values, so that
+    `chat.upstream` needs no model (the keyword arguments of
+    `chat.upstream.ClientPool.client_for`)."""
+
+    backend: str
+    base_url: str
+    thinking_switch: str
+    think_tags: str
 
 
 class ThinkingMode(models.TextChoices):
@@ -262,6 +273,16 @@ class ModelProfile(models.Model):
         options.update(self.options)
         options["num_ctx"] = self.context_length
         return options
+
+    def server_settings(self) -> ServerSettings:
+        """Where the model is served, in which wire format, and how thinking is
+        switched there (for `chat.upstream.ClientPool.client_for`)."""
+        return ServerSettings(
+            backend=self.backend,
+            base_url=self.base_url,
+            thinking_switch=self.thinking_switch,
+            think_tags=self.think_tags,
+        )
 
     @property
     def is_qwen3(self) -> bool:

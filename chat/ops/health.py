@@ -30,9 +30,10 @@ from django.urls import path
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
+from chat.live import loop_state
 from chat.live.events import HealthPing
 from chat.models import ModelProfile
-from chat.upstream import UpstreamError, ollama_client, openai_client
+from chat.upstream import UpstreamError
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +45,8 @@ DEADLINE = 2.5  # everything, below the 3 s a proxy typically allows a check
 # The database work runs on these threads, not on the request's thread-sensitive
 # one: a hung query there would also hold up the middleware's response path. Two
 # threads bound what hung queries can pin; later checks then time out ("failing").
+# Per process, not per event loop (threads serve any loop), so it stays here
+# rather than in `chat.live.loop_state`; its one owner is this module.
 _db_executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="healthz-db")
 
 
@@ -199,10 +202,10 @@ async def _check_model_server(url: str, backend: str, limit: float) -> Check:
 
 async def _server_version(url: str, backend: str) -> str:
     if backend == ModelProfile.Backend.OLLAMA:
-        return await ollama_client(url).version()
+        return await loop_state.clients().ollama(url).version()
     # OpenAI-compatible servers have no version endpoint; /v1/models answering
     # with a model list proves the server is up.
-    await openai_client(url).models()
+    await loop_state.clients().openai(url).models()
     return ""
 
 

@@ -26,10 +26,11 @@ from django.db.models import F
 from django.db.models.functions import Length
 from django.utils.dateparse import parse_datetime
 
+from chat.live import loop_state
 from chat.models import Message, ModelProfile
 from chat.ops.health import MODEL_SERVER_TIMEOUT, _check_model_server
 from chat.ops.throughput import CHARS_PER_TOKEN
-from chat.upstream import UpstreamError, ollama_client
+from chat.upstream import UpstreamError
 
 # A stream younger than this has too little text for a rate.
 MIN_RATE_SECONDS = 0.5
@@ -149,6 +150,9 @@ class Sampler:
         return {pk: sample.rate or 0.0 for pk, sample in samples.items()}
 
 
+# Per process, not per event loop: its samples are plain numbers that any loop
+# may read (the panel is served by whichever loop the request came in on), so
+# it is not in `chat.live.loop_state`; this module is its one owner.
 sampler = Sampler()
 
 
@@ -162,7 +166,7 @@ async def _probe(server: ServerStatus) -> None:
         return
     try:
         entries = await asyncio.wait_for(
-            ollama_client(server.url).ps(), MODEL_SERVER_TIMEOUT
+            loop_state.clients().ollama(server.url).ps(), MODEL_SERVER_TIMEOUT
         )
     except (UpstreamError, TimeoutError) as exc:
         server.loaded_error = getattr(exc, "detail", "") or (

@@ -64,6 +64,9 @@ def _render_html(text: str) -> str:
 # process first, and `render_markdown` (the template filter) then finds them.
 _prerendered: OrderedDict[str, SafeString] = OrderedDict()
 _PRERENDERED_MAX = 8
+# The helper process, started on first use. Per process, not per event loop (an
+# executor serves any loop), so this module is its one owner; `chat.rendering`
+# imports nothing of `chat.live` (where the loop's state is).
 _pool: ProcessPoolExecutor | None = None
 
 

@@ -5,15 +5,10 @@ from __future__ import annotations
 from chat.upstream.events import Delta, Event, Finished, UpstreamError
 from chat.upstream.ollama import ModelFacts, OllamaClient, model_facts
 from chat.upstream.openai import OpenAIClient, ThinkingControl
-from chat.upstream.pool import (
-    aclose_all,
-    client_for,
-    http_client_for,
-    ollama_client,
-    openai_client,
-)
+from chat.upstream.pool import ClientPool, thinking_control
 
 __all__ = [
+    "ClientPool",
     "Delta",
     "Event",
     "Finished",
@@ -22,10 +17,6 @@ __all__ = [
     "OpenAIClient",
     "ThinkingControl",
     "UpstreamError",
-    "aclose_all",
-    "client_for",
-    "http_client_for",
     "model_facts",
-    "ollama_client",
-    "openai_client",
+    "thinking_control",
 ]

@@ -1,9 +1,12 @@
-"""One pooled `httpx.AsyncClient` per model server, per process and event loop."""
+"""Pooled `httpx.AsyncClient`s, one per model server, for one event loop.
+
+The seam takes plain values (a base URL, the backend's name, how thinking is
+switched), never a Django model: `chat.models.ModelProfile.server_settings`
+gives them. Which loop a pool belongs to is its owner's business (see
+`chat.live.loop_state`).
+"""
 
 from __future__ import annotations
-
-import asyncio
-from typing import TYPE_CHECKING
 
 import httpx
 from django.conf import settings
@@ -12,67 +15,68 @@ from chat.upstream.ollama import OllamaClient
 from chat.upstream.openai import OpenAIClient, ThinkingControl
 from chat.upstream.transport import AiohttpTransport
 
-if TYPE_CHECKING:
-    from chat.models import ModelProfile
 
-# A client's connections belong to the loop that opened them, so each loop
-# (tests run several) gets its own clients.
-_clients: dict[asyncio.AbstractEventLoop, dict[str, httpx.AsyncClient]] = {}
+class ClientPool:
+    """One event loop's shared clients, by server. A client's connections belong
+    to the loop that opened them: a pool serves one loop only."""
+
+    def __init__(self) -> None:
+        self._clients: dict[str, httpx.AsyncClient] = {}
+
+    def http(self, base_url: str) -> httpx.AsyncClient:
+        """The shared client for `base_url` (a closed one is replaced)."""
+        key = base_url.rstrip("/")
+        client = self._clients.get(key)
+        if client is None or client.is_closed:
+            client = self._clients[key] = _new_client()
+        return client
+
+    def ollama(self, base_url: str) -> OllamaClient:
+        """An `OllamaClient` for `base_url` over the shared pool."""
+        return OllamaClient(base_url, http=self.http(base_url))
+
+    def openai(
+        self, base_url: str, thinking: ThinkingControl | None = None
+    ) -> OpenAIClient:
+        """An `OpenAIClient` for `base_url` over the shared pool."""
+        return OpenAIClient(base_url, http=self.http(base_url), thinking=thinking)
+
+    def client_for(
+        self,
+        *,
+        backend: str,
+        base_url: str,
+        thinking_switch: str = "template",
+        think_tags: str = "parse",
+    ) -> OllamaClient | OpenAIClient:
+        """The client that speaks `backend` ("ollama" or "openai") to `base_url`;
+        the thinking values matter to OpenAI-compatible servers only."""
+        if backend == "openai":
+            return self.openai(base_url, thinking_control(thinking_switch, think_tags))
+        return self.ollama(base_url)
+
+    @property
+    def clients(self) -> list[httpx.AsyncClient]:
+        """The clients made so far (closed ones included)."""
+        return list(self._clients.values())
+
+    async def aclose(self) -> None:
+        """Close every client (at shutdown); the next call makes new ones."""
+        clients, self._clients = self._clients, {}
+        for client in clients.values():
+            await client.aclose()
 
 
-def http_client_for(base_url: str) -> httpx.AsyncClient:
-    """Return the running loop's shared client for `base_url`; call it in a coroutine.
-
-    Raises `RuntimeError` when no event loop is running.
-    """
-    loop = asyncio.get_running_loop()
-    clients = _clients.get(loop)
-    if clients is None:
-        _forget_closed_loops()
-        clients = _clients[loop] = {}
-    key = base_url.rstrip("/")
-    client = clients.get(key)
-    if client is None or client.is_closed:
-        client = clients[key] = _new_client()
-    return client
-
-
-def ollama_client(base_url: str) -> OllamaClient:
-    """Return an `OllamaClient` for `base_url` over the shared pool."""
-    return OllamaClient(base_url, http=http_client_for(base_url))
-
-
-def client_for(profile: ModelProfile) -> OllamaClient | OpenAIClient:
-    """Return the client that speaks `profile`'s backend, over the shared pool."""
-    if profile.backend == "openai":
-        return openai_client(profile.base_url, thinking_control(profile))
-    return ollama_client(profile.base_url)
-
-
-def openai_client(
-    base_url: str, thinking: ThinkingControl | None = None
-) -> OpenAIClient:
-    """Return an `OpenAIClient` for `base_url` over the shared pool."""
-    return OpenAIClient(base_url, http=http_client_for(base_url), thinking=thinking)
-
-
-def thinking_control(profile: ModelProfile) -> ThinkingControl:
-    """How `profile` turns thinking on and off and reads inline tags."""
-    switch, tags = profile.thinking_switch, profile.think_tags
+def thinking_control(thinking_switch: str, think_tags: str) -> ThinkingControl:
+    """How a profile's switch ("template", "soft", "both", "none") turns thinking
+    on and off, and how its tags setting ("parse", "close_only", "off") reads
+    inline tags."""
     return ThinkingControl(
-        template_kwargs=switch in ("template", "both"),
-        soft_switch=switch in ("soft", "both"),
-        parse_tags=tags != "off",
-        opened=tags == "close_only",
+        template_kwargs=thinking_switch in ("template", "both"),
+        soft_switch=thinking_switch in ("soft", "both"),
+        parse_tags=think_tags != "off",
+        opened=think_tags == "close_only",
     )
-
-
-async def aclose_all() -> None:
-    """Close the running loop's clients (at shutdown); forget closed loops' ones."""
-    _forget_closed_loops()
-    clients = _clients.pop(asyncio.get_running_loop(), {})
-    for client in clients.values():
-        await client.aclose()
 
 
 def _new_client() -> httpx.AsyncClient:
@@ -92,9 +96,3 @@ def _new_client() -> httpx.AsyncClient:
     # No proxies from the environment: model servers sit on the team's own
     # network, and a proxy in between may buffer the stream.
     return httpx.AsyncClient(transport=transport, timeout=timeout, trust_env=False)
-
-
-def _forget_closed_loops() -> None:
-    # Their sockets cannot be closed without their loop; dropping them frees them.
-    for loop in [loop for loop in _clients if loop.is_closed()]:
-        del _clients[loop]

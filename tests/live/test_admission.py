@@ -10,6 +10,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from playwright.sync_api import expect
 
+from chat.live import admission
 from chat.live.admission import Entry, plan
 from chat.live.runner import runner
 from chat.models import Conversation, Message, SiteDefaults, Ticket
@@ -333,6 +334,22 @@ async def test_an_answer_started_without_a_ticket_takes_one_and_waits(
     assert (
         request_of(simulator, "second").started >= request_of(simulator, "first").ended
     )
+
+
+@on_database
+async def test_a_question_hands_its_first_decision_to_the_answer(
+    alice, conversation, simulator, monkeypatch
+):
+    """The decision taken with the ticket, in the turn's own transaction, is
+    handed to the answer's wait (`Runner.start(plan=...)`): it does not decide again."""
+
+    async def decided_again(*args: object) -> None:
+        raise AssertionError("the answer's wait decided again")
+
+    monkeypatch.setattr(admission, "enqueue", decided_again)
+    communicator, _ = await running(alice, conversation)
+    assert (await frames_until(communicator, "done"))[-1]["status"] == "done"
+    await communicator.disconnect()
 
 
 @on_database

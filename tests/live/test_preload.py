@@ -1,17 +1,25 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from channels.testing import WebsocketCommunicator
 
-from chat.live import frames
-from chat.live.preload import model_listed
+from chat.live import frames, loop_state
 from chat.models import Message, ModelProfile
-from chat.upstream import ollama_client
 from tests.sockets import answer_of, connect, frames_until, send
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def model_listed(profile: ModelProfile) -> Any:
+    """The running loop's `Preloader.model_listed` (an awaitable)."""
+    return loop_state.current().preloads.model_listed(profile)
+
+
+def ollama_client(url: str) -> Any:
+    return loop_state.clients().ollama(url)
 
 
 async def preload(communicator: WebsocketCommunicator) -> None:

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from chat.live.runner import runner
 from chat.models import Message
-from chat.upstream import aclose_all
 from tests.sockets import connect as open_socket
 from tests.waiting import generations_ended
 
@@ -85,8 +84,7 @@ def test_resumed_answer_equals_the_stored_one(
             return await cut_and_resume(alice, conversation, cut_after)
         finally:
             await generations_ended()  # the answer's after-work, too
-            await runner.shutdown()
-            await aclose_all()
+            await runner.shutdown()  # closes the loop's model-server clients too
             await sync_to_async(connections.close_all)()
 
     have, answer = asyncio.run(scenario())

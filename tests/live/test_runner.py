@@ -94,7 +94,7 @@ class StubbornLayer(BaseChannelLayer):
 @pytest.mark.django_db(transaction=True)
 async def test_shutdown_ends_a_listener_whose_read_lost_its_cancel(monkeypatch):
     layer = StubbornLayer()
-    monkeypatch.setattr("chat.live.runner.get_channel_layer", lambda: layer)
+    monkeypatch.setattr("chat.live.loop_state.get_channel_layer", lambda: layer)
     own = Runner()
     await own.ensure_started()
     (listener,) = [t for t in own._background if t.get_name() == "listen"]

@@ -6,8 +6,8 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from chat.models import ModelProfile
-from chat.upstream import OllamaClient, OpenAIClient, ThinkingControl
-from chat.upstream.pool import aclose_all, client_for, thinking_control
+from chat.upstream import ClientPool, OllamaClient, OpenAIClient, ThinkingControl
+from chat.upstream.pool import thinking_control
 
 THINKING = {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "min_p": 0.0}
 NON_THINKING = {"temperature": 0.7, "top_p": 0.8, "top_k": 20, "min_p": 0.0}
@@ -76,7 +76,8 @@ def test_keep_alive_as_ollama_takes_it(value, sent):
     ],
 )
 def test_thinking_control(switch, tags, control):
-    assert thinking_control(profile(thinking_switch=switch, think_tags=tags)) == control
+    given = profile(thinking_switch=switch, think_tags=tags).server_settings()
+    assert thinking_control(given["thinking_switch"], given["think_tags"]) == control
 
 
 def test_new_profiles_switch_by_template_and_parse_tags():
@@ -88,18 +89,31 @@ def test_new_profiles_switch_by_template_and_parse_tags():
     )
 
 
+def test_server_settings_are_the_seams_plain_values():
+    given = profile(backend="openai", thinking_switch="soft", think_tags="off")
+    assert given.server_settings() == {
+        "backend": "openai",
+        "base_url": "http://gpu:11434",
+        "thinking_switch": "soft",
+        "think_tags": "off",
+    }
+
+
 async def test_client_for_dispatches_on_the_backend():
+    pool = ClientPool()
     try:
-        ollama = client_for(profile(backend="ollama"))
-        openai = client_for(
-            profile(backend="openai", base_url="http://gpu:8000/v1", think_tags="off")
+        ollama = pool.client_for(**profile(backend="ollama").server_settings())
+        openai = pool.client_for(
+            **profile(
+                backend="openai", base_url="http://gpu:8000/v1", think_tags="off"
+            ).server_settings()
         )
         assert isinstance(ollama, OllamaClient)
         assert isinstance(openai, OpenAIClient)
         assert openai.base_url == "http://gpu:8000"
         assert openai.thinking == ThinkingControl(parse_tags=False)
     finally:
-        await aclose_all()
+        await pool.aclose()
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,9 @@ import pytest
 from django.db import OperationalError
 from django.test import AsyncClient
 
+from chat.live import loop_state
 from chat.models import ModelProfile
 from chat.ops import health
-from chat.upstream import aclose_all
 
 # The checks read the database from their own thread: rows must be committed.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -30,7 +30,7 @@ ANONYMOUS_OK = {
 @pytest.fixture(autouse=True)
 async def fresh_pool():
     yield
-    await aclose_all()
+    await loop_state.clients().aclose()
 
 
 @pytest.fixture

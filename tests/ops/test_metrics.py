@@ -9,9 +9,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import AsyncClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from chat.live import loop_state
 from chat.models import Conversation, Message, Ticket
 from chat.ops.metrics import REGISTRY, observe_answer, queue_length
-from chat.upstream import aclose_all
 from chatsite.asgi import application
 from chatsite.env import env_token
 from tests.sockets import ORIGIN
@@ -134,7 +134,7 @@ async def test_a_finished_answer_is_counted(simulator, alice, demo_profile):
     while (await socket.receive_json_from(timeout=10))["type"] != "done":
         pass
     await socket.disconnect()
-    await aclose_all()
+    await loop_state.clients().aclose()
     answer = await Message.objects.aget(conversation=conversation, role="assistant")
     assert answer.output_tokens  # the simulator reports its counts
 

@@ -12,10 +12,10 @@ from django.test import AsyncClient
 from django.urls import reverse
 from django.utils import timezone
 
+from chat.live import loop_state
 from chat.models import Conversation, Message, ModelProfile
 from chat.ops.health import MODEL_SERVER_TIMEOUT
 from chat.ops.server_status import Sampler, server_statuses
-from chat.upstream import aclose_all, ollama_client
 
 # The statuses read the database from another thread: rows must be committed.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,7 +26,7 @@ PANEL = reverse("admin_model_servers_panel")
 @pytest.fixture(autouse=True)
 async def fresh_pool():
     yield
-    await aclose_all()
+    await loop_state.clients().aclose()
 
 
 def closed_port() -> int:
@@ -46,7 +46,8 @@ async def panel(user) -> str:
 async def test_reachable_server_shows_version_and_loaded_models(
     demo_profile, simulator, admin_user
 ):
-    await ollama_client(simulator.url).load(demo_profile.tag, options={"num_ctx": 4096})
+    ollama = loop_state.clients().ollama(simulator.url)
+    await ollama.load(demo_profile.tag, options={"num_ctx": 4096})
     [status] = await server_statuses()
     assert status.reachable and status.url == simulator.url
     assert status.version == simulator.config.version

@@ -9,70 +9,54 @@ from contextlib import aclosing
 import httpx
 import pytest
 
-from chat.upstream import Delta, Finished, OllamaClient, pool
-from chat.upstream.pool import aclose_all, http_client_for, ollama_client
+from chat.upstream import ClientPool, Delta, Finished, OllamaClient
 
 BASE = "http://ollama.test:11434"
 
 
-@pytest.fixture(autouse=True)
-async def fresh_pool():
-    yield
-    await aclose_all()
+@pytest.fixture
+async def pool():
+    clients = ClientPool()
+    yield clients
+    await clients.aclose()
 
 
-async def test_same_client_for_the_same_server():
-    client = http_client_for(BASE)
-    assert http_client_for(BASE) is client
-    assert http_client_for(BASE + "/") is client
+async def test_same_client_for_the_same_server(pool):
+    client = pool.http(BASE)
+    assert pool.http(BASE) is client
+    assert pool.http(BASE + "/") is client
 
 
-async def test_different_client_per_server():
-    assert http_client_for(BASE) is not http_client_for("http://gpu2:11434")
+async def test_different_client_per_server(pool):
+    assert pool.http(BASE) is not pool.http("http://gpu2:11434")
 
 
-async def test_closed_client_is_replaced():
-    client = http_client_for(BASE)
+async def test_closed_client_is_replaced(pool):
+    client = pool.http(BASE)
     await client.aclose()
-    assert http_client_for(BASE) is not client
+    assert pool.http(BASE) is not client
 
 
-def test_each_event_loop_gets_its_own_client():
-    async def get() -> httpx.AsyncClient:
-        return http_client_for(BASE)
-
-    first = asyncio.run(get())
-    second = asyncio.run(get())
-    assert first is not second
-    # Clients of closed loops are dropped, not kept forever.
-    assert len(pool._clients) == 1
-
-
-def test_needs_a_running_loop():
-    with pytest.raises(RuntimeError):
-        http_client_for(BASE)
-
-
-async def test_client_settings(settings):
+async def test_client_settings(settings, pool):
     settings.UPSTREAM_CONNECT_TIMEOUT = 2
     settings.UPSTREAM_FIRST_TOKEN_TIMEOUT = 60
-    client = http_client_for(BASE)
+    client = pool.http(BASE)
     assert client.timeout == httpx.Timeout(connect=2, read=60, write=10, pool=10)
     assert client.trust_env is False
 
 
-async def test_ollama_client_uses_the_pool():
-    client = ollama_client(BASE + "/")
+async def test_ollama_client_uses_the_pool(pool):
+    client = pool.ollama(BASE + "/")
     assert isinstance(client, OllamaClient)
     assert client.base_url == BASE
-    assert client._http is http_client_for(BASE)
+    assert client._http is pool.http(BASE)
 
 
-async def test_aclose_all():
-    client = http_client_for(BASE)
-    await aclose_all()
+async def test_aclose(pool):
+    client = pool.http(BASE)
+    await pool.aclose()
     assert client.is_closed
-    assert http_client_for(BASE) is not client
+    assert pool.http(BASE) is not client
 
 
 # --- over a real loopback socket -------------------------------------------------
@@ -141,26 +125,26 @@ async def loopback():
         await server.wait_closed()
 
 
-async def test_pooled_sockets_have_tcp_nodelay(loopback):
+async def test_pooled_sockets_have_tcp_nodelay(loopback, pool):
     base = await loopback(LoopbackOllama(LINES))
-    async with http_client_for(base).stream("POST", base + "/api/chat") as response:
+    async with pool.http(base).stream("POST", base + "/api/chat") as response:
         sock = response.extensions["network_stream"].get_extra_info("socket")
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
         await response.aread()
 
 
-async def test_finished_answers_reuse_the_connection(loopback):
+async def test_finished_answers_reuse_the_connection(loopback, pool):
     fake = LoopbackOllama(LINES)
-    client = ollama_client(await loopback(fake))
+    client = pool.ollama(await loopback(fake))
     for _ in range(3):
         batches = [b async for b in client.chat("m", [], think=None, options={})]
         assert batches == [[Delta("content", "Hi")], [Finished(done_reason="")]]
     assert fake.connections == 1
 
 
-async def test_stopping_closes_the_upstream_connection(loopback):
+async def test_stopping_closes_the_upstream_connection(loopback, pool):
     fake = LoopbackOllama(LINES, finish=False)
-    client = ollama_client(await loopback(fake))
+    client = pool.ollama(await loopback(fake))
     async with aclosing(client.chat("m", [], think=None, options={})) as stream:
         async for batch in stream:
             assert batch == [Delta("content", "Hi")]

@@ -11,8 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from chat.upstream import Delta, Event, UpstreamError
-from chat.upstream.pool import aclose_all, ollama_client, openai_client
+from chat.upstream import ClientPool, Delta, Event, UpstreamError
 from chat.upstream.retry import busy_retried, retry_after
 from tests.upstream.fake_servers import Body
 
@@ -136,12 +135,13 @@ def test_retry_after_as_a_date():
 
 @pytest.fixture
 async def pool():
-    yield
-    await aclose_all()
+    clients = ClientPool()
+    yield clients
+    await clients.aclose()
 
 
-def make(backend: str, url: str) -> Any:
-    return ollama_client(url) if backend == "ollama" else openai_client(url)
+def make(pool: ClientPool, backend: str, url: str) -> Any:
+    return pool.ollama(url) if backend == "ollama" else pool.openai(url)
 
 
 async def chat(client: Any) -> list[Event]:
@@ -155,7 +155,7 @@ async def chat(client: Any) -> list[Event]:
 @pytest.mark.parametrize("status", [503, 429])
 async def test_busy_simulator_is_asked_again(simulator, pool, backend, status):
     simulator.config.status, simulator.config.fault_requests = status, 2
-    events = await chat(make(backend, simulator.url))
+    events = await chat(make(pool, backend, simulator.url))
     assert [e.status for e in simulator.log] == [status, status, 200]
     assert "".join(e.text for e in events if isinstance(e, Delta))
 
@@ -164,7 +164,7 @@ async def test_busy_simulator_is_asked_again(simulator, pool, backend, status):
 async def test_busy_simulator_every_time_is_reported(simulator, pool, backend):
     simulator.config.status = 503
     with pytest.raises(UpstreamError) as info:
-        await chat(make(backend, simulator.url))
+        await chat(make(pool, backend, simulator.url))
     assert info.value.code == "upstream_busy"
     assert "Try again in a moment." in info.value.detail
     assert len(simulator.log) == 4  # the first try and three more
@@ -174,12 +174,12 @@ async def test_busy_simulator_every_time_is_reported(simulator, pool, backend):
 async def test_a_cut_after_tokens_is_not_retried(simulator, pool, backend):
     simulator.config.cut_after = 3
     with pytest.raises(UpstreamError) as info:
-        await chat(make(backend, simulator.url))
+        await chat(make(pool, backend, simulator.url))
     assert info.value.code == "stream_cut"
     assert len(simulator.log) == 1
 
 
 async def test_unreachable_is_not_retried(pool):
     with pytest.raises(UpstreamError) as info:
-        await chat(make("openai", "http://127.0.0.1:9"))
+        await chat(make(pool, "openai", "http://127.0.0.1:9"))
     assert info.value.code == "upstream_unreachable"
