@@ -66,12 +66,25 @@ class Publisher(Paced):
         self.message_id = message_id
         self.pending: dict[Kind, list[str]] = {"thinking": [], "content": []}
         self.published: dict[Kind, int] = {"thinking": 0, "content": 0}
+        self.sending = asyncio.Lock()
 
     def add(self, kind: Kind, text: str) -> None:
         self.pending[kind].append(text)
         self.wake.set()
 
     async def flush(self) -> None:
+        # The relay cancels the pump (`run`) when the answer ends, maybe halfway
+        # through a send: cut short, that text would be lost to every other
+        # process's viewer, and the final flush would leave them a gap. So a send
+        # runs to its end whatever happens to the pump, and the next flush waits
+        # for it (in order: the lock).
+        await asyncio.shield(self._send_pending())
+
+    async def _send_pending(self) -> None:
+        async with self.sending:
+            await self._send_each_kind()
+
+    async def _send_each_kind(self) -> None:
         for kind in ("thinking", "content"):
             parts = self.pending[kind]
             if not parts:

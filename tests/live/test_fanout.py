@@ -50,6 +50,45 @@ async def test_publisher_merges_what_arrives_while_it_waits():
     assert second["origin"] == "me" and second["message_id"] == 42
 
 
+class HeldLayer(InMemoryChannelLayer):
+    """A channel layer whose first group send waits until released, as a send
+    to Redis waits for its reply."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sending = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def group_send(self, group: str, message: dict) -> None:
+        if not self.sending.is_set():
+            self.sending.set()
+            await self.release.wait()
+        await super().group_send(group, message)
+
+
+async def test_a_send_cut_short_by_the_end_of_the_answer_still_arrives_in_order():
+    layer = HeldLayer()
+    channel = await layer.new_channel()
+    await layer.group_add(conversation_group(7), channel)
+    publisher = Publisher(layer, "me", 7, 42)
+    pump = asyncio.create_task(publisher.run())
+    publisher.add("content", "Hello")
+    await layer.sending.wait()
+    # The answer ends: the relay cancels the pump in the middle of its send,
+    # then the final flush sends the rest.
+    pump.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await pump
+    publisher.add("content", " world")
+    final = asyncio.create_task(publisher.flush())
+    layer.release.set()
+    await final
+    first = await asyncio.wait_for(layer.receive(channel), 2)
+    second = await asyncio.wait_for(layer.receive(channel), 2)
+    assert (first["start"], first["text"]) == (0, "Hello")
+    assert (second["start"], second["text"]) == (5, " world")
+
+
 async def test_pacer_merges_text_and_keeps_order_with_other_frames():
     sent: list[dict] = []
 
