@@ -48,7 +48,6 @@ from django.conf import settings
 from django.template.loader import render_to_string
 
 if TYPE_CHECKING:
-    from chat.live.runner import Generation
     from chat.models import Conversation, Message, VersionSwitch
 
 
@@ -218,21 +217,17 @@ def delta(
     return {"type": kind, "message_id": message_id, "delta": text}
 
 
-def start(generation: Generation) -> dict[str, Any]:
+def start(message_id: int, model: str, thinking: bool | None) -> dict[str, Any]:
     return {
         "type": "start",
-        "message_id": generation.message_id,
-        "model": generation.model,
-        "thinking": generation.think,
+        "message_id": message_id,
+        "model": model,
+        "thinking": thinking,
     }
 
 
-def queued(generation: Generation) -> dict[str, Any]:
-    return {
-        "type": "queued",
-        "message_id": generation.message_id,
-        "position": generation.queue_position,
-    }
+def queued(message_id: int, position: int) -> dict[str, Any]:
+    return {"type": "queued", "message_id": message_id, "position": position}
 
 
 def done(message: Message) -> dict[str, Any]:
