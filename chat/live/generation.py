@@ -93,10 +93,11 @@ class Generation:
     def thinking_text(self) -> str:
         return "".join(self.thinking)
 
-    def tail(self, kind: str, offset: int) -> str:
-        """The text of `kind` ("thinking" or "content") after `offset`."""
+    def tail(self, kind: str, offset: int, end: int | None = None) -> str:
+        """The text of `kind` ("thinking" or "content") after `offset` (up to
+        `end`)."""
         parts = self.thinking if kind == "thinking" else self.content
-        return "".join(parts)[offset:]
+        return "".join(parts)[offset:end]
 
     def awaits_first_token(self) -> bool:
         return self.first_token_at is None and self.finished is None
@@ -164,14 +165,17 @@ class Generation:
             await sink.send_frame(queued)
         # Catch up until nothing new arrived during our own sends; attaching right
         # after that check (no await in between) leaves no gap and no overlap.
+        # Each send stops at `seen`: content arriving while the thinking is sent
+        # belongs to the next round, which sends it (sent now as well, it would
+        # reach the socket twice).
         while True:
             seen = self.lengths()
             if thinking_offset < seen[0]:
-                text = self.tail("thinking", thinking_offset)
+                text = self.tail("thinking", thinking_offset, seen[0])
                 await sink.send_frame(frames.delta("thinking", self.message_id, text))
                 thinking_offset = seen[0]
             if offset < seen[1]:
-                text = self.tail("content", offset)
+                text = self.tail("content", offset, seen[1])
                 await sink.send_frame(frames.delta("content", self.message_id, text))
                 offset = seen[1]
             if self.lengths() == seen:
