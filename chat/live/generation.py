@@ -11,6 +11,7 @@ exactly when we are behind.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
@@ -21,11 +22,24 @@ from chat.live import fanout, frames
 from chat.models import Message
 from chat.upstream import Delta, Event, Finished, UpstreamError
 
+logger = logging.getLogger(__name__)
+
 
 class Sink(Protocol):
     """A socket that frames are written to (the consumer)."""
 
     async def send_frame(self, frame: dict[str, Any]) -> None: ...
+
+
+async def send_all(sinks: Iterable[Sink], frame: dict[str, Any]) -> None:
+    """Write `frame` to each of `sinks`; one that fails does not stop the rest."""
+    for sink in list(sinks):
+        try:
+            await sink.send_frame(frame)
+        except Exception:
+            # A socket that fails to take a frame is going away; its disconnect
+            # handler unsubscribes it. The other readers must not notice.
+            logger.debug("dropped a frame for a closing socket", exc_info=True)
 
 
 @dataclass(eq=False)

@@ -19,10 +19,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import sys
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from contextlib import aclosing
 from typing import Any
 
@@ -39,7 +38,8 @@ from chat.live import (
     remote,
 )
 from chat.live.checkpoints import SWEEP_SECONDS
-from chat.live.generation import Generation, Sink
+from chat.live.daphne_shutdown import stop_with_daphne as _stop_with_daphne
+from chat.live.generation import Generation, Sink, send_all
 from chat.models import Message, ModelProfile
 from chat.upstream import UpstreamError, client_for
 
@@ -123,7 +123,7 @@ class Runner:
 
     async def broadcast(self, conversation_id: int, frame: dict[str, Any]) -> None:
         """To every socket of the conversation, here and on other processes."""
-        await _send_all(self._subscribers.get(conversation_id, ()), frame)
+        await send_all(self._subscribers.get(conversation_id, ()), frame)
         await self._group_send(
             fanout.conversation_group(conversation_id),
             dict(fanout.frame_event(self.id, frame)),
@@ -405,7 +405,7 @@ class Runner:
         closing = await finish.unsaved(generation)
         subscribers = self._subscribers.get(generation.conversation_id, set())
         for frame in closing:
-            await _send_all(generation.attached | subscribers, frame)
+            await send_all(generation.attached | subscribers, frame)
         return closing
 
     async def _tell_queued(self, generation: Generation, position: int) -> None:
@@ -439,7 +439,7 @@ class Runner:
             async with aclosing(stream):
                 async for events in stream:
                     for frame in generation.apply(events):
-                        await _send_all(generation.attached, frame)
+                        await send_all(generation.attached, frame)
                         if publisher is not None:
                             publisher.add(frame["type"], frame["delta"])
                     if generation.finished is not None:
@@ -462,35 +462,11 @@ class Runner:
         subscribers = self._subscribers.get(generation.conversation_id, set())
         sinks = generation.attached | subscribers
         for frame in closing:
-            await _send_all(sinks, frame)
+            await send_all(sinks, frame)
         # The runner's channel stays in the generation group (a stop or resume
         # for an answer it no longer runs is ignored): leaving it here could race
         # with the next answer's join.
         return closing
-
-
-async def _send_all(sinks: Iterable[Sink], frame: dict[str, Any]) -> None:
-    for sink in list(sinks):
-        try:
-            await sink.send_frame(frame)
-        except Exception:
-            # A socket that fails to take a frame is going away; its disconnect
-            # handler unsubscribes it. The other readers must not notice.
-            logger.debug("dropped a frame for a closing socket", exc_info=True)
-
-
-def _stop_with_daphne(runner: Runner) -> None:
-    """Under Daphne, let Twisted wait for the generations' final saves before it
-    stops the loop (Daphne has no ASGI lifespan events)."""
-    reactor = sys.modules.get("twisted.internet.reactor")
-    if reactor is None or not getattr(reactor, "running", False):
-        return
-    from twisted.internet.defer import Deferred
-
-    def before_shutdown() -> Deferred[None]:
-        return Deferred.fromFuture(asyncio.ensure_future(runner.shutdown()))
-
-    reactor.addSystemEventTrigger("before", "shutdown", before_shutdown)
 
 
 runner = Runner()
