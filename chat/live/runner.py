@@ -5,13 +5,13 @@ closing or reloading the tab leaves the model writing into the database, and a
 reconnecting socket resumes from the characters it already has. Only `stop` ends a
 generation early.
 
-The hot path is `Runner._relay`: each network read from the model server becomes at
-most one frame per kind (thinking, content) and is written to every attached socket
-before the next read. Nothing waits on a timer; deltas are merged only when several
-arrive in one read, which happens exactly when we are behind (the answer itself,
-in memory: `chat.live.generation`). Persistence runs in one checkpoint task per
-process that the relay never awaits (`chat.live.checkpoints`, with the orphan
-sweep). Pages and sockets reach the engine through `chat.live.control`.
+Each generation is one task (`Runner._run`): announced, queued for a model slot
+(`chat.live.admission`), relayed from the model server to its sockets (the hot
+path, `chat.live.relay`), then saved and told (`chat.live.finish`). The answer
+itself lives in memory (`chat.live.generation`). Persistence runs in one
+checkpoint task per process that the relay never awaits (`chat.live.checkpoints`,
+with the orphan sweep). Pages and sockets reach the engine through
+`chat.live.control`.
 """
 
 from __future__ import annotations
@@ -19,29 +19,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 import uuid
 from collections.abc import Sequence
-from contextlib import aclosing
 from typing import Any
 
 from channels.layers import BaseChannelLayer, get_channel_layer
 
-from chat.live import (
-    admission,
-    checkpoints,
-    fanout,
-    finish,
-    first_token,
-    frames,
-    layer,
-    remote,
-)
+from chat.live import admission, checkpoints, fanout, finish, frames, layer, remote
 from chat.live.checkpoints import SWEEP_SECONDS
 from chat.live.daphne_shutdown import stop_with_daphne as _stop_with_daphne
 from chat.live.generation import Generation, Sink, send_all
+from chat.live.relay import relay
 from chat.models import Message, ModelProfile
-from chat.upstream import UpstreamError, client_for
+from chat.upstream import UpstreamError
 
 logger = logging.getLogger(__name__)
 
@@ -367,7 +357,7 @@ class Runner:
                 lambda position: self._tell_queued(generation, position),
             )
             generation.queue_position = None
-            await self._relay(generation, profile, history)
+            await relay(generation, profile, history, self.broadcast)
         except (asyncio.CancelledError, Exception) as exc:
             ended = exc
         status, error = finish.outcome(generation, ended)
@@ -413,45 +403,6 @@ class Runner:
         generation.queue_position = position
         queued = frames.queued(generation.message_id, position)
         await self.broadcast(generation.conversation_id, queued)
-
-    async def _relay(
-        self,
-        generation: Generation,
-        profile: ModelProfile,
-        history: list[dict[str, str]],
-    ) -> None:
-        client = client_for(profile)
-        generation.upstream_at = time.perf_counter()
-        watch = first_token.watch(generation, profile, self.broadcast)
-        stream = client.chat(
-            profile.tag,
-            history,
-            think=generation.think,
-            options=generation.options or profile.request_options(generation.think),
-            keep_alive=profile.keep_alive_value,
-        )
-        # aclosing: leaving the loop (done, stop, error) closes the upstream request,
-        # which is how a model server learns to stop generating.
-        publisher = generation.publisher
-        if publisher is not None:
-            pump = asyncio.create_task(publisher.run(), name="publish")
-        try:
-            async with aclosing(stream):
-                async for events in stream:
-                    for frame in generation.apply(events):
-                        await send_all(generation.attached, frame)
-                        if publisher is not None:
-                            publisher.add(frame["type"], frame["delta"])
-                    if generation.finished is not None:
-                        break
-        finally:
-            watch.cancel()
-            if publisher is not None:
-                pump.cancel()
-        if generation.finished is None:
-            raise UpstreamError(
-                "stream_cut", "The model server ended the answer early."
-            )
 
     async def _finish(
         self, generation: Generation, status: str, error: UpstreamError | None
