@@ -50,7 +50,7 @@ class Generation:
     think: bool | None
     # The sockets sent every delta (`attach`, `detach`; read by `attached`).
     _attached: set[Sink] = field(default_factory=set, init=False, repr=False)
-    catching_up: set[Sink] = field(default_factory=set)  # in `Runner.resume`
+    catching_up: set[Sink] = field(default_factory=set)  # in `resume`
     content: list[str] = field(default_factory=list)
     thinking: list[str] = field(default_factory=list)
     content_len: int = 0  # in code points, the unit of resume offsets
@@ -107,7 +107,7 @@ class Generation:
     def thinking_text(self) -> str:
         return "".join(self.thinking)
 
-    def tail(self, kind: str, offset: int, end: int | None = None) -> str:
+    def tail(self, kind: fanout.Kind, offset: int, end: int | None = None) -> str:
         """The text of `kind` ("thinking" or "content") after `offset` (up to
         `end`)."""
         parts = self.thinking if kind == "thinking" else self.content
