@@ -1,27 +1,32 @@
 """The end of an answer: its final save and final frames, or, when the save
 fails, the answer marked failed with the text of its last checkpoint.
 
-The runner (`Runner._run`) calls these once the relay ended, then sends the
-frames to the answer's viewers and frees the conversation.
+The runner (`Runner._run`) calls these once the relay ended, then frees the
+conversation and sends the frames on to other processes' sockets.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from channels.db import database_sync_to_async
 from django.db import DatabaseError
 
 from chat.live import frames
-from chat.live.generation import Generation
+from chat.live.generation import Generation, Sink, send_all
 from chat.live.observers import answer_finished
 from chat.models import Message, ModelProfile
 from chat.rendering import markdown
 from chat.upstream import UpstreamError
 
 logger = logging.getLogger(__name__)
+
+# This process's sockets of the answer's conversation (`Runner.subscribe`).
+Viewers = Callable[[], AbstractSet[Sink]]
 
 SAVE_FAILED = (
     "The answer could not be saved; its text up to the last save (about a second "
@@ -52,10 +57,14 @@ def outcome(
 
 
 async def save(
-    generation: Generation, status: str, error: UpstreamError | None
+    generation: Generation,
+    status: str,
+    error: UpstreamError | None,
+    viewers: Viewers,
 ) -> list[dict[str, Any]]:
-    """Store the answer with its figures; return its final frames, which are
-    also its `closing` from here on (a socket resuming now is sent them)."""
+    """Store the answer with its figures, and send its final frames to its
+    sockets and `viewers()`; return those frames (its `closing` from here on:
+    a socket resuming now is sent them), for other processes' sockets."""
     message = generation.message
     message.content = generation.content_text()
     message.thinking = generation.thinking_text()
@@ -78,14 +87,17 @@ async def save(
         closing.insert(0, frames.error(message.pk, error.code, error.detail))
     # From here a resuming socket is sent these by `resume`, not attached.
     generation.closing = closing
+    sinks = generation.attached | viewers()
+    for frame in closing:
+        await send_all(sinks, frame)
     return closing
 
 
-async def unsaved(generation: Generation) -> list[dict[str, Any]]:
+async def unsaved(generation: Generation, viewers: Viewers) -> list[dict[str, Any]]:
     """The final save failed: the answer is marked failed, keeping the text of
     its last checkpoint, if the database takes that much (a streaming row would
-    hold its model slot until the orphan sweep). Returns the frames its viewers
-    are to be told either way (its `closing` from here on)."""
+    hold its model slot until the orphan sweep); its sockets and `viewers()` are
+    told either way. Returns those frames (its `closing` from here on)."""
     message = generation.message
     message.status = Message.Status.ERROR
     message.error_code, message.error_detail = "save_failed", SAVE_FAILED
@@ -96,6 +108,8 @@ async def unsaved(generation: Generation) -> list[dict[str, Any]]:
     closing = [frames.error(message.pk, message.error_code, SAVE_FAILED)]
     closing.append(frames.done(message))
     generation.closing = closing
+    for frame in closing:
+        await send_all(generation.attached | viewers(), frame)
     return closing
 
 

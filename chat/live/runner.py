@@ -31,7 +31,6 @@ from chat.live.daphne_shutdown import stop_with_daphne as _stop_with_daphne
 from chat.live.generation import Generation, Sink, send_all
 from chat.live.relay import relay
 from chat.models import Message, ModelProfile
-from chat.upstream import UpstreamError
 
 logger = logging.getLogger(__name__)
 
@@ -363,21 +362,29 @@ class Runner:
         status, error = finish.outcome(generation, ended)
         closing: list[dict[str, Any]] = []
         generation.finishing = True
+
+        def viewers() -> set[Sink]:  # this process's sockets of the conversation
+            return self._subscribers.get(generation.conversation_id, set())
+
+        # Saved, then told to this process's sockets; `closing` is what other
+        # processes' sockets are still to get.
         try:
-            closing = await self._finish(generation, status, error)
+            closing = await finish.save(generation, status, error, viewers)
         except Exception:
             # Any failure (the conversation was deleted meanwhile, the database
             # refused the text): the task still ends as usual below, its slot and
             # claim released and its viewers told.
             logger.exception("answer %s could not be saved", generation.message_id)
-            closing = await self._unsaved(generation)
+            closing = await finish.unsaved(generation, viewers)
         finally:
             # Stored and told: the conversation is free for its next answer.
             self._generations.pop(generation.conversation_id, None)
             self.release(generation.conversation_id)
             if self._channel is not None:
-                # Not re-joined after a Redis restart any more (Redis' copy
-                # stays: see the end of `_finish`).
+                # Not re-joined after a Redis restart any more. Redis' copy
+                # stays: the runner's channel stays in the generation group (a
+                # stop or resume for an answer it no longer runs is ignored), as
+                # leaving it here could race with the next answer's join.
                 layer.forget(
                     fanout.generation_group(generation.conversation_id), self._channel
                 )
@@ -389,35 +396,11 @@ class Runner:
         )
         await finish.learn_token_ratio(profile, generation.message)
 
-    async def _unsaved(self, generation: Generation) -> list[dict[str, Any]]:
-        """The final save failed (`chat.live.finish.unsaved`): its viewers are
-        told all the same. Returns the frames for other processes' sockets."""
-        closing = await finish.unsaved(generation)
-        subscribers = self._subscribers.get(generation.conversation_id, set())
-        for frame in closing:
-            await send_all(generation.attached | subscribers, frame)
-        return closing
-
     async def _tell_queued(self, generation: Generation, position: int) -> None:
         """The answer waits for a model slot: its viewers see its place in line."""
         generation.queue_position = position
         queued = frames.queued(generation.message_id, position)
         await self.broadcast(generation.conversation_id, queued)
-
-    async def _finish(
-        self, generation: Generation, status: str, error: UpstreamError | None
-    ) -> list[dict[str, Any]]:
-        """Save the answer and tell this process's sockets; return the frames
-        that other processes' sockets are still to get."""
-        closing = await finish.save(generation, status, error)
-        subscribers = self._subscribers.get(generation.conversation_id, set())
-        sinks = generation.attached | subscribers
-        for frame in closing:
-            await send_all(sinks, frame)
-        # The runner's channel stays in the generation group (a stop or resume
-        # for an answer it no longer runs is ignored): leaving it here could race
-        # with the next answer's join.
-        return closing
 
 
 runner = Runner()
