@@ -11,3 +11,9 @@ class ChatConfig(AppConfig):
         # Registers the system checks, and the receivers closing sockets.
         from chat import checks  # noqa: F401
         from chat.live import session_sockets  # noqa: F401
+        from chat.live.observers import on_answer_finished
+        from chat.ops.metrics import observe_answer
+
+        # The operators' counters hear of each finished answer (the engine
+        # imports nothing of chat.ops).
+        on_answer_finished(observe_answer)

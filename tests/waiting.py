@@ -3,7 +3,7 @@
 Some work comes after the frames that a test sees: the runner saves an answer
 and sends `done` and `message`, and only then frees the answer's place in line
 (`chat.live.admission.release`), wakes the other waiters and calibrates the model
-profile (`chat.live.runner._learn_token_ratio`); a checkpoint lands about once a
+profile (`chat.live.finish.learn_token_ratio`); a checkpoint lands about once a
 second; a stopped answer's task ends on the loop's next turn. A test that reads
 that work's result right after the frame passes on a quiet machine and fails on
 a busy one. So it waits for the work itself: `until` polls a check of the

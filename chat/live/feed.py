@@ -22,7 +22,8 @@ from chat.live import frames, layer
 from chat.live.events import CatchupEvent, DeltaEvent, FrameEvent, conversation_group
 from chat.live.fanout import RemoteView
 from chat.live.frames import Kind
-from chat.live.runner import Sink, runner
+from chat.live.generation import Sink
+from chat.live.runner import runner
 from chat.models import Message
 
 # How long a catch-up request waits for its reply before it is asked again

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from chat.live import frames, loop_state
 from chat.live.preload import Preloader, Tell
 from chat.upstream import UpstreamError
 
 if TYPE_CHECKING:
-    from chat.live.runner import Generation
     from chat.models import ModelProfile
 
 # Large models from a slow disk take minutes; longer than this is a fault. (The
@@ -34,9 +33,21 @@ LOAD_LIMIT = 600.0
 LOAD_POLL = 0.25
 
 
-def watch(
-    generation: Generation, profile: ModelProfile, tell: Tell
-) -> asyncio.Task[None]:
+class Watched(Protocol):
+    """What the watch reads of a generation (`chat.live.generation`), and tells it."""
+
+    @property
+    def conversation_id(self) -> int: ...
+    @property
+    def message_id(self) -> int: ...
+    @property
+    def upstream_at(self) -> float | None: ...
+    def awaits_first_token(self) -> bool: ...
+    def loaded(self, ms: float) -> None: ...
+    def fail(self, error: UpstreamError) -> None: ...
+
+
+def watch(generation: Watched, profile: ModelProfile, tell: Tell) -> asyncio.Task[None]:
     """Start watching `generation`, run by the current task; cancel the watch when
     the relay ends."""
     relay = asyncio.current_task()
@@ -47,12 +58,8 @@ def watch(
     )
 
 
-def _waiting(generation: Generation) -> bool:
-    return generation.first_token_at is None and generation.finished is None
-
-
 async def _watch(
-    generation: Generation,
+    generation: Watched,
     profile: ModelProfile,
     relay: asyncio.Task[None],
     tell: Tell,
@@ -65,12 +72,12 @@ async def _watch(
     if load is None and await preloads.model_listed(profile) is not False:
         await _limit(generation, profile, relay, started)
         return
-    if not _waiting(generation):
+    if not generation.awaits_first_token():
         return
     conversation_id = generation.conversation_id
     await tell(conversation_id, frames.model_state("loading", profile.tag))
     if not await _load_ended(generation, profile, preloads, started):
-        if _waiting(generation):
+        if generation.awaits_first_token():
             detail = (
                 f"The model {profile.tag} did not finish loading within "
                 f"{LOAD_LIMIT:g} s. Your question is kept: try again later, or ask "
@@ -78,24 +85,25 @@ async def _watch(
             )
             _fail(generation, relay, detail)
         return
-    if not _waiting(generation):
+    if not generation.awaits_first_token():
         # The answer began before we saw the load end: the text itself says
         # the model is ready, and only the server knows how long it loaded.
         return
     loaded = time.perf_counter()
-    generation.load_ms = round((loaded - started) * 1000, 3)
-    ready = frames.model_state("ready", profile.tag, load_ms=generation.load_ms)
+    load_ms = round((loaded - started) * 1000, 3)
+    generation.loaded(load_ms)
+    ready = frames.model_state("ready", profile.tag, load_ms=load_ms)
     await tell(conversation_id, ready)
     await _limit(generation, profile, relay, loaded)
 
 
 async def _load_ended(
-    generation: Generation, profile: ModelProfile, preloads: Preloader, started: float
+    generation: Watched, profile: ModelProfile, preloads: Preloader, started: float
 ) -> bool:
     """Wait until the model is loaded (or the first token came); False when the
     load took longer than LOAD_LIMIT."""
     deadline = started + LOAD_LIMIT
-    while _waiting(generation):
+    while generation.awaits_first_token():
         remaining = deadline - time.perf_counter()
         if remaining <= 0:
             return False
@@ -111,13 +119,13 @@ async def _load_ended(
 
 
 async def _limit(
-    generation: Generation,
+    generation: Watched,
     profile: ModelProfile,
     relay: asyncio.Task[None],
     since: float,
 ) -> None:
     deadline = since + profile.first_token_timeout
-    while _waiting(generation):
+    while generation.awaits_first_token():
         remaining = deadline - time.perf_counter()
         if remaining <= 0:
             detail = (
@@ -130,6 +138,6 @@ async def _limit(
         await asyncio.sleep(remaining)
 
 
-def _fail(generation: Generation, relay: asyncio.Task[None], detail: str) -> None:
-    generation.failure = UpstreamError("upstream_timeout", detail)
+def _fail(generation: Watched, relay: asyncio.Task[None], detail: str) -> None:
+    generation.fail(UpstreamError("upstream_timeout", detail))
     relay.cancel()

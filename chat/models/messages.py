@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.db import models
 from django.template.defaultfilters import pluralize
@@ -59,6 +59,11 @@ class Message(models.Model):
         STOPPED = "stopped"
         ERROR = "error"
         INTERRUPTED = "interrupted"
+
+    # A streaming answer's owner saves it about once a second, its heartbeat
+    # (chat/live/checkpoints.py, whose intervals must stay below this); one
+    # whose last save is older than this belongs to a process that died.
+    ORPHAN_AFTER: ClassVar[timedelta] = timedelta(seconds=10)
 
     conversation = models.ForeignKey(
         "chat.Conversation", on_delete=models.CASCADE, related_name="messages"

@@ -8,8 +8,9 @@ Two kinds of figures (see README, "Metrics"):
 * Global gauges, counted from the database when scraped, so every process gives
   the same answer: answers streaming now, per model (`chatsite_active_streams`),
   and answers waiting for a model slot (`chatsite_queue_length`).
-* Per-process counters and histograms, observed by the runner when an answer of
-  this process finishes (one call after its final save, nothing per token):
+* Per-process counters and histograms, counted when an answer of this process
+  finishes (`observe_answer`, which `chat.apps` registers with the engine's
+  `chat.live.observers`: one call after its final save, nothing per token):
   answers by status, output and prompt tokens, time to first token, decode rate,
   answer duration and queue wait, per model. Scrape every process; sum across
   instances in queries.

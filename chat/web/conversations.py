@@ -1,8 +1,5 @@
 from __future__ import annotations
 
-from datetime import timedelta
-
-from asgiref.sync import async_to_sync
 from django.contrib.auth import get_user_model, login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
@@ -13,8 +10,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
-from chat.live import frames
-from chat.live.runner import runner
+from chat.live import control
 from chat.models import (
     Conversation,
     EffectiveSettings,
@@ -24,10 +20,6 @@ from chat.models import (
     SiteDefaults,
 )
 from chat.web.forms import FirstAdminForm, RenameForm, SettingsForm, ThinkingForm
-
-# A streaming answer checkpoints about once a second; one silent for longer than
-# this belongs to a dead process (see chat.live.runner's ORPHAN_AFTER).
-LIVE_ANSWER_SILENCE = timedelta(seconds=10)
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -265,7 +257,7 @@ def delete_conversation(request: SignedInRequest, pk: int) -> HttpResponse:
     current = _owned(request, pk)
     live = current.messages.filter(
         status=Message.Status.STREAMING,
-        updated_at__gte=timezone.now() - LIVE_ANSWER_SILENCE,
+        updated_at__gte=timezone.now() - Message.ORPHAN_AFTER,
     )
     if live.exists():
         return _text(
@@ -305,7 +297,5 @@ def show_version(request: SignedInRequest, pk: int, message_id: int) -> HttpResp
         return _text(str(exc), status=409)
     except Conversation.NotAVersion as exc:
         return _text(str(exc), status=404)
-    sent = frames.version_shown(switch)
-    if switch.removed:
-        async_to_sync(runner.tell)(current.pk, sent)
+    sent = control.show_version(current.pk, switch)
     return JsonResponse({"frames": sent})

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from chat.live import first_token
-from chat.live.runner import Generation
+from chat.live.generation import Generation
 from chat.models import Message, ModelProfile
 from chat.upstream import Finished
 from tests.sockets import answer_of, connect, frames_until, send
@@ -118,7 +118,7 @@ async def test_a_load_past_the_load_limit_is_a_clear_error(
 
 def test_the_servers_load_time_wins_over_our_clock():
     generation = Generation(1, Message(pk=1), "m", None)
-    generation.load_ms = 1234.5
+    generation.loaded(1234.5)
     assert generation.figures()["load_ms"] == 1234.5
     generation.finished = Finished("stop", load_ms=20.0)
     assert generation.figures()["load_ms"] == 20.0

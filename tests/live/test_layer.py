@@ -22,7 +22,8 @@ from django.conf import settings as django_settings
 
 from chat.live.consumers import ChatConsumer
 from chat.live.events import conversation_group, generation_group
-from chat.live.runner import Generation, runner
+from chat.live.generation import Generation
+from chat.live.runner import runner
 from chat.models import Conversation, Message, SiteDefaults
 from tests import servers
 from tests.daphnes import Daphne, daphne_env, free_port, open_socket
@@ -325,7 +326,7 @@ async def test_an_answer_whose_task_died_gets_no_heartbeat_and_is_freed(
     """A generation left registered with no running task (as when its start
     failed before the task existed): the conversation is let go, and the
     orphan sweep marks the answer, since no heartbeat keeps it alive."""
-    monkeypatch.setattr("chat.live.runner.ORPHAN_AFTER", timedelta(seconds=3))
+    monkeypatch.setattr("chat.live.checkpoints.ORPHAN_AFTER", timedelta(seconds=3))
     turn = await database_sync_to_async(conversation.begin_turn)("hello")
     assert runner.claim(conversation.pk)
     dead = asyncio.create_task(asyncio.sleep(0))

@@ -1,6 +1,6 @@
 """A PostgreSQL outage longer than ORPHAN_AFTER does not make another process's
-orphan sweep interrupt a live answer (chat.live.runner: a sweep judges only once its
-process has reached the database for ORPHAN_AFTER).
+orphan sweep interrupt a live answer (chat.live.checkpoints: a sweep judges only
+once its process has reached the database for ORPHAN_AFTER).
 
 A cluster of its own, stopped and started again by the test; two Daphne
 processes on it and the session's Redis: the answer streams from one, a viewer
@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import psycopg
 import pytest
 
-from chat.live.runner import ORPHAN_AFTER
+from chat.live.checkpoints import ORPHAN_AFTER
 from tests import servers
 from tests.daphnes import ROOT, Daphne, daphne_env, open_socket, send
 from tests.sockets import text_of

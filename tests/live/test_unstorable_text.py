@@ -2,8 +2,9 @@
 
 The model server's text is cleaned where it enters (`chat.upstream.events
 .cleaned`); should unstorable text reach the runner anyway, the checkpoint of the
-other answers goes on (`chat.live.runner._checkpoint`) and the answer whose final save
-fails still ends: its viewers are told, its conversation and slot are freed.
+other answers goes on (`chat.live.checkpoints._checkpoint`) and the answer whose
+final save fails still ends: its viewers are told, its conversation and slot are
+freed.
 """
 
 from __future__ import annotations

@@ -1,0 +1,137 @@
+"""The end of an answer: its final save and final frames, or, when the save
+fails, the answer marked failed with the text of its last checkpoint.
+
+The runner (`Runner._run`) calls these once the relay ended, then frees the
+conversation and sends the frames on to other processes' sockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from collections.abc import Set as AbstractSet
+
+from channels.db import database_sync_to_async
+from django.db import DatabaseError
+
+from chat.live import frames
+from chat.live.generation import Generation, Sink, send_all
+from chat.live.observers import answer_finished
+from chat.models import Message, ModelProfile
+from chat.rendering import markdown
+from chat.upstream import UpstreamError
+
+logger = logging.getLogger(__name__)
+
+# This process's sockets of the answer's conversation (`Runner.subscribe`).
+Viewers = Callable[[], AbstractSet[Sink]]
+
+SAVE_FAILED = (
+    "The answer could not be saved; its text up to the last save (about a second "
+    "before the end) is kept."
+)
+
+
+def outcome(
+    generation: Generation, ended: BaseException | None
+) -> tuple[str, UpstreamError | None]:
+    """The answer's status, and the error it is stored with, from how its task
+    ended: `ended` is what the relay raised (None: the answer is whole)."""
+    if ended is None:
+        return Message.Status.DONE, None
+    if isinstance(ended, asyncio.CancelledError):
+        if generation.shutting_down:
+            detail = "The server shut down while this answer was being written."
+            return Message.Status.INTERRUPTED, UpstreamError("interrupted", detail)
+        if generation.failure is not None:  # the first-token watch stopped it
+            return Message.Status.ERROR, generation.failure
+        return Message.Status.STOPPED, None
+    if isinstance(ended, UpstreamError):
+        logger.warning("generation %s failed: %s", generation.message_id, ended.detail)
+        return Message.Status.ERROR, ended
+    logger.error("generation %s crashed", generation.message_id, exc_info=ended)
+    error = UpstreamError("internal_error", f"Internal error: {ended}")
+    return Message.Status.ERROR, error
+
+
+async def save(
+    generation: Generation,
+    status: str,
+    error: UpstreamError | None,
+    viewers: Viewers,
+) -> list[frames.ServerFrame]:
+    """Store the answer with its figures, and send its final frames to its
+    sockets and `viewers()`; return those frames (its `closing` from here on:
+    a socket resuming now is sent them), for other processes' sockets."""
+    message = generation.message
+    message.content = generation.content_text()
+    message.thinking = generation.thinking_text()
+    message.status = status
+    if error is not None:
+        message.error_code, message.error_detail = error.code, error.detail
+    for name, value in generation.figures().items():
+        setattr(message, name, value)
+    await _save_message(message)
+    answer_finished(message)  # counters only: no I/O
+    # A long answer's markdown is rendered in a helper process first; a short
+    # one here, on the loop (in a worker thread it would hold the GIL in 5 ms
+    # slices and stall the relay of every other answer even longer).
+    await markdown.prerender(message.content)
+    final = frames.message(message)
+    if generation.publisher is not None:
+        await generation.publisher.flush()
+    closing: list[frames.ServerFrame] = [frames.done(message), final]
+    if error is not None:
+        closing.insert(0, frames.error(message.pk, error.code, error.detail))
+    # From here a resuming socket is sent these by `resume`, not attached.
+    generation.closing = closing
+    sinks = generation.attached | viewers()
+    for frame in closing:
+        await send_all(sinks, frame)
+    return closing
+
+
+async def unsaved(generation: Generation, viewers: Viewers) -> list[frames.ServerFrame]:
+    """The final save failed: the answer is marked failed, keeping the text of
+    its last checkpoint, if the database takes that much (a streaming row would
+    hold its model slot until the orphan sweep); its sockets and `viewers()` are
+    told either way. Returns those frames (its `closing` from here on)."""
+    message = generation.message
+    message.status = Message.Status.ERROR
+    message.error_code, message.error_detail = "save_failed", SAVE_FAILED
+    try:
+        await _mark_unsaved(message)
+    except Exception:
+        logger.warning("answer %s: marking it failed failed", message.pk)
+    closing: list[frames.ServerFrame] = [
+        frames.error(message.pk, message.error_code, SAVE_FAILED)
+    ]
+    closing.append(frames.done(message))
+    generation.closing = closing
+    for frame in closing:
+        await send_all(generation.attached | viewers(), frame)
+    return closing
+
+
+async def learn_token_ratio(profile: ModelProfile, message: Message) -> None:
+    """Calibrate the profile's token estimate from the answer's prompt figures
+    (after the answer is saved and told: it delays nobody)."""
+    try:
+        await database_sync_to_async(profile.learn_from)(message)
+    except DatabaseError:
+        logger.warning("calibrating %s failed", profile.tag, exc_info=True)
+
+
+@database_sync_to_async
+def _save_message(message: Message) -> None:
+    message.save()
+
+
+@database_sync_to_async
+def _mark_unsaved(message: Message) -> None:
+    Message.objects.filter(pk=message.pk, status=Message.Status.STREAMING).update(
+        status=message.status,
+        error_code=message.error_code,
+        error_detail=message.error_detail,
+    )

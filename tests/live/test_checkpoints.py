@@ -1,0 +1,160 @@
+"""The checkpoint writer and the orphan sweep (`chat.live.checkpoints`), on the
+test database, without a runner: which rows a save writes, and when the sweep
+judges."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import pytest
+from channels.db import database_sync_to_async
+from django.utils import timezone
+
+from chat.live import checkpoints
+from chat.live.generation import Generation
+from chat.models import Message
+from chat.upstream import Delta
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LONG_AGO = timedelta(hours=1)
+
+
+async def streaming(conversation, content: str = "", thinking: str = "") -> Message:
+    """A streaming answer whose last save is an hour old, holding this text."""
+    turn = await database_sync_to_async(conversation.begin_turn)("hello")
+    answer = turn.answer
+    await Message.objects.filter(pk=answer.pk).aupdate(
+        content=content, thinking=thinking, updated_at=timezone.now() - LONG_AGO
+    )
+    return answer
+
+
+async def stored(message: Message) -> Message:
+    return await Message.objects.aget(pk=message.pk)
+
+
+def recent(message: Message) -> bool:
+    return timezone.now() - message.updated_at < LONG_AGO / 2
+
+
+async def test_a_heartbeat_writes_the_time_alone(conversation):
+    answer = await streaming(conversation, "kept", "kept too")
+    assert await checkpoints._checkpoint([(answer.pk, None, None)]) == set()
+    row = await stored(answer)
+    assert (row.content, row.thinking) == ("kept", "kept too")
+    assert recent(row)
+
+
+async def test_a_text_checkpoint_writes_the_text_and_the_time(conversation):
+    answer = await streaming(conversation, "old")
+    assert await checkpoints._checkpoint([(answer.pk, "new text", "thoughts")]) == set()
+    row = await stored(answer)
+    assert (row.content, row.thinking) == ("new text", "thoughts")
+    assert recent(row)
+
+
+async def test_an_answer_saved_for_good_is_left_alone(conversation):
+    answer = await streaming(conversation, "final")
+    await Message.objects.filter(pk=answer.pk).aupdate(status=Message.Status.DONE)
+    await checkpoints._checkpoint([(answer.pk, "partial", ""), (answer.pk, None, None)])
+    row = await stored(answer)
+    assert row.content == "final" and not recent(row)
+
+
+async def test_a_refused_row_costs_the_others_nothing_and_keeps_its_heartbeat(
+    conversation,
+):
+    good = await streaming(conversation)
+    await Message.objects.filter(pk=good.pk).aupdate(status=Message.Status.DONE)
+    other = await database_sync_to_async(conversation.begin_turn)("again")
+    bad = other.answer
+    await Message.objects.filter(pk=bad.pk).aupdate(
+        updated_at=timezone.now() - LONG_AGO
+    )
+    await Message.objects.filter(pk=good.pk).aupdate(status=Message.Status.STREAMING)
+    rows = [(good.pk, "fine", ""), (bad.pk, "NUL \x00 here", "")]
+    assert await checkpoints._checkpoint(rows) == {bad.pk}
+    assert (await stored(good)).content == "fine"
+    refused = await stored(bad)
+    assert refused.content == "" and recent(refused)
+
+
+def live(answer: Message) -> Generation:
+    return Generation(answer.conversation_id, answer, "m", None)
+
+
+async def test_a_round_saves_grown_text_and_beats_for_the_rest(conversation):
+    grown_answer = await streaming(conversation, "old")
+    grown = live(grown_answer)
+    grown.apply([Delta("thinking", "hm"), Delta("content", "Hello")])
+    await checkpoints.save([grown])
+    assert ((await stored(grown_answer)).content, grown.checkpointed) == (
+        "Hello",
+        (2, 5),
+    )
+    # Unchanged since: the next round writes the time alone (the stored text,
+    # changed behind its back here, stays).
+    await Message.objects.filter(pk=grown_answer.pk).aupdate(
+        content="elsewhere", updated_at=timezone.now() - LONG_AGO
+    )
+    await checkpoints.save([grown])
+    row = await stored(grown_answer)
+    assert row.content == "elsewhere" and recent(row)
+    grown.apply([Delta("content", "!")])
+    await checkpoints.save([grown])
+    assert (await stored(grown_answer)).content == "Hello!"
+    assert grown.checkpointed == (2, 6)
+
+
+async def test_a_round_that_fails_keeps_the_text_for_the_next(
+    conversation, monkeypatch
+):
+    answer = await streaming(conversation)
+    g = live(answer)
+    g.apply([Delta("content", "abc")])
+
+    async def away(rows):
+        raise ConnectionError("database away")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(checkpoints, "_checkpoint", away)
+        await checkpoints.save([g])
+    assert g.checkpointed == (0, 0)
+    await checkpoints.save([g])
+    assert (await stored(answer)).content == "abc"
+
+
+async def test_the_sweep_judges_only_after_trusting_the_database_long_enough(
+    conversation,
+):
+    orphan = await streaming(conversation, "left behind")
+    trusted, marked = await checkpoints.sweep(None, [])
+    assert trusted is not None and marked == []
+    assert (await stored(orphan)).status == Message.Status.STREAMING
+    again, marked = await checkpoints.sweep(trusted, [])
+    assert again == trusted and marked == []  # not long enough yet
+    long_ago = time.monotonic() - checkpoints.ORPHAN_AFTER.total_seconds() - 1
+    kept, marked = await checkpoints.sweep(long_ago, [orphan.pk])
+    assert kept == long_ago and marked == []  # its own answer: alive
+    _, marked = await checkpoints.sweep(long_ago, [])
+    assert [m.pk for m in marked] == [orphan.pk]
+    row = await stored(orphan)
+    assert row.status == Message.Status.INTERRUPTED and row.content == "left behind"
+
+
+async def test_a_recent_checkpoint_is_no_orphan(conversation):
+    answer = await streaming(conversation)
+    await checkpoints._checkpoint([(answer.pk, None, None)])
+    long_ago = time.monotonic() - checkpoints.ORPHAN_AFTER.total_seconds() - 1
+    _, marked = await checkpoints.sweep(long_ago, [])
+    assert marked == []
+    assert (await stored(answer)).status == Message.Status.STREAMING
+
+
+def test_the_coupled_intervals_leave_an_unseen_outage_room():
+    """An outage shorter than a sweep delays a heartbeat by less than a sweep
+    and a checkpoint interval: still under ORPHAN_AFTER (see the comment)."""
+    silence = checkpoints.SWEEP_SECONDS + checkpoints.CHECKPOINT_SECONDS
+    assert silence < checkpoints.ORPHAN_AFTER.total_seconds()
