@@ -91,8 +91,8 @@ async def test_the_owner_sends_the_text_after_the_offsets(memory):
         "origin": "me",
         "start": g.start_frame(),
         "message_id": 42,
-        "thinking": [2, "ll"],
-        "content": [1, "ello"],
+        "thinking": (2, "ll"),
+        "content": (1, "ello"),
         "queued": {"type": "queued", "message_id": 42, "position": 1},
     }
 
