@@ -15,7 +15,7 @@ from collections.abc import Callable
 from channels.db import database_sync_to_async
 from django.db import DatabaseError, transaction
 
-from chat.live import admission, frames, loop_state
+from chat.live import admission, control, frames, loop_state
 from chat.live.close_codes import CLOSE_FORBIDDEN, CLOSE_SIGNED_OUT
 from chat.live.ratelimit import FrameLimiter
 from chat.live.runner import runner
@@ -69,7 +69,7 @@ class ChatConsumer(SessionBound, LiveSocket):
         if frame["type"] == "send":
             await self.start_answer(frame["content"], frame["client_id"])
         elif frame["type"] == "stop":
-            await runner.request_stop(self.conversation_id)
+            await control.request_stop(self.conversation_id)
         elif frame["type"] == "resume":
             assert self.feed is not None  # set in `connect`, or the socket was closed
             await self.feed.resume(

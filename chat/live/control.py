@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from asgiref.sync import async_to_sync
 
-from chat.live import frames
+from chat.live import frames, loop_state, remote
 from chat.live.runner import runner
 
 if TYPE_CHECKING:
@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 async def request_stop(conversation_id: int) -> None:
     """Stop the conversation's answer wherever it runs."""
-    await runner.request_stop(conversation_id)
+    if not runner.stop(conversation_id):
+        await remote.ask_stop(loop_state.current().layer, conversation_id)
 
 
 async def request_resume(
@@ -30,7 +31,8 @@ async def request_resume(
 ) -> None:
     """Ask the process running the answer to send the channel `reply_to` the
     text after `offsets` (thinking, content)."""
-    await runner.request_resume(conversation_id, message_id, offsets, reply_to)
+    layer = loop_state.current().layer
+    await remote.ask_resume(layer, conversation_id, message_id, offsets, reply_to)
 
 
 async def tell(conversation_id: int, sent: list[frames.ServerFrame]) -> None:

@@ -18,7 +18,7 @@ from typing import Protocol
 
 from channels.db import database_sync_to_async
 
-from chat.live import frames, layer
+from chat.live import control, frames, layer
 from chat.live.events import CatchupEvent, DeltaEvent, FrameEvent, conversation_group
 from chat.live.fanout import RemoteView
 from chat.live.frames import Kind
@@ -190,7 +190,7 @@ class Feed:
         while view.resuming and self.remote.get(message_id) is view:
             offsets = (view.have["thinking"], view.have["content"])
             view.caught.clear()
-            await runner.request_resume(
+            await control.request_resume(
                 self.conversation_id, message_id, offsets, self.socket.channel_name
             )
             try:

@@ -158,6 +158,19 @@ class Generation:
         else:
             self.stop_asked = True
 
+    def shut_down(self) -> asyncio.Task[None] | None:
+        """The process is stopping: end the task, the answer marked interrupted.
+        Returns the task to wait for, if it runs in this loop."""
+        task = self.task
+        if task is None or task.get_loop() is not asyncio.get_running_loop():
+            return None
+        self.shutting_down = True
+        if self.running:
+            task.cancel()
+        else:
+            self.stop_asked = True
+        return task
+
     async def resume(self, sink: Sink, offset: int, thinking_offset: int) -> None:
         """Send `sink` what it misses after the offsets, then attach it."""
         if sink in self._attached or sink in self.catching_up:

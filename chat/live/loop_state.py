@@ -17,6 +17,8 @@ and the wanted group memberships (`chat.live.layer.memberships`, plain names).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 
 from channels.layers import BaseChannelLayer, get_channel_layer
 
@@ -24,13 +26,19 @@ from chat.live.preload import Preloader
 from chat.models import ModelProfile
 from chat.upstream import ClientPool, OllamaClient, OpenAIClient
 
+logger = logging.getLogger(__name__)
+
 # How long a shutdown waits for cancelled preloads and /api/ps requests.
 PRELOADS_END_SECONDS = 2.0
+END_SECONDS = 2.0  # for the runner's own tasks to end once cancelled
+# A cancelled task ends at its next step: one still running after this is in a
+# blocking Redis read that lost the cancel (see `LoopState.end_tasks`).
+CANCEL_GRACE_SECONDS = 0.1
 
 
 class LoopState:
     """One event loop's state. The runner's fields are set by
-    `Runner.ensure_started` and emptied by `Runner.shutdown`."""
+    `Runner.ensure_started`; `aclose` (from `Runner.shutdown`) ends them."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -45,9 +53,32 @@ class LoopState:
         self.preloads = Preloader(self.clients)
 
     async def aclose(self) -> None:
-        """Cancel the preloads still running, then close the model-server clients."""
+        """End the runner's own tasks, cancel the preloads still running, then
+        close the model-server clients."""
+        await self.end_tasks()
         await self.preloads.aclose(PRELOADS_END_SECONDS)
         await self.clients.aclose()
+
+    async def end_tasks(self) -> None:
+        """Cancel the runner's own tasks and wait for them. The listener's
+        blocking Redis read can lose a cancellation (redis-py under a read
+        timeout, then channels-redis' pop loop goes on): closing the layer's
+        connections ends that read, and the listener then sees it is being
+        cancelled. It is closed as soon as a task is seen not to end at once,
+        not after END_SECONDS: every stop of a process (and every test) would
+        wait those seconds for nothing."""
+        own = [t for t in (*self.tasks, self.checkpoints) if t is not None]
+        if not own:
+            return
+        for task in own:
+            task.cancel()
+        _, pending = await asyncio.wait(own, timeout=CANCEL_GRACE_SECONDS)
+        close_pools = getattr(self.layer, "close_pools", None)
+        if pending and close_pools is not None:
+            logger.warning("a task ignored its cancel: closing the layer's connections")
+            with contextlib.suppress(Exception):
+                await close_pools()
+            await asyncio.wait(pending, timeout=END_SECONDS)
 
 
 _states: dict[asyncio.AbstractEventLoop, LoopState] = {}

@@ -81,7 +81,7 @@ async def listen(
             raise
         except Exception:
             if task is not None and task.cancelling():
-                # Shutting down (`_wait_ended` broke a lost cancel's read).
+                # Shutting down (`LoopState.end_tasks` broke a lost cancel's read).
                 raise asyncio.CancelledError from None
             logger.warning("channel layer receive failed", exc_info=True)
             await asyncio.sleep(1)

@@ -17,7 +17,6 @@ with the orphan sweep). Pages and sockets reach the engine through
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import uuid
 from collections.abc import Sequence
@@ -52,10 +51,6 @@ logger = logging.getLogger(__name__)
 
 # How long a shutdown waits for the stopped answers' final saves.
 SHUTDOWN_SECONDS = 10.0
-END_SECONDS = 2.0  # for the process's own tasks to end once cancelled
-# A cancelled task ends at its next step: one still running after this is in a
-# blocking Redis read that lost the cancel (see `Runner._wait_ended`).
-CANCEL_GRACE_SECONDS = 0.1
 
 
 class Runner:
@@ -79,18 +74,6 @@ class Runner:
     def _channel(self) -> str | None:
         state = loop_state.existing()
         return None if state is None else state.channel
-
-    @property
-    def _background(self) -> list[asyncio.Task[None]]:
-        return loop_state.current().tasks
-
-    @property
-    def _checkpoints(self) -> asyncio.Task[None] | None:
-        return loop_state.current().checkpoints
-
-    @_checkpoints.setter
-    def _checkpoints(self, task: asyncio.Task[None] | None) -> None:
-        loop_state.current().checkpoints = task
 
     # The process's own tasks: requests from other processes (stop, resume) and
     # the sweep for answers whose process died.
@@ -158,24 +141,8 @@ class Runner:
         for frame in sent:
             await self.broadcast(conversation_id, frame)
 
-    # Requests for answers that may run on another process (`chat.live.remote`).
-
-    async def request_stop(self, conversation_id: int) -> None:
-        """Stop the answer wherever it runs."""
-        if not self.stop(conversation_id):
-            await remote.ask_stop(self._layer, conversation_id)
-
-    async def request_resume(
-        self,
-        conversation_id: int,
-        message_id: int,
-        offsets: tuple[int, int],
-        reply_to: str,
-    ) -> None:
-        """Ask the process running the answer to send `reply_to` what it misses."""
-        await remote.ask_resume(
-            self._layer, conversation_id, message_id, offsets, reply_to
-        )
+    # Requests from other processes (`chat.live.remote`; pages and sockets ask
+    # through `chat.live.control`).
 
     async def _answer_resume(self, event: GenerationResume) -> None:
         generation = self._generations.get(event["conversation_id"])
@@ -302,46 +269,13 @@ class Runner:
         """Stop every generation, marked interrupted, and wait for their saves;
         then end the process's own tasks and close the loop's state (its
         preloads and model-server clients)."""
-        loop = asyncio.get_running_loop()
-        tasks = []
-        for generation in self._generations.values():
-            task = generation.task
-            if task is not None and task.get_loop() is loop:
-                generation.shutting_down = True
-                if generation.running:
-                    task.cancel()
-                else:
-                    generation.stop_asked = True
-                tasks.append(task)
+        ending = [g.shut_down() for g in list(self._generations.values())]
+        tasks = [task for task in ending if task is not None]
         if tasks:
             await asyncio.wait(tasks, timeout=SHUTDOWN_SECONDS)
-        # The process's own loops. (Those of an event loop that ended, as tests
-        # run several, went with its state.)
-        state = loop_state.existing()
-        if state is None:
-            return
-        own = [t for t in (*state.tasks, state.checkpoints) if t is not None]
-        for task in own:
-            task.cancel()
-        await self._wait_ended(own)
+        # The process's own tasks end with the loop's state. (Those of an event
+        # loop that ended, as tests run several, went with its state.)
         await loop_state.close()
-
-    async def _wait_ended(self, cancelled: list[asyncio.Task[None]]) -> None:
-        """Wait for the cancelled tasks. The listener's blocking Redis read can
-        lose a cancellation (redis-py under a read timeout, then channels-redis'
-        pop loop goes on): closing the layer's connections ends that read, and
-        the listener then sees it is being cancelled. It is closed as soon as a
-        task is seen not to end at once, not after END_SECONDS: every stop of
-        a process (and every test) would wait those seconds for nothing."""
-        if not cancelled:
-            return
-        _, pending = await asyncio.wait(cancelled, timeout=CANCEL_GRACE_SECONDS)
-        close_pools = getattr(self._layer, "close_pools", None)
-        if pending and close_pools is not None:
-            logger.warning("a task ignored its cancel: closing the layer's connections")
-            with contextlib.suppress(Exception):
-                await close_pools()
-            await asyncio.wait(pending, timeout=END_SECONDS)
 
     async def sweep_orphans(self) -> None:
         """Answers left streaming by a dead process: marked interrupted, and
@@ -355,11 +289,9 @@ class Runner:
     # a second (`chat.live.checkpoints`).
 
     def _ensure_checkpoints(self) -> None:
-        task = self._checkpoints
-        loop = asyncio.get_running_loop()
-        # A task of a loop that closed (tests run several) will never run again.
-        if task is None or task.done() or task.get_loop() is not loop:
-            self._checkpoints = loop.create_task(
+        state = loop_state.current()  # a new loop (tests run several): a new task
+        if state.checkpoints is None or state.checkpoints.done():
+            state.checkpoints = state.loop.create_task(
                 self._checkpoint_loop(), name="checkpoints"
             )
 

@@ -92,7 +92,7 @@ async def test_shutdown_closes_preloads_clients_and_the_runners_tasks(
     await runner.shutdown()
 
     # Each of the runner's own tasks ended, or at least was cancelled: one in a
-    # Redis call may lose its cancel and outlive the wait (`Runner._wait_ended`).
+    # Redis call may lose its cancel and outlive the wait (`LoopState.end_tasks`).
     assert all(task.done() or task.cancelled() or task.cancelling() for task in own)
     assert any(task.get_name() == "sweep" and task.cancelled() for task in own)
     assert load.task.cancelled()

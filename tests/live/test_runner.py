@@ -9,6 +9,7 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer
 
+from chat.live import loop_state
 from chat.live.runner import Runner, runner
 
 
@@ -97,7 +98,7 @@ async def test_shutdown_ends_a_listener_whose_read_lost_its_cancel(monkeypatch):
     monkeypatch.setattr("chat.live.loop_state.get_channel_layer", lambda: layer)
     own = Runner()
     await own.ensure_started()
-    (listener,) = [t for t in own._background if t.get_name() == "listen"]
+    (listener,) = [t for t in loop_state.current().tasks if t.get_name() == "listen"]
     await asyncio.wait_for(layer.reading.wait(), timeout=20)  # in its read
     try:
         await asyncio.wait_for(own.shutdown(), timeout=15)
