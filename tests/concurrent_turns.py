@@ -1,7 +1,7 @@
 """Run as ``python -m tests.concurrent_turns <conversations> <turns each>`` with
 DATABASE_URL naming a fresh SQLite file: migrates it, then stores that many
 turns at once, from one thread per conversation (as sockets on two processes
-would), each through the socket's own `chat.live.consumers._begin_turn`. Prints the
+would), each through the socket's own `chat.live.turns.begin`. Prints the
 JSON summary {"stored": N, "errors": [...]}."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def main(conversations: int, turns: int) -> dict[str, object]:
     from django.core.management import call_command
     from django.db import connections
 
-    from chat.live.consumers import _begin_turn
+    from chat.live.turns import begin
     from chat.models import Conversation, Message, ModelProfile
 
     call_command("migrate", verbosity=0)
@@ -39,7 +39,7 @@ def main(conversations: int, turns: int) -> dict[str, object]:
         start.wait()
         try:
             for n in range(turns):
-                turn, _ = _begin_turn(conversation_id, f"question {n}", f"c{n}")
+                turn, _ = begin(conversation_id, f"question {n}", f"c{n}")
                 # The answer ends before the next question (as the runner would).
                 Message.objects.filter(pk=turn.answer.pk).update(status="done")
         except Exception as exc:  # reported, not raised: the summary says it

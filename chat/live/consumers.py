@@ -13,15 +13,15 @@ import logging
 from collections.abc import Callable
 
 from channels.db import database_sync_to_async
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError
 
-from chat.live import admission, control, frames, loop_state
+from chat.live import control, frames, loop_state, turns
 from chat.live.close_codes import CLOSE_FORBIDDEN, CLOSE_SIGNED_OUT
 from chat.live.ratelimit import FrameLimiter
 from chat.live.runner import runner
 from chat.live.session_sockets import SessionBound
 from chat.live.sockets import LiveSocket
-from chat.models import Conversation, Retry, Turn
+from chat.models import Conversation, Retry
 
 logger = logging.getLogger(__name__)
 
@@ -108,11 +108,11 @@ class ChatConsumer(SessionBound, LiveSocket):
         told: list[frames.ServerFrame] = []
         try:
             if retry is None:
-                turn, plan = await database_sync_to_async(_begin_turn)(
+                turn, plan = await database_sync_to_async(turns.begin)(
                     self.conversation_id, content, client_id
                 )
             else:
-                retried, plan = await database_sync_to_async(_begin_retry)(
+                retried, plan = await database_sync_to_async(turns.begin_retry)(
                     self.conversation_id, retry
                 )
                 turn = retried.turn
@@ -142,27 +142,3 @@ class ChatConsumer(SessionBound, LiveSocket):
         await runner.start(
             turn.profile, turn.answer, turn.history, turn.options, told=told, plan=plan
         )
-
-
-def _begin_turn(
-    conversation_id: int, content: str, client_id: str
-) -> tuple[Turn, admission.Plan]:
-    conversation = Conversation.objects.select_related("model_profile").get(
-        pk=conversation_id
-    )
-    # One commit for the question, the answer's placeholder and its place in line.
-    with transaction.atomic():
-        turn = conversation.begin_turn(content, client_id)
-        plan = admission.take_ticket(turn.answer, turn.profile, conversation.owner_id)
-    return turn, plan
-
-
-def _begin_retry(
-    conversation_id: int, begin: Callable[[Conversation], Retry]
-) -> tuple[Retry, admission.Plan]:
-    conversation = Conversation.objects.get(pk=conversation_id)
-    with transaction.atomic():
-        retry = begin(conversation)
-        turn = retry.turn
-        plan = admission.take_ticket(turn.answer, turn.profile, conversation.owner_id)
-    return retry, plan

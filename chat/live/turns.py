@@ -1,0 +1,45 @@
+"""A turn begins: its messages are stored and its answer placed in line, in one
+commit, before the runner is given it (`chat.live.consumers`). Sync: run in the
+database thread.
+
+Behind the model methods (`Conversation.begin_turn` and the retries) because
+taking a ticket is the queue's (`chat.live.admission`), which the models may not
+import (`tests/test_layers.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.db import transaction
+
+from chat.live import admission
+from chat.models import Conversation, Retry, Turn
+
+
+def begin(
+    conversation_id: int, content: str, client_id: str
+) -> tuple[Turn, admission.Plan]:
+    """Store a sent question and its answer's placeholder, and take the
+    answer's place in line (`chat.live.admission`), in one commit."""
+    conversation = Conversation.objects.select_related("model_profile").get(
+        pk=conversation_id
+    )
+    # One commit for the question, the answer's placeholder and its place in line.
+    with transaction.atomic():
+        turn = conversation.begin_turn(content, client_id)
+        plan = admission.take_ticket(turn.answer, turn.profile, conversation.owner_id)
+    return turn, plan
+
+
+def begin_retry(
+    conversation_id: int, begin: Callable[[Conversation], Retry]
+) -> tuple[Retry, admission.Plan]:
+    """The same for a regenerate or an edit (`begin`: the conversation's method
+    that replaces the last question and answer)."""
+    conversation = Conversation.objects.get(pk=conversation_id)
+    with transaction.atomic():
+        retry = begin(conversation)
+        turn = retry.turn
+        plan = admission.take_ticket(turn.answer, turn.profile, conversation.owner_id)
+    return retry, plan
