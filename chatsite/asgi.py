@@ -13,10 +13,10 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from chat.live.daphne_protocol import close_with_a_code  # noqa: E402
-from chat.live.origins import SameOriginValidator  # noqa: E402
-from chat.live.routing import websocket_urlpatterns  # noqa: E402
-from chat.live.wsauth import SessionUserMiddleware  # noqa: E402
+from chat.sockets.daphne_protocol import close_with_a_code  # noqa: E402
+from chat.sockets.origins import SameOriginValidator  # noqa: E402
+from chat.sockets.routing import websocket_urlpatterns  # noqa: E402
+from chat.sockets.wsauth import SessionUserMiddleware  # noqa: E402
 
 close_with_a_code()
 application = ProtocolTypeRouter(

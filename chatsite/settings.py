@@ -158,7 +158,7 @@ CONVERSATION_PAGE_SIZE = env_int("CONVERSATION_PAGE_SIZE", 50, minimum=1)
 MESSAGE_MAX_CHARS = env_int("MESSAGE_MAX_CHARS", 100_000, minimum=1)
 # Client frames per second each socket may send on average, the burst it may
 # save up, and how many frames dropped in quick succession close it
-# (chat.live.ratelimit).
+# (chat.sockets.ratelimit).
 WS_FRAME_RATE = env_int("WS_FRAME_RATE", 20, minimum=1)
 WS_FRAME_BURST = env_int("WS_FRAME_BURST", 40, minimum=1)
 WS_FLOOD_CLOSE_AFTER = env_int("WS_FLOOD_CLOSE_AFTER", 200, minimum=1)

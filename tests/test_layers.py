@@ -12,11 +12,14 @@ The rules, lowest first:
 * `chat.models` imports nothing from `chat` outside `chat.models`.
 * `chat.upstream`, `chat.rendering`, `chat.simulator` import nothing from
   `chat` outside themselves.
-* `chat.live` (the socket and the engine) may import `chat.models`,
-  `chat.upstream` and `chat.rendering`, never `chat.web` or `chat.ops`.
-* `chat.web` (pages) and `chat.ops` (operators' pages) do not import the engine
-  or the protocol: they reach the engine through `chat.live.control` and the
-  group names and event types through `chat.live.events`.
+* `chat.live` (the engine and its protocol) may import `chat.models`,
+  `chat.upstream` and `chat.rendering`: never the sockets, the pages or the
+  operators' modules.
+* `chat.sockets` (the WebSocket endpoints) may import `chat.live` too, never
+  `chat.web` or `chat.ops`.
+* `chat.web` (pages) and `chat.ops` (operators' pages) do not import the engine,
+  the protocol or the sockets: they reach the engine through `chat.live.control`
+  and the group names and event types through `chat.live.events`.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ Graph = dict[str, set[str]]
 
 SELF_CONTAINED = ("chat.upstream", "chat.rendering", "chat.simulator")
 LIVE_MAY_IMPORT = ("chat.live", "chat.models", "chat.upstream", "chat.rendering")
+SOCKETS_MAY_IMPORT = ("chat.sockets", *LIVE_MAY_IMPORT)
 # The engine and the protocol, which pages must not import.
 ENGINE_AND_PROTOCOL = (
     "chat.live.runner",
@@ -39,8 +43,7 @@ ENGINE_AND_PROTOCOL = (
     "chat.live.checkpoints",
     "chat.live.frames",
     "chat.live.share_frames",
-    "chat.live.consumers",
-    "chat.live.share_consumers",
+    "chat.sockets",
 )
 PAGES = ("chat.web", "chat.ops")
 NO_CYCLE_CHECK = "chat.models"
@@ -117,12 +120,16 @@ def _rule_broken(importer: str, imported: str) -> str | None:
         within(imported, allowed) for allowed in LIVE_MAY_IMPORT
     ):
         return "chat.live may import only chat.models, chat.upstream, chat.rendering"
+    if within(importer, "chat.sockets") and not any(
+        within(imported, allowed) for allowed in SOCKETS_MAY_IMPORT
+    ):
+        return "chat.sockets may import only chat.live and what it may import"
     if any(within(importer, page) for page in PAGES) and any(
         within(imported, engine) for engine in ENGINE_AND_PROTOCOL
     ):
         return (
-            "chat.web and chat.ops do not import the engine or the protocol "
-            "(use chat.live.control and chat.live.events)"
+            "chat.web and chat.ops do not import the engine, the protocol or "
+            "the sockets (use chat.live.control and chat.live.events)"
         )
     return None
 
@@ -241,7 +248,7 @@ def test_the_graph_sees_every_kind_of_import(chat_graph: Graph) -> None:
 
 
 def test_test_modules_import_helpers_not_other_test_modules() -> None:
-    """Shared helpers live in helper modules (tests/sockets.py, tests/daphnes.py,
+    """Shared helpers live in helper modules (tests/communicators.py, tests/daphnes.py,
     ...): importing a test module runs its module-level code and hides which
     helpers are shared."""
     graph = import_graph(ROOT / "tests")
@@ -310,8 +317,8 @@ def test_checker_catches_a_layer_violation(tmp_path: Path) -> None:
         "chat.upstream.pool imports chat.models: "
         "chat.upstream imports nothing from chat outside itself",
         "chat.web.pages imports chat.live.frames: chat.web and chat.ops do not "
-        "import the engine or the protocol (use chat.live.control and "
-        "chat.live.events)",
+        "import the engine, the protocol or the sockets (use chat.live.control "
+        "and chat.live.events)",
     ]
 
 
@@ -330,4 +337,17 @@ def test_checker_catches_a_longer_cycle() -> None:
         "import cycle (no cycles among chat modules outside chat.models): "
         "chat.a -> chat.b -> chat.c -> chat.a; the imports that join chat.a, "
         "chat.b, chat.c: chat.a -> chat.b, chat.b -> chat.c, chat.c -> chat.a"
+    ]
+
+
+def test_the_engine_never_imports_the_sockets_and_the_sockets_never_the_pages() -> None:
+    graph: Graph = {
+        "chat.live.runner": {"chat.sockets.feed"},
+        "chat.sockets.feed": {"chat.live.runner", "chat.web.sharing"},
+    }
+    assert layer_violations(graph) == [
+        "chat.live.runner imports chat.sockets.feed: chat.live may import only "
+        "chat.models, chat.upstream, chat.rendering",
+        "chat.sockets.feed imports chat.web.sharing: chat.sockets may import only "
+        "chat.live and what it may import",
     ]

@@ -10,7 +10,7 @@ Groups:
                                 running answer (`generation.stop`, `generation.resume`)
   user-<user id>                the owner's sockets of that user, on any process
                                 (`session.end`, `session.check`:
-                                `chat.live.session_sockets`)
+                                `chat.sockets.session_sockets`)
   share.<link id>               a shared link's sockets (`share.gone`): named by
                                 `ShareLink.group_name`, since revoking a link (a
                                 model method) closes them, and models import
@@ -137,7 +137,7 @@ class CatchupRefused(TypedDict):
 CatchupEvent = Catchup | CatchupRefused
 
 
-# To a user's group (`chat.live.session_sockets`).
+# To a user's group (`chat.sockets.session_sockets`).
 
 
 class SessionEnd(TypedDict):

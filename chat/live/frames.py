@@ -32,7 +32,7 @@ Offsets count Unicode code points of the answer (or thinking) text the client ha
 Limits: a frame longer than MESSAGE_MAX_CHARS + 4096 characters is refused
 (`frame_too_large`), a message longer than MESSAGE_MAX_CHARS too
 (`message_too_long`). Each socket may send WS_FRAME_RATE frames a second on
-average, in bursts of WS_FRAME_BURST (`chat.live.ratelimit`): frames over that are
+average, in bursts of WS_FRAME_BURST (`chat.sockets.ratelimit`): frames over that are
 dropped, the first of a run answered with a `rate_limited` error; after about
 WS_FLOOD_CLOSE_AFTER dropped in quick succession the socket is closed with
 code 4429.

@@ -4,7 +4,7 @@ Only the token's SHA-256 is stored: a leaked database opens no link, and a looku
 by digest tells an attacker timing nothing about the token. A **snapshot** link
 shows the conversation up to the last message that was finished when it was made
 (or last updated); a **live** link follows the conversation, streaming answers to
-its viewers (`chat.live.share_consumers`).
+its viewers (`chat.sockets.share_consumers`).
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ class ShareLink(models.Model):
         self.save(update_fields=["snapshot_upto", "updated_at"])
 
     def revoke(self) -> None:
-        """Revoke the link and close its open sockets (`chat.live.share_consumers`)."""
+        """Revoke the link and close its sockets (`chat.sockets.share_consumers`)."""
         if self.revoked_at is None:
             self.revoked_at = timezone.now()
             self.save(update_fields=["revoked_at", "updated_at"])

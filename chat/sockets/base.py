@@ -1,5 +1,5 @@
 """What every socket of a conversation does, whoever opened it: the owner
-(`chat.live.consumers`) or a shared link's viewer (`chat.live.share_consumers`).
+(`chat.sockets.consumers`) or a shared link's viewer (`chat.sockets.share_consumers`).
 
 It owns a `Feed` (what it hears of the conversation), reads its channel
 through the guarded seam, drops frames over the rate, parses client frames,
@@ -16,12 +16,12 @@ from typing import Any
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from chat.live import frames, layer
-from chat.live.close_codes import CLOSE_RATE_LIMITED, CLOSE_SERVER_ERROR
 from chat.live.events import CatchupEvent, DeltaEvent, FrameEvent
-from chat.live.feed import Feed
 from chat.live.frames import ServerFrame
-from chat.live.ratelimit import FrameLimiter, Verdict
 from chat.live.share_frames import ViewerFrame
+from chat.sockets.close_codes import CLOSE_RATE_LIMITED, CLOSE_SERVER_ERROR
+from chat.sockets.feed import Feed
+from chat.sockets.ratelimit import FrameLimiter, Verdict
 
 
 class LiveSocket(AsyncWebsocketConsumer):
@@ -80,7 +80,7 @@ class LiveSocket(AsyncWebsocketConsumer):
         raise NotImplementedError
 
     async def flooded(self) -> bool:
-        """Whether this frame is over the rate (see chat.live.ratelimit)."""
+        """Whether this frame is over the rate (see chat.sockets.ratelimit)."""
         verdict = self.limiter.check()
         if verdict is Verdict.WARN:
             detail = "Too many frames at once: this one was dropped. Slow down."

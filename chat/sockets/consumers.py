@@ -4,7 +4,7 @@ runner.
 The protocol is documented in `chat.live.frames`. The socket does not own the
 generation (see `chat.live.runner`): disconnecting only unsubscribes. What it
 hears of the conversation, and how it resumes an answer, is its feed's
-(`chat.live.feed`), the same as a shared link's viewer's.
+(`chat.sockets.feed`), the same as a shared link's viewer's.
 """
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from collections.abc import Callable
 from channels.db import database_sync_to_async
 from django.db import DatabaseError
 
-from chat.live import control, frames, loop_state, turns
-from chat.live.close_codes import CLOSE_FORBIDDEN, CLOSE_SIGNED_OUT
-from chat.live.ratelimit import FrameLimiter
+from chat.live import control, frames, loop_state
 from chat.live.runner import runner
-from chat.live.session_sockets import SessionBound
-from chat.live.sockets import LiveSocket
 from chat.models import Conversation, Retry
+from chat.sockets import turns
+from chat.sockets.base import LiveSocket
+from chat.sockets.close_codes import CLOSE_FORBIDDEN, CLOSE_SIGNED_OUT
+from chat.sockets.ratelimit import FrameLimiter
+from chat.sockets.session_sockets import SessionBound
 
 logger = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 connection, so a client sending a message over `--websocket-max-message-size`
 (or breaking the protocol) sees 1006, "abnormal closure", as if the network had
 failed. Autobahn's `failByDrop` option sends the close frame instead (1009,
-"message too big": `chat.live.close_codes.CLOSE_TOO_BIG`; 1002, 1007 for
+"message too big": `chat.sockets.close_codes.CLOSE_TOO_BIG`; 1002, 1007 for
 protocol and encoding errors), then closes.
 Daphne sets no such option and has no flag for it: its factory is given it
 here, before Daphne builds the factory (it imports the application first).

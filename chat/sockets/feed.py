@@ -1,5 +1,5 @@
 """One socket's feed of one conversation: what the owner's socket
-(`chat.live.consumers`) and a shared link's viewer (`chat.live.share_consumers`)
+(`chat.sockets.consumers`) and a shared link's viewer (`chat.sockets.share_consumers`)
 both hear.
 
 A feed subscribes its socket to the runner of this process (answers streamed

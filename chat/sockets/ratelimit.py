@@ -5,7 +5,7 @@ bursts of up to ``WS_FRAME_BURST``. A frame over the limit is dropped and the
 first of a run is answered with a ``rate_limited`` error frame; a client that
 keeps flooding (about ``WS_FLOOD_CLOSE_AFTER`` frames dropped in quick
 succession) is closed with ``CLOSE_RATE_LIMITED`` (4429, in
-`chat.live.close_codes`). Only client frames pass through here, never model
+`chat.sockets.close_codes`). Only client frames pass through here, never model
 tokens.
 """
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.urls import path, re_path
 
-from chat.live.close_codes import CLOSE_NOT_FOUND
-from chat.live.consumers import ChatConsumer
-from chat.live.share_consumers import ShareConsumer
+from chat.sockets.close_codes import CLOSE_NOT_FOUND
+from chat.sockets.consumers import ChatConsumer
+from chat.sockets.share_consumers import ShareConsumer
 
 
 class UnknownPath(AsyncWebsocketConsumer):

@@ -1,6 +1,6 @@
 """A user's own sockets end with their session (close code 4401).
 
-The user is looked up once, when a socket opens (`chat.live.wsauth`), so without
+The user is looked up once, when a socket opens (`chat.sockets.wsauth`), so without
 this an open socket would keep sending questions and receiving answers after
 its user signed out, was deactivated or deleted, or had their password changed.
 Each owner socket joins its user's group on the channel layer (every process),
@@ -39,8 +39,8 @@ from django.dispatch import receiver
 from django.http import HttpRequest
 
 from chat.live import layer
-from chat.live.close_codes import CLOSE_SIGNED_OUT
 from chat.live.events import SessionCheck, SessionEnd, user_group
+from chat.sockets.close_codes import CLOSE_SIGNED_OUT
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ def _digest(session_key: str | None) -> str:
 
 
 class SessionBound:
-    """For the owner's socket (`chat.live.consumers.ChatConsumer`): call
+    """For the owner's socket (`chat.sockets.consumers.ChatConsumer`): call
     `watch_session` once the user is known, `unwatch_session` on disconnect,
     and drop client frames once `signed_out`."""
 

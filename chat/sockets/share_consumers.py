@@ -9,10 +9,10 @@ owner's answer, whose relay writes to every socket of the process. A viewer may
 only `resume`; any other frame is answered with a `read_only` error frame and
 the socket stays open.
 
-It is not an owner's socket: both own a feed (`chat.live.feed`), what they
+It is not an owner's socket: both own a feed (`chat.sockets.feed`), what they
 hear of the conversation and how they resume an answer.
 
-Close codes (`chat.live.close_codes`):
+Close codes (`chat.sockets.close_codes`):
   CLOSE_SIGNED_OUT  the site requires sign-in for shared links and the viewer
                     is signed out
   CLOSE_NOT_FOUND   no link has this token, or it is a snapshot link (nothing
@@ -31,14 +31,14 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 
 from chat.live import frames, layer
-from chat.live.close_codes import CLOSE_GONE, CLOSE_NOT_FOUND, CLOSE_SIGNED_OUT
 from chat.live.events import ShareGone
 from chat.live.fanout import Pacer
-from chat.live.feed import Feed
-from chat.live.ratelimit import FrameLimiter
 from chat.live.share_frames import Ordinals, for_viewer
-from chat.live.sockets import LiveSocket
 from chat.models import ShareLink, SiteDefaults
+from chat.sockets.base import LiveSocket
+from chat.sockets.close_codes import CLOSE_GONE, CLOSE_NOT_FOUND, CLOSE_SIGNED_OUT
+from chat.sockets.feed import Feed
+from chat.sockets.ratelimit import FrameLimiter
 
 logger = logging.getLogger(__name__)
 

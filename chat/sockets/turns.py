@@ -1,5 +1,5 @@
 """A turn begins: its messages are stored and its answer placed in line, in one
-commit, before the runner is given it (`chat.live.consumers`). Sync: run in the
+commit, before the runner is given it (`chat.sockets.consumers`). Sync: run in the
 database thread.
 
 Behind the model methods (`Conversation.begin_turn` and the retries) because

@@ -14,10 +14,10 @@ from chat.live import admission
 from chat.live.admission import Entry, plan
 from chat.live.runner import runner
 from chat.models import Conversation, Message, SiteDefaults, Ticket
+from tests.communicators import connect, frames_until, send
 from tests.daphnes import frames_until as socket_frames_until
 from tests.daphnes import open_socket
 from tests.daphnes import send as socket_send
-from tests.sockets import connect, frames_until, send
 from tests.waiting import settled, ticket_released
 
 # The decision itself (no database).

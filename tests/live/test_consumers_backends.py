@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from chat.models import Message, ModelProfile
-from tests.sockets import answer_of, connect, frames_until, send, text_of
+from tests.communicators import answer_of, connect, frames_until, send, text_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -20,15 +20,15 @@ from channels.db import database_sync_to_async
 from channels.layers import channel_layers, get_channel_layer
 from django.conf import settings as django_settings
 
-from chat.live.consumers import ChatConsumer
 from chat.live.events import conversation_group, generation_group
 from chat.live.generation import Generation
 from chat.live.runner import runner
 from chat.models import Conversation, Message, SiteDefaults
+from chat.sockets.consumers import ChatConsumer
 from tests import servers
+from tests.communicators import connect, frames_until, send, text_of
 from tests.daphnes import Daphne, daphne_env, free_port, open_socket
 from tests.daphnes import send as ws_send
-from tests.sockets import connect, frames_until, send, text_of
 from tests.threads import in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -22,8 +22,8 @@ import pytest
 
 from chat.live.checkpoints import ORPHAN_AFTER
 from tests import servers
+from tests.communicators import text_of
 from tests.daphnes import ROOT, Daphne, daphne_env, open_socket, send
-from tests.sockets import text_of
 
 OUTAGE_SECONDS = ORPHAN_AFTER.total_seconds() + 3
 # The owner is also held still this long once the database is back, so that on

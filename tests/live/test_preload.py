@@ -8,7 +8,7 @@ from channels.testing import WebsocketCommunicator
 
 from chat.live import frames, loop_state
 from chat.models import Message, ModelProfile
-from tests.sockets import answer_of, connect, frames_until, send
+from tests.communicators import answer_of, connect, frames_until, send
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

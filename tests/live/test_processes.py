@@ -11,8 +11,8 @@ import signal
 import pytest
 
 from chat.models import Message
+from tests.communicators import text_of
 from tests.daphnes import frames_until, open_socket, send
-from tests.sockets import text_of
 from tests.threads import in_thread
 
 pytestmark = [pytest.mark.django_db(transaction=True)]

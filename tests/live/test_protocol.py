@@ -15,9 +15,9 @@ from typing import Any, NotRequired, get_args, get_origin, get_type_hints
 import pytest
 
 from chat.live import events, frames
-from chat.live.consumers import ChatConsumer
-from chat.live.share_consumers import ShareConsumer
 from chat.live.share_frames import READ_ONLY_FRAMES, ViewerFrame
+from chat.sockets.consumers import ChatConsumer
+from chat.sockets.share_consumers import ShareConsumer
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"

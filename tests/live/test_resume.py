@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from chat.live.runner import runner
 from chat.models import Message
-from tests.sockets import connect as open_socket
+from tests.communicators import connect as open_socket
 from tests.waiting import generations_ended
 
 

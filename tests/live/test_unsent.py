@@ -14,10 +14,10 @@ import pytest
 from django.db import connection
 from playwright.sync_api import expect
 
-from chat.live.consumers import NOT_STORED
 from chat.models import Message
+from chat.sockets.consumers import NOT_STORED
 from tests.browser.chat_page import ask, open_conversation, wait_until_done
-from tests.sockets import connect, frames_until, send
+from tests.communicators import connect, frames_until, send
 
 ROOT = Path(__file__).resolve().parents[2]
 REFUSED = "a question the database refuses"

@@ -14,7 +14,7 @@ from chat.models import Conversation, Message, Ticket
 from chat.ops.metrics import REGISTRY, observe_answer, queue_length
 from chatsite.asgi import application
 from chatsite.env import env_token
-from tests.sockets import ORIGIN
+from tests.communicators import ORIGIN
 
 TOKEN = "metrics-token-0123456789"
 MODEL = "qwen3-demo:8b"

@@ -1,4 +1,4 @@
-"""Close codes are written in one place on each side: `chat/live/close_codes.py`
+"""Close codes are written in one place on each side: `chat/sockets/close_codes.py`
 for the server, `static/chat/close_codes.js` for the browser, with the same
 names and values."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from chat.live import close_codes
+from chat.sockets import close_codes
 
 ROOT = Path(__file__).resolve().parents[2]
 JS = ROOT / "static" / "chat" / "close_codes.js"
@@ -27,7 +27,7 @@ def js_codes() -> dict[str, int]:
     assert JS.exists(), (
         f"{JS.relative_to(ROOT)} is missing: the browser's close codes, one line "
         "each, `export const CLOSE_<NAME> = <int>;`, named as in "
-        "chat/live/close_codes.py"
+        "chat/sockets/close_codes.py"
     )
     exported: dict[str, int] = {}
     for line in JS.read_text().splitlines():
@@ -46,7 +46,7 @@ def test_each_python_code_has_one_name():
 def test_the_browser_codes_are_the_servers_by_name_and_value():
     server = python_codes()
     for name, value in js_codes().items():
-        assert name in server, f"{name} is not in chat/live/close_codes.py"
+        assert name in server, f"{name} is not in chat/sockets/close_codes.py"
         assert value == server[name], f"{name}: {value} in the JS, {server[name]}"
 
 

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from chat.models import Conversation, Message, ModelProfile
 from chatsite.asgi import application
-from tests.sockets import ORIGIN, answer_of, connect, frames_until, send, text_of
+from tests.communicators import ORIGIN, answer_of, connect, frames_until, send, text_of
 from tests.waiting import idle, settled
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from chat.live import frames
-from chat.live.feed import Feed
 from chat.live.runner import runner
+from chat.sockets.feed import Feed
 
 CONVERSATION = 3
 MESSAGE = 7

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from chat.live.runner import runner
 from chat.models import Conversation, Message
 from chatsite.asgi import application
-from tests.sockets import ORIGIN, connect, frames_until
+from tests.communicators import ORIGIN, connect, frames_until
 from tests.waiting import generations_ended, until
 
 pytestmark = pytest.mark.django_db(transaction=True)

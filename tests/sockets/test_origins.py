@@ -1,5 +1,5 @@
 """Sockets open only from the site's own pages: the whole origin (scheme, host,
-port) is checked, not the host name alone (chat.live.origins)."""
+port) is checked, not the host name alone (chat.sockets.origins)."""
 
 from __future__ import annotations
 

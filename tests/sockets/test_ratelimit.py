@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from chat.live.ratelimit import FrameLimiter, TokenBucket, Verdict
+from chat.sockets.ratelimit import FrameLimiter, TokenBucket, Verdict
 
 
 class Clock:

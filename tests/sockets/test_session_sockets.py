@@ -1,7 +1,7 @@
 """A user's sockets end with their session: signing out, deactivation, a new
 password or deletion close them with 4401, on every process (the user's group
 on the channel layer, Redis in the suite), and a frame sent after is not acted
-on (chat.live.session_sockets). Share viewers are not affected."""
+on (chat.sockets.session_sockets). Share viewers are not affected."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from websockets.exceptions import ConnectionClosed
 
 from chat.models import Message, ShareLink
 from chatsite.asgi import application
-from tests.sockets import ORIGIN
+from tests.communicators import ORIGIN
 from tests.threads import in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)

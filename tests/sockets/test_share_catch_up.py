@@ -10,7 +10,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from chat.models import Message, ShareLink
-from tests.sockets import open_viewer
+from tests.communicators import open_viewer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,7 +29,7 @@ class Lines(logging.Handler):
 @pytest.fixture
 def share_log():
     handler = Lines()
-    logger = logging.getLogger("chat.live.share_consumers")
+    logger = logging.getLogger("chat.sockets.share_consumers")
     logger.addHandler(handler)
     yield handler.lines
     logger.removeHandler(handler)

@@ -14,11 +14,11 @@ from django.test import AsyncClient
 from django.urls import reverse
 from django.utils import timezone
 
-from chat.live.close_codes import CLOSE_GONE, CLOSE_NOT_FOUND, CLOSE_SIGNED_OUT
 from chat.live.events import conversation_group
 from chat.live.fanout import COALESCE_SECONDS
 from chat.models import Conversation, Message, ShareLink, SiteDefaults
-from tests.sockets import connect, frames_until, open_viewer, send, text_of
+from chat.sockets.close_codes import CLOSE_GONE, CLOSE_NOT_FOUND, CLOSE_SIGNED_OUT
+from tests.communicators import connect, frames_until, open_viewer, send, text_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -367,7 +367,7 @@ async def test_a_regenerate_or_another_version_replaces_the_answer_for_a_viewer(
 
 
 async def test_a_flooding_viewer_is_closed_with_4429(alice, conversation, settings):
-    from chat.live.close_codes import CLOSE_RATE_LIMITED
+    from chat.sockets.close_codes import CLOSE_RATE_LIMITED
 
     settings.WS_FRAME_RATE = 1
     settings.WS_FRAME_BURST = 2

@@ -24,13 +24,13 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from chat.live import frames
-from chat.live.close_codes import CLOSE_RATE_LIMITED
-from chat.live.routing import websocket_urlpatterns
 from chat.models import Conversation, Message
+from chat.sockets.close_codes import CLOSE_RATE_LIMITED
+from chat.sockets.routing import websocket_urlpatterns
 from chatsite.asgi import application
+from tests.communicators import ORIGIN, connect, frames_until
 from tests.conftest import PASSWORDS
 from tests.daphnes import frames_until as process_frames_until
-from tests.sockets import ORIGIN, connect, frames_until
 from tests.threads import in_thread
 from tests.web.signing_in import fresh_cache, sign_in
 
@@ -107,7 +107,7 @@ async def test_someone_elses_conversation_socket_is_closed_4403_for_every_route(
     alice, bob
 ):
     """Every socket route taking an id refuses bob on alice's objects (see also
-    tests/live/test_consumers.py for the single route's 4401/4403)."""
+    tests/sockets/test_consumers.py for the single route's 4401/4403)."""
     mine = await Conversation.objects.acreate(owner=alice, title="alice's")
     message = await Message.objects.acreate(
         conversation=mine, role="user", content="private"
@@ -248,7 +248,7 @@ async def test_daphne_closes_a_socket_sending_more_than_any_frame_we_take(
         await ws.send("x" * (frames.max_frame_bytes() + 1))
         with pytest.raises(websockets.ConnectionClosedError) as closed:
             await process_frames_until(ws, "never")
-    # Daphne closes it with "message too big" (chat.live.daphne_protocol), not by
+    # Daphne closes it with "message too big" (chat.sockets.daphne_protocol), not by
     # dropping the connection (1006, which looks like a network failure).
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
     assert await conversation.messages.acount() == 0
