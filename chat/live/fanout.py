@@ -82,30 +82,27 @@ class Publisher(Paced):
 
     async def _send_pending(self) -> None:
         async with self.sending:
-            await self._send_each_kind()
-
-    async def _send_each_kind(self) -> None:
-        for kind in ("thinking", "content"):
-            parts = self.pending[kind]
-            if not parts:
-                continue
-            text = "".join(parts)
-            parts.clear()
-            start = self.published[kind]
-            self.published[kind] = start + len(text)
-            event = DeltaEvent(
-                type="chat.delta",
-                origin=self.origin,
-                message_id=self.message_id,
-                kind=kind,
-                start=start,
-                text=text,
-            )
-            try:
-                await self.layer.group_send(self.group, event)  # type: ignore[arg-type]
-            except Exception:
-                # Remote viewers notice the gap and resume; the owner goes on.
-                logger.warning("publishing to %s failed", self.group, exc_info=True)
+            for kind in ("thinking", "content"):
+                parts = self.pending[kind]
+                if not parts:
+                    continue
+                text = "".join(parts)
+                parts.clear()
+                start = self.published[kind]
+                self.published[kind] = start + len(text)
+                event = DeltaEvent(
+                    type="chat.delta",
+                    origin=self.origin,
+                    message_id=self.message_id,
+                    kind=kind,
+                    start=start,
+                    text=text,
+                )
+                try:
+                    await self.layer.group_send(self.group, event)  # type: ignore[arg-type]
+                except Exception:
+                    # Remote viewers notice the gap and resume; the owner goes on.
+                    logger.warning("publishing to %s failed", self.group, exc_info=True)
 
 
 class RemoteView:

@@ -153,10 +153,7 @@ class Generation:
         task = self.task
         if task is None or task.done() or self.finishing or task.cancelling():
             return  # ended, or already ending: a cancel would cut short its final save
-        if self.running:
-            task.cancel()
-        else:
-            self.stop_asked = True
+        self._end(task)
 
     def shut_down(self) -> asyncio.Task[None] | None:
         """The process is stopping: end the task, the answer marked interrupted.
@@ -165,11 +162,16 @@ class Generation:
         if task is None or task.get_loop() is not asyncio.get_running_loop():
             return None
         self.shutting_down = True
+        self._end(task)
+        return task
+
+    def _end(self, task: asyncio.Task[None]) -> None:
+        # Before `_run` began a cancel would skip it (no save, no frames): the
+        # stop is only noted then, and `_run` acts on it once it began.
         if self.running:
             task.cancel()
         else:
             self.stop_asked = True
-        return task
 
     async def resume(self, sink: Sink, offset: int, thinking_offset: int) -> None:
         """Send `sink` what it misses after the offsets, then attach it."""

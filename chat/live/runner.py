@@ -10,8 +10,8 @@ Each generation is one task (`Runner._run`): announced, queued for a model slot
 path, `chat.live.relay`), then saved and told (`chat.live.finish`). The answer
 itself lives in memory (`chat.live.generation`). Persistence runs in one
 checkpoint task per process that the relay never awaits (`chat.live.checkpoints`,
-with the orphan sweep). Pages and sockets reach the engine through
-`chat.live.control`.
+with the orphan sweep). Sockets call the runner; pages, and requests that may
+concern another process's answer, go through `chat.live.control`.
 """
 
 from __future__ import annotations

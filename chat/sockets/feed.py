@@ -88,9 +88,7 @@ class Feed:
         if resumed:
             return
         # Not running here (any more): the stored message is the whole truth.
-        message = await Message.shown.filter(
-            pk=message_id, conversation_id=self.conversation_id
-        ).afirst()
+        message = await self._stored(message_id)
         if message is None:
             await self.socket.send_frame(
                 frames.error(
@@ -111,6 +109,12 @@ class Feed:
             await self.ask_catchup(message.pk, view)
         else:
             await self.send_stored(message)
+
+    async def _stored(self, message_id: int) -> Message | None:
+        """The message as stored, if it is one this conversation shows."""
+        return await Message.shown.filter(
+            pk=message_id, conversation_id=self.conversation_id
+        ).afirst()
 
     async def send_stored(self, message: Message) -> None:
         await database_sync_to_async(message.place_among_versions)()
@@ -199,9 +203,7 @@ class Feed:
                 return
             except TimeoutError:
                 pass
-            message = await Message.shown.filter(
-                pk=message_id, conversation_id=self.conversation_id
-            ).afirst()
+            message = await self._stored(message_id)
             if message is None or message.status != Message.Status.STREAMING:
                 # It ended meanwhile, and its final frames were lost.
                 if self.remote.get(message_id) is view:
