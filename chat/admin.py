@@ -9,6 +9,7 @@ from django.urls import URLPattern, path, reverse
 
 from chat.models import (
     Conversation,
+    Membership,
     Message,
     ModelProfile,
     ShareLink,
@@ -149,11 +150,19 @@ class SiteDefaultsAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return redirect(reverse("admin:chat_sitedefaults_change", args=[site.pk]))
 
 
+class MembershipInline(admin.TabularInline):  # type: ignore[type-arg]
+    model = Membership
+    fields = ["user", "role", "synced"]
+    readonly_fields = ["synced"]
+    autocomplete_fields = ["user"]
+    extra = 0
+
+
 @admin.register(Team)
 class TeamAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = ["name"]
     search_fields = ["name", "members__username"]
-    filter_horizontal = ["members"]
+    inlines = [MembershipInline]
     # Owners share their conversations from the conversation page.
     readonly_fields = ["conversations"]
 

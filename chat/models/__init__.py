@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from chat.models.accounts import Invitation, Theme, UserSettings
 from chat.models.admission import Ticket
+from chat.models.audit import AuditEvent
 from chat.models.conversations import Conversation, Retry, Turn, VersionSwitch
 from chat.models.effective import Effective, EffectiveSettings, History, Level
+from chat.models.group_rules import GroupRule
 from chat.models.history import Prompt
 from chat.models.messages import Message, MessageQuerySet
 from chat.models.notices import SettingsChange
@@ -16,13 +19,21 @@ from chat.models.profiles import (
     ThinkingSwitch,
     ThinkTags,
 )
+from chat.models.quota_periods import QuotaPeriod
 from chat.models.shared_messages import SharedMessage
 from chat.models.sharing import ShareLink
 from chat.models.site import SiteDefaults
-from chat.models.teams import Team
+from chat.models.teams import Membership, Team
 from chat.models.versions import Version, Versions
 
 __all__ = [
+    "AuditEvent",
+    "GroupRule",
+    "Invitation",
+    "Membership",
+    "QuotaPeriod",
+    "Theme",
+    "UserSettings",
     "Conversation",
     "Effective",
     "EffectiveSettings",

@@ -118,6 +118,12 @@ class ModelProfile(models.Model):
         help_text="e.g. http://gpu-box:11434",
     )
     enabled = models.BooleanField(default=True)
+    teams = models.ManyToManyField(
+        "chat.Team",
+        blank=True,
+        related_name="profiles",
+        help_text="Only members of these teams may use the model. None: everyone.",
+    )
     is_demo = models.BooleanField(
         default=False, help_text="Served by the bundled simulator, not a real model."
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import models
 
 from chat.models.profiles import HistoryPolicy, ModelProfile, ThinkingMode
+from chat.models.quota_periods import QuotaPeriod
 
 
 class SiteDefaults(models.Model):
@@ -29,6 +30,17 @@ class SiteDefaults(models.Model):
         default=3,
         help_text="Answers one user may have running at once; more wait in a "
         "queue. 0 means no limit.",
+    )
+    quota_period = models.CharField(
+        max_length=5, choices=QuotaPeriod, default=QuotaPeriod.DAY
+    )
+    user_output_tokens = models.PositiveIntegerField(
+        default=0,
+        help_text="Output tokens each user may use per period, whatever their "
+        "teams. 0: no limit.",
+    )
+    user_answers = models.PositiveIntegerField(
+        default=0, help_text="Answers each user may get per period. 0: no limit."
     )
     share_requires_sign_in = models.BooleanField(
         default=False, help_text="Shared links open only for signed-in users."

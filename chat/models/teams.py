@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import models, transaction
 
 from chat.models.conversations import Conversation
 from chat.models.messages import Message
+from chat.models.quota_periods import QuotaPeriod
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AnonymousUser, User
@@ -22,11 +24,35 @@ class TeamQuerySet(models.QuerySet["Team"]):
 
 class Team(models.Model):
     """Members read the conversations shared with the team (read-only) and may
-    continue any of them in a copy of their own. Managed in the admin."""
+    continue any of them in a copy of their own. Its team admins add and remove
+    members on the team page; sign-in group rules add and remove members too
+    (`chat.models.group_rules`). Model profiles may be limited to teams
+    (`ModelProfile.teams`).
+
+    Quotas (0: no limit), over `quota_period`, counted from the stored answers
+    (`chat.models.quotas`): the whole team's, and each member's."""
 
     name = models.CharField(max_length=100, unique=True)
     members = models.ManyToManyField(
-        settings.AUTH_USER_MODEL, related_name="teams", blank=True
+        settings.AUTH_USER_MODEL,
+        related_name="teams",
+        blank=True,
+        through="Membership",
+    )
+    quota_period = models.CharField(
+        max_length=5, choices=QuotaPeriod, default=QuotaPeriod.DAY
+    )
+    team_output_tokens = models.PositiveIntegerField(
+        default=0, help_text="Output tokens the whole team may use. 0: no limit."
+    )
+    team_answers = models.PositiveIntegerField(
+        default=0, help_text="Answers the whole team may get. 0: no limit."
+    )
+    member_output_tokens = models.PositiveIntegerField(
+        default=0, help_text="Output tokens each member may use. 0: no limit."
+    )
+    member_answers = models.PositiveIntegerField(
+        default=0, help_text="Answers each member may get. 0: no limit."
     )
     conversations = models.ManyToManyField(
         Conversation, related_name="shared_with_teams", blank=True
@@ -39,6 +65,44 @@ class Team(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def admins(self) -> models.QuerySet[User]:
+        return get_user_model().objects.filter(
+            memberships__team=self, memberships__role=Membership.Role.ADMIN
+        )
+
+
+class Membership(models.Model):
+    """One user on one team. The table is the one the plain many-to-many had
+    (`chat_team_members`, migration 0008), so no membership was lost.
+
+    `synced`: added by a sign-in group rule, so removed by the next sign-in whose
+    groups no longer map to the team; memberships added by hand (admin, team
+    page, invitation) are left alone by sign-ins."""
+
+    class Role(models.TextChoices):
+        MEMBER = "member", "Member"
+        ADMIN = "admin", "Team admin"
+
+    # The many-to-many's own column type (an int, not the app's big int).
+    id = models.AutoField(primary_key=True)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=6, choices=Role, default=Role.MEMBER)
+    synced = models.BooleanField(
+        default=False, help_text="Added by a sign-in group rule."
+    )
+
+    class Meta:
+        db_table = "chat_team_members"
+        constraints = [
+            models.UniqueConstraint(fields=["team", "user"], name="one_membership")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} on {self.team} ({self.get_role_display()})"
 
 
 def team_conversations(

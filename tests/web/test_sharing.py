@@ -323,11 +323,24 @@ def test_teams_and_links_are_managed_in_the_admin(admin_client, alice, talk):
         reverse("admin:chat_sharelink_change", args=[link.pk]),
     ):
         assert admin_client.get(url).status_code == 200, url
-    response = admin_client.post(
-        reverse("admin:chat_team_add"), {"name": "Ops", "members": [alice.pk]}
-    )
+    # Members are added in the memberships inline, with their role.
+    form = {
+        "name": "Ops",
+        "quota_period": "day",
+        "team_output_tokens": 0,
+        "team_answers": 0,
+        "member_output_tokens": 0,
+        "member_answers": 0,
+        "memberships-TOTAL_FORMS": 1,
+        "memberships-INITIAL_FORMS": 0,
+        "memberships-0-user": alice.pk,
+        "memberships-0-role": "admin",
+    }
+    response = admin_client.post(reverse("admin:chat_team_add"), form)
     assert response.status_code == 302
-    assert list(Team.objects.get(name="Ops").members.all()) == [alice]
+    ops = Team.objects.get(name="Ops")
+    assert list(ops.members.all()) == [alice]
+    assert list(ops.admins()) == [alice]
 
 
 def test_revoking_holds_when_the_channel_layer_is_away(

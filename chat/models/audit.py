@@ -1,0 +1,81 @@
+"""The audit log: who signed in (or failed to), who invited whom, and who
+changed whose role or access, with the time and the client's address. Listed
+for staff; written by `AuditEvent.record` only, never edited."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+
+
+class AuditEvent(models.Model):
+    class Kind(models.TextChoices):
+        SIGN_IN = "sign_in", "Signed in"
+        SIGN_IN_FAILED = "sign_in_failed", "Sign-in failed"
+        SIGN_OUT = "sign_out", "Signed out"
+        ACCOUNT_CREATED = "account_created", "Account created"
+        INVITATION_CREATED = "invitation_created", "Invitation created"
+        INVITATION_USED = "invitation_used", "Invitation used"
+        PASSWORD_CHANGED = "password_changed", "Password changed"
+        MEMBERSHIP_CHANGED = "membership_changed", "Team membership changed"
+        ROLE_CHANGED = "role_changed", "Role changed"
+        ACCESS_CHANGED = "access_changed", "Model access changed"
+        QUOTA_CHANGED = "quota_changed", "Quota changed"
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    kind = models.CharField(max_length=20, choices=Kind)
+    # Who did it (None: the system, e.g. a sign-in's group rules) ...
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    # ... to whom (a failed sign-in names only the username it tried).
+    subject = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    username = models.CharField(max_length=150, blank=True)
+    address = models.CharField(max_length=45, blank=True)
+    method = models.CharField(
+        max_length=10, blank=True, help_text="password, oidc, ldap, invitation"
+    )
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()}: {self.username or self.subject_id}"
+
+    @classmethod
+    def record(
+        cls,
+        kind: str,
+        *,
+        actor: Any = None,
+        subject: Any = None,
+        username: str = "",
+        address: str = "",
+        method: str = "",
+        **detail: Any,
+    ) -> AuditEvent:
+        """One event. `actor`/`subject`: users (or None); `detail`: JSON values."""
+        if subject is not None and not username:
+            username = subject.get_username()
+        return cls.objects.create(
+            kind=kind,
+            actor=actor if actor is not None and actor.pk else None,
+            subject=subject,
+            username=username[:150],
+            address=address[:45],
+            method=method,
+            detail=detail,
+        )
