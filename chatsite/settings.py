@@ -165,6 +165,13 @@ WS_FLOOD_CLOSE_AFTER = env_int("WS_FLOOD_CLOSE_AFTER", 200, minimum=1)
 # Failed sign-ins allowed per username and per client address in the window
 # (seconds) before sign-in is refused for the rest of it (chat.web.signin).
 SIGNIN_FAILURES_PER_USERNAME = env_int("SIGNIN_FAILURES_PER_USERNAME", 5, minimum=1)
+
+# Sign-in through an identity provider (README, "Sign-in"): accounts made on a
+# first sign-in only for these email domains (blank: any).
+CHATSITE_ALLOWED_EMAIL_DOMAINS = env_list("CHATSITE_ALLOWED_EMAIL_DOMAINS", [])
+# Whether local usernames and passwords sign in on the site's sign-in page (off:
+# only the providers' buttons are shown; staff still sign in to /admin/).
+CHATSITE_LOCAL_SIGNIN = env_bool("CHATSITE_LOCAL_SIGNIN", True)
 SIGNIN_FAILURES_PER_ADDRESS = env_int("SIGNIN_FAILURES_PER_ADDRESS", 20, minimum=1)
 SIGNIN_LOCKOUT_SECONDS = env_int("SIGNIN_LOCKOUT_SECONDS", 900, minimum=1)
 # The reverse proxies (addresses or networks) whose X-Forwarded-For names the

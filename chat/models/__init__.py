@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chat.models.accounts import Invitation, Theme, UserSettings
+from chat.models.accounts import ExternalAccount, Invitation, Theme, UserSettings
 from chat.models.admission import Ticket
 from chat.models.audit import AuditEvent
 from chat.models.conversations import Conversation, Retry, Turn, VersionSwitch
@@ -27,6 +27,7 @@ from chat.models.teams import Membership, Team
 from chat.models.versions import Version, Versions
 
 __all__ = [
+    "ExternalAccount",
     "AuditEvent",
     "GroupRule",
     "Invitation",

@@ -116,3 +116,30 @@ class Invitation(models.Model):
     @property
     def usable(self) -> bool:
         return self.used_at is None and self.expires_at > timezone.now()
+
+
+class ExternalAccount(models.Model):
+    """The provider identity an account signs in with: an OpenID Connect
+    issuer's `sub`, or an LDAP entry's username. Found by this, not by email or
+    username, so a provider's user can never take over a local account that
+    happens to share a name (`chat.accounts.provisioning`)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="external_accounts",
+    )
+    method = models.CharField(max_length=10)  # "oidc" or "ldap"
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_sign_in = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["method", "subject"], name="one_account_per_identity"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.method}:{self.subject} → {self.user}"

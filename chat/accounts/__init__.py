@@ -1,0 +1,2 @@
+"""Sign-in through an identity provider (OpenID Connect, LDAP): the account a
+provider's identity maps to, and the teams and role its groups map to."""

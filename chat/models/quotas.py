@@ -1,0 +1,154 @@
+"""Quotas: answers and output tokens per UTC day or month, for each user (the
+site's limit, each of their teams' member limit) and each team as a whole.
+
+Usage is counted from the stored answers (the rows every process writes), so
+every process sees the same figures; an answer counts from when it was asked,
+whatever its end, except one refused or failed before its first word. Its
+tokens are the server's own count when it sent one, else the estimate the
+throughput page uses (characters of answer and thinking over four).
+
+Checked at admission, before the model is asked (`Conversation.begin_turn`): an
+answer already running is never cut short by its own tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.db.models import Case, F, FloatField, Q, Sum, Value, When
+from django.db.models.functions import Cast, Coalesce, Length
+from django.utils import timezone
+
+from chat.models.messages import Message
+from chat.models.quota_periods import QuotaPeriod
+from chat.models.site import SiteDefaults
+from chat.models.teams import Team
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
+CHARS_PER_TOKEN = 4.0
+# Shown near the composer from this share of a limit on.
+WARN_FRACTION = 0.8
+ANSWERS, TOKENS = "answers", "output tokens"
+
+
+class QuotaReached(Exception):
+    """A turn refused: one of the user's limits is used up."""
+
+
+@dataclass(frozen=True)
+class Limit:
+    """One limit that applies to a user, and how much of it is used."""
+
+    scope: str  # "you" or "team <name>"
+    kind: str  # ANSWERS or TOKENS
+    used: int
+    allowed: int
+    resets_at: datetime
+
+    @property
+    def fraction(self) -> float:
+        return self.used / self.allowed if self.allowed else 0.0
+
+    @property
+    def reached(self) -> bool:
+        return self.used >= self.allowed
+
+    def message(self) -> str:
+        whose = "Your" if self.scope == "you" else f"Your {self.scope}'s"
+        when = self.resets_at.strftime("%H:%M UTC")
+        if self.resets_at.day == 1 and self.resets_at.hour == 0:
+            when = self.resets_at.strftime("%H:%M UTC on %d %b")
+        return (
+            f"{whose} quota is reached ({self.used:,} of {self.allowed:,} "
+            f"{self.kind}); it resets at {when}."
+        )
+
+
+def answer_tokens() -> Any:
+    """An answer's output tokens: the server's count, else the estimate."""
+    estimate = Cast(Length("content") + Length("thinking"), FloatField()) / Value(
+        CHARS_PER_TOKEN
+    )
+    return Case(
+        When(output_tokens__gt=0, then=Cast(F("output_tokens"), FloatField())),
+        default=estimate,
+        output_field=FloatField(),
+    )
+
+
+def counted_answers(start: datetime, end: datetime) -> Any:
+    """The answers a quota counts, asked in [start, end)."""
+    refused = Q(status=Message.Status.ERROR, content="", thinking="")
+    return Message.objects.filter(
+        role=Message.Role.ASSISTANT, created_at__gte=start, created_at__lt=end
+    ).exclude(refused)
+
+
+def _used(answers: Any) -> tuple[int, int]:
+    totals = answers.aggregate(
+        answers=Coalesce(Sum(Value(1)), 0), tokens=Coalesce(Sum(answer_tokens()), 0.0)
+    )
+    return int(totals["answers"]), int(round(totals["tokens"]))
+
+
+def limits_for(user: AbstractBaseUser, now: datetime | None = None) -> list[Limit]:
+    """Every limit that applies to `user` (none set: an empty list)."""
+    now = now or timezone.now()
+    limits: list[Limit] = []
+
+    def add(scope: str, period: str, answers_of: Any, caps: dict[str, int]) -> None:
+        if not any(caps.values()):
+            return
+        start, end = QuotaPeriod(period).window(now)
+        answers, tokens = _used(answers_of(start, end))
+        for kind, used in ((ANSWERS, answers), (TOKENS, tokens)):
+            if caps[kind]:
+                limits.append(Limit(scope, kind, used, caps[kind], end))
+
+    def own(start: datetime, end: datetime) -> Any:
+        return counted_answers(start, end).filter(conversation__owner_id=user.pk)
+
+    site = SiteDefaults.load()
+    add(
+        "you",
+        site.quota_period,
+        own,
+        {ANSWERS: site.user_answers, TOKENS: site.user_output_tokens},
+    )
+    for team in Team.objects.of(user):  # type: ignore[arg-type]
+        add(
+            "you",
+            team.quota_period,
+            own,
+            {ANSWERS: team.member_answers, TOKENS: team.member_output_tokens},
+        )
+
+        def team_answers(start: datetime, end: datetime, team: Team = team) -> Any:
+            members = team.memberships.values("user_id")
+            return counted_answers(start, end).filter(
+                conversation__owner_id__in=members
+            )
+
+        add(
+            f"team {team.name}",
+            team.quota_period,
+            team_answers,
+            {ANSWERS: team.team_answers, TOKENS: team.team_output_tokens},
+        )
+    return limits
+
+
+def check(user: AbstractBaseUser, now: datetime | None = None) -> None:
+    """Raise QuotaReached, naming the first limit used up and when it resets."""
+    for limit in limits_for(user, now):
+        if limit.reached:
+            raise QuotaReached(limit.message())
+
+
+def warnings(user: AbstractBaseUser, now: datetime | None = None) -> list[Limit]:
+    """The limits at or above WARN_FRACTION (for the line near the composer)."""
+    return [limit for limit in limits_for(user, now) if limit.fraction >= WARN_FRACTION]
