@@ -17,9 +17,10 @@ The rules, lowest first:
   operators' modules.
 * `chat.sockets` (the WebSocket endpoints) may import `chat.live` too, never
   `chat.web` or `chat.ops`.
-* `chat.web` (pages) and `chat.ops` (operators' pages) do not import the engine,
-  the protocol or the sockets: they reach the engine through `chat.live.control`
-  and the group names and event types through `chat.live.events`.
+* `chat.web` (pages), `chat.ops` (operators' pages) and `chat.accounts` (sign-in
+  through identity providers) do not import the engine, the protocol or the
+  sockets: they reach the engine through `chat.live.control` and the group names
+  and event types through `chat.live.events`.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ ENGINE_AND_PROTOCOL = (
     "chat.live.share_frames",
     "chat.sockets",
 )
-PAGES = ("chat.web", "chat.ops")
+PAGES = ("chat.web", "chat.ops", "chat.accounts")
 NO_CYCLE_CHECK = "chat.models"
 
 
@@ -128,7 +129,7 @@ def _rule_broken(importer: str, imported: str) -> str | None:
         within(imported, engine) for engine in ENGINE_AND_PROTOCOL
     ):
         return (
-            "chat.web and chat.ops do not import the engine, the protocol or "
+            "chat.web, chat.ops and chat.accounts do not import the engine, the protocol or "
             "the sockets (use chat.live.control and chat.live.events)"
         )
     return None
