@@ -129,7 +129,8 @@ def _rule_broken(importer: str, imported: str) -> str | None:
         within(imported, engine) for engine in ENGINE_AND_PROTOCOL
     ):
         return (
-            "chat.web, chat.ops and chat.accounts do not import the engine, the protocol or "
+            "chat.web, chat.ops and chat.accounts do not import the engine, the "
+            "protocol or "
             "the sockets (use chat.live.control and chat.live.events)"
         )
     return None
@@ -317,9 +318,9 @@ def test_checker_catches_a_layer_violation(tmp_path: Path) -> None:
     assert layer_violations(_fake_graph(tmp_path)) == [
         "chat.upstream.pool imports chat.models: "
         "chat.upstream imports nothing from chat outside itself",
-        "chat.web.pages imports chat.live.frames: chat.web and chat.ops do not "
-        "import the engine, the protocol or the sockets (use chat.live.control "
-        "and chat.live.events)",
+        "chat.web.pages imports chat.live.frames: chat.web, chat.ops and "
+        "chat.accounts do not import the engine, the protocol or the sockets "
+        "(use chat.live.control and chat.live.events)",
     ]
 
 
