@@ -58,6 +58,7 @@ def audit_log_page(request: HttpRequest) -> HttpResponse:
         **admin.site.each_context(request),
         "title": "Audit log",
         "form": form,
+        "page": None,
     }
     status = 200
     if form.is_valid():
