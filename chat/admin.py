@@ -184,6 +184,10 @@ class MembershipInline(admin.TabularInline):  # type: ignore[type-arg]
 
 @admin.register(Team)
 class TeamAdmin(AuditedTeamAdmin):
+    def view_on_site(self, obj: Team) -> str:
+        # The team page's management, where staff see the team's usage.
+        return reverse("team_manage", args=[obj.pk])
+
     list_display = ["name"]
     search_fields = ["name", "members__username"]
     inlines = [MembershipInline]

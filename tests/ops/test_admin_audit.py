@@ -183,3 +183,8 @@ def test_saving_a_team_unchanged_records_nothing(admin_client, team):
     url = reverse("admin:chat_team_change", args=[team.pk])
     assert admin_client.post(url, posted(admin_client.get(url))).status_code == 302
     assert changes() == []
+
+
+def test_the_team_admin_links_the_team_page(admin_client, team):
+    html = admin_client.get(reverse("admin:chat_team_change", args=[team.pk]))
+    assert reverse("team_manage", args=[team.pk]) in html.content.decode()

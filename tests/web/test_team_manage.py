@@ -132,8 +132,10 @@ def test_a_switched_off_admin_cannot_manage(alice, team):
     client = client_of(alice)
     alice.is_active = False
     alice.save()
+    # The session no longer signs anyone in: back to the sign-in page.
     response = client.get(url("team_manage", team))
-    assert response.status_code in (302, 403, 404)
+    assert response.status_code == 302 and response.url.startswith(reverse("login"))
+    assert not team.managed_by(alice)
 
 
 def test_a_get_to_a_change_is_refused(admin_of_team, team):
@@ -226,6 +228,8 @@ def test_an_admin_may_leave_when_another_admin_stays(admin_of_team, alice, bob, 
     )
     assert response.status_code == 302 and response.url == reverse("team_home")
     assert not team.members.filter(pk=alice.pk).exists()
+    home = admin_of_team.get(response.url).content.decode()
+    assert "alice left the team." in home
 
 
 def test_a_synced_member_is_left_to_the_group_rules(admin_of_team, team, carol):
@@ -404,3 +408,57 @@ def test_sign_in_with_a_password_then_manage(alice, team, settings):
     client = Client()
     sign_in(client, "alice", PASSWORDS["alice"])
     assert client.get(url("team_manage", team)).status_code == 200
+
+
+# --- Two admins demoting each other at once ---
+
+
+def _waiting_for_a_lock() -> bool:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        return bool(cursor.fetchone()[0])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_admins_demoting_each_other_at_once_leave_one(alice, bob):
+    import threading
+
+    from django.db import connections, transaction
+
+    from tests.waiting import until_sync
+
+    team = Team.objects.create(name="Pair")
+    alices = Membership.objects.create(team=team, user=alice, role="admin")
+    bobs = Membership.objects.create(team=team, user=bob, role="admin")
+    outcome: list[str] = []
+
+    def bob_demotes_alice() -> None:
+        try:
+            team.set_role(alices, "member", by=bob)
+            outcome.append("demoted")
+        except Team.Refused as refusal:
+            outcome.append(str(refusal))
+        finally:
+            connections.close_all()
+
+    with transaction.atomic():
+        team.set_role(bobs, "member", by=alice)  # not committed yet
+        other = threading.Thread(target=bob_demotes_alice)
+        other.start()
+        # bob's change waits for alice's to end, rather than counting admins
+        # that alice's change is about to take away.
+        until_sync(_waiting_for_a_lock, "bob's change waiting for the team's lock")
+    other.join(20)
+    assert outcome == [
+        "The last admin of this team cannot be made a plain member: make "
+        "someone else a team admin first."
+    ]
+    assert dict(team.memberships.values_list("user__username", "role")) == {
+        "alice": "admin",
+        "bob": "member",
+    }
