@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
@@ -20,7 +21,7 @@ from chat.models import (
     Team,
 )
 from chat.ops import discovery_views
-from chat.ops.admin_audit import AuditedAdmin, AuditedTeamAdmin
+from chat.ops.admin_audit import AuditedAdmin, AuditedTeamAdmin, AuditedUserAdmin
 from chat.web.signin import ThrottledAdminAuthenticationForm
 
 # The admin's own sign-in page is throttled like the site's.
@@ -128,7 +129,10 @@ class ConversationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 class SiteDefaultsAdmin(AuditedAdmin):
     """One row: it can be changed, not added twice nor deleted."""
 
-    audit_quota_fields = ("quota_period", "user_output_tokens", "user_answers")
+    audit_fields = dict.fromkeys(
+        ["quota_period", "user_output_tokens", "user_answers"],
+        AuditEvent.Kind.QUOTA_CHANGED,
+    )
 
     fieldsets = [
         (
@@ -218,6 +222,8 @@ class ShareLinkAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 # Teams are chatsite's one grouping of people (sign-in group rules map a
 # provider's groups to them): Django's own Groups would be a second concept.
 admin.site.unregister(Group)
+admin.site.unregister(get_user_model())
+admin.site.register(get_user_model(), AuditedUserAdmin)
 
 
 @admin.register(GroupRule)

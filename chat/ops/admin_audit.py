@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from django.contrib import admin
 from django.contrib.auth import get_user_model
-from django.db import models
+from django.contrib.auth.admin import UserAdmin
 from django.forms import BaseInlineFormSet, ModelForm
 from django.http import HttpRequest
 
@@ -23,26 +23,26 @@ def _plain(value: Any) -> Any:
         return value
     if isinstance(value, datetime | date):
         return value.isoformat()
-    if isinstance(value, models.Model):
-        return str(value)
     return str(value)
 
 
 class AuditedAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    """`audit_quota_fields`: fields whose change is a quota change;
-    `audit_access_m2m`: many-to-many fields whose change is an access change
-    (a model profile's teams)."""
+    """`audit_fields`: field name → the kind of change it is (a quota, a
+    role); `audit_access_m2m`: many-to-many fields whose change is an access
+    change (a model profile's teams)."""
 
-    audit_quota_fields: ClassVar[tuple[str, ...]] = ()
+    audit_fields: ClassVar[dict[str, str]] = {}
     audit_access_m2m: ClassVar[tuple[str, ...]] = ()
 
     def _record(self, request: HttpRequest, kind: str, obj: Any, **detail: Any) -> None:
         AuditEvent.record(
             kind,
             actor=request.user,
+            # A change of a person's own account names them.
+            subject=obj if isinstance(obj, get_user_model()) else None,
             address=client_address(request),
             via="admin",
-            model=obj._meta.verbose_name,
+            model=str(obj._meta.verbose_name),
             object=str(obj),
             object_id=obj.pk,
             **detail,
@@ -52,13 +52,15 @@ class AuditedAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         self, request: HttpRequest, obj: Any, form: ModelForm[Any], change: bool
     ) -> None:
         super().save_model(request, obj, form, change)
-        changes = {
-            name: [_plain(form.initial.get(name)), _plain(form.cleaned_data.get(name))]
-            for name in self.audit_quota_fields
-            if name in form.changed_data
-        }
-        if changes:
-            self._record(request, AuditEvent.Kind.QUOTA_CHANGED, obj, changes=changes)
+        by_kind: dict[str, dict[str, list[Any]]] = {}
+        for name, kind in self.audit_fields.items():
+            if name in form.changed_data:
+                by_kind.setdefault(kind, {})[name] = [
+                    _plain(form.initial.get(name)),
+                    _plain(form.cleaned_data.get(name)),
+                ]
+        for kind, changes in by_kind.items():
+            self._record(request, kind, obj, changes=changes)
 
     def save_related(
         self,
@@ -92,12 +94,15 @@ class AuditedTeamAdmin(AuditedAdmin):
     """A team's memberships (the inline) audited per person, as the team page
     audits them: who joined, who left, whose role changed."""
 
-    audit_quota_fields = (
-        "quota_period",
-        "team_output_tokens",
-        "team_answers",
-        "member_output_tokens",
-        "member_answers",
+    audit_fields = dict.fromkeys(
+        [
+            "quota_period",
+            "team_output_tokens",
+            "team_answers",
+            "member_output_tokens",
+            "member_answers",
+        ],
+        AuditEvent.Kind.QUOTA_CHANGED,
     )
 
     def save_related(
@@ -146,6 +151,24 @@ class AuditedTeamAdmin(AuditedAdmin):
             via="admin",
             **detail,
         )
+
+
+class AuditedUserAdmin(AuditedAdmin, UserAdmin):  # type: ignore[type-arg]
+    """Django's user admin, without Groups (teams are the one grouping:
+    `chat.admin`), its staff and superuser switches audited as role changes
+    and switching an account off or on as an access change."""
+
+    audit_fields = {
+        "is_staff": AuditEvent.Kind.ROLE_CHANGED,
+        "is_superuser": AuditEvent.Kind.ROLE_CHANGED,
+        "is_active": AuditEvent.Kind.ACCESS_CHANGED,
+    }
+    fieldsets = tuple(
+        (name, {**options, "fields": [f for f in options["fields"] if f != "groups"]})
+        for name, options in UserAdmin.fieldsets or ()
+    )
+    filter_horizontal = ("user_permissions",)
+    list_filter = ("is_staff", "is_superuser", "is_active")
 
 
 def _roles(team: Team) -> dict[int, str]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.forms import MultiWidget
+
 
 def _put(data: dict[str, Any], name: str, value: Any) -> None:
     if value is None:
@@ -23,7 +25,12 @@ def posted(response: Any, **changes: Any) -> dict[str, Any]:
     context = response.context
     data: dict[str, Any] = {}
     for field in context["adminform"].form:
-        _put(data, field.html_name, field.value())
+        widget = field.field.widget
+        if isinstance(widget, MultiWidget):  # a date and a time, e.g.
+            for i, part in enumerate(widget.decompress(field.value())):
+                _put(data, f"{field.html_name}_{i}", part)
+        else:
+            _put(data, field.html_name, field.value())
     for inline in context["inline_admin_formsets"]:
         formset = inline.formset
         for field in formset.management_form:

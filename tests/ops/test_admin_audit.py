@@ -188,3 +188,54 @@ def test_saving_a_team_unchanged_records_nothing(admin_client, team):
 def test_the_team_admin_links_the_team_page(admin_client, team):
     html = admin_client.get(reverse("admin:chat_team_change", args=[team.pk]))
     assert reverse("team_manage", args=[team.pk]) in html.content.decode()
+
+
+# --- People: staff and switched-off accounts ---
+
+
+def test_making_someone_staff_is_a_role_change(admin_client, admin_user, alice):
+    url = reverse("admin:auth_user_change", args=[alice.pk])
+    page = admin_client.get(url)
+    assert 'name="groups"' not in page.content.decode()
+    response = admin_client.post(
+        url, posted(page, is_staff=True), REMOTE_ADDR="192.0.2.6"
+    )
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    alice.refresh_from_db()
+    assert alice.is_staff
+    [event] = changes()
+    assert (event.kind, event.actor, event.subject, event.address) == (
+        Kind.ROLE_CHANGED,
+        admin_user,
+        alice,
+        "192.0.2.6",
+    )
+    assert event.detail["changes"] == {"is_staff": [False, True]}
+
+
+def test_switching_an_account_off_is_an_access_change(admin_client, alice):
+    url = reverse("admin:auth_user_change", args=[alice.pk])
+    admin_client.post(url, posted(admin_client.get(url), is_active=False))
+    [event] = changes()
+    assert (event.kind, event.subject) == (Kind.ACCESS_CHANGED, alice)
+    assert event.detail["changes"] == {"is_active": [True, False]}
+
+
+def test_a_user_saved_unchanged_records_nothing(admin_client, alice):
+    url = reverse("admin:auth_user_change", args=[alice.pk])
+    assert admin_client.post(url, posted(admin_client.get(url))).status_code == 302
+    assert changes() == []
+
+
+def test_a_new_user_in_the_admin_still_works(admin_client, django_user_model):
+    response = admin_client.post(
+        reverse("admin:auth_user_add"),
+        {
+            "username": "erin",
+            "password1": "a long pass phrase 42",
+            "password2": "a long pass phrase 42",
+            "usable_password": "true",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    assert django_user_model.objects.filter(username="erin").exists()
