@@ -10,6 +10,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
+from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -34,6 +35,18 @@ class InviteForm(forms.Form):
         required=False,
         help_text="Only this address may use the link. Blank: anyone who has it.",
     )
+
+    def clean_email(self) -> str:
+        email: str = self.cleaned_data["email"]
+        users = get_user_model()._default_manager
+        if email and users.filter(email__iexact=email).exists():
+            # An invitation makes a new account; this person has one.
+            raise forms.ValidationError(
+                "%(email)s has an account here already: add them by their "
+                "username instead.",
+                params={"email": email},
+            )
+        return email
 
 
 class _PlainMember(Exception):

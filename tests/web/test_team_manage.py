@@ -363,6 +363,16 @@ def test_a_bad_email_makes_no_invitation(admin_of_team, team, email):
     assert not events(Kind.INVITATION_CREATED)
 
 
+def test_inviting_someone_who_has_an_account_says_to_add_them(admin_of_team, team, bob):
+    response = admin_of_team.post(
+        url("team_invite", team), {"email": "BOB@example.org"}
+    )
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "BOB@example.org has an account here already: add them by their" in html
+    assert Invitation.objects.count() == 0
+
+
 # --- Usage ---
 
 
