@@ -6,6 +6,7 @@ a 403 to its plain members. The rules and the audit live on the model
 
 from __future__ import annotations
 
+from functools import wraps
 from typing import Any
 
 from django import forms
@@ -94,6 +95,7 @@ def managed_view(view: Any) -> Any:
     """Signed in, and a 403 page (not the generic one) for plain members."""
 
     @login_required
+    @wraps(view)
     def wrapped(request: SignedInRequest, pk: int, **kwargs: Any) -> HttpResponse:
         try:
             team = _managed(request, pk)

@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from chat.models import AuditEvent, Invitation, Membership, Team
-from tests.browser.test_csp import violations
+from tests.browser.csp import violations
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
