@@ -21,6 +21,18 @@ from chat.web.client_address import client_address
 METHODS = {"oidc": "oidc", "ldap": "ldap"}
 
 
+def refusal_recorded(request: HttpRequest | None) -> None:
+    """Tell `sign_in_failed` that this request's failure is in the log already:
+    a backend calls it after `provisioning.provision` refused (and recorded,
+    with the reason) a username and password sign-in, such as LDAP's, whose
+    `authenticate` then fails and sends `user_login_failed` too."""
+    if request is not None:
+        setattr(request, _RECORDED, True)
+
+
+_RECORDED = "_chat_sign_in_failure_recorded"
+
+
 def method_of(backend: str) -> str:
     name = backend.casefold()
     return next((m for key, m in METHODS.items() if key in name), "password")
@@ -74,6 +86,8 @@ def sign_in_failed(
     # is recorded, with its reason, by `chat.accounts.provisioning`.
     username = credentials.get("username")
     if not isinstance(username, str) or "password" not in credentials:
+        return
+    if getattr(request, _RECORDED, False):
         return
     AuditEvent.record(
         AuditEvent.Kind.SIGN_IN_FAILED,

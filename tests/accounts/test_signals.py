@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth import authenticate, login
+from django.contrib.auth.backends import BaseBackend
 from django.test import Client, RequestFactory
 
-from chat.accounts.signals import method_of
+from chat.accounts.signals import method_of, refusal_recorded
 from chat.models import AuditEvent
 from tests.conftest import PASSWORDS
 from tests.web.signing_in import fresh_cache, sign_in
@@ -137,3 +138,23 @@ def test_credentials_without_a_password_are_left_to_the_provider_seam(db):
 )
 def test_method_of_a_backend(backend, method):
     assert method_of(backend) == method
+
+
+class RefusingBackend(BaseBackend):
+    """A directory backend whose provisioning refused the person: the seam
+    recorded the refusal with its reason; Django's failure signal follows."""
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        AuditEvent.record(
+            Kind.SIGN_IN_FAILED, username=username, method="ldap", reason="off"
+        )
+        refusal_recorded(request)
+        return None
+
+
+def test_a_refusal_the_provider_seam_recorded_is_not_recorded_twice(alice, settings):
+    settings.AUTHENTICATION_BACKENDS = [f"{__name__}.RefusingBackend"]
+    response = sign_in(Client(), "alice", PASSWORDS["alice"])
+    assert response.status_code == 200
+    [event] = AuditEvent.objects.all()
+    assert (event.method, event.detail) == ("ldap", {"reason": "off"})
