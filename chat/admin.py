@@ -3,12 +3,16 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import URLPattern, path, reverse
 
 from chat.models import (
+    AuditEvent,
     Conversation,
+    GroupRule,
     Membership,
     Message,
     ModelProfile,
@@ -17,6 +21,7 @@ from chat.models import (
     Team,
 )
 from chat.ops import discovery_views
+from chat.ops.admin_audit import AuditedAdmin, AuditedTeamAdmin, AuditedUserAdmin
 from chat.web.signin import ThrottledAdminAuthenticationForm
 
 # The admin's own sign-in page is throttled like the site's.
@@ -24,7 +29,8 @@ admin.site.login_form = ThrottledAdminAuthenticationForm
 
 
 @admin.register(ModelProfile)
-class ModelProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class ModelProfileAdmin(AuditedAdmin):
+    audit_access_m2m = ("teams",)  # audited: chat.ops.admin_audit
     list_display = [
         "tag",
         "display_name",
@@ -41,8 +47,17 @@ class ModelProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_filter = ["backend", "enabled", "is_demo"]
     search_fields = ["tag", "display_name", "base_url"]
     readonly_fields = ["chars_per_token"]
+    filter_horizontal = ["teams"]
     fieldsets = [
         (None, {"fields": ["tag", "display_name", "enabled", "is_demo"]}),
+        (
+            "Who may use it",
+            {
+                "description": "Only members of the chosen teams are offered the "
+                "model; none chosen: everyone.",
+                "fields": ["teams"],
+            },
+        ),
         (
             "Server",
             {
@@ -111,8 +126,13 @@ class ConversationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 @admin.register(SiteDefaults)
-class SiteDefaultsAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class SiteDefaultsAdmin(AuditedAdmin):
     """One row: it can be changed, not added twice nor deleted."""
+
+    audit_fields = dict.fromkeys(
+        ["quota_period", "user_output_tokens", "user_answers"],
+        AuditEvent.Kind.QUOTA_CHANGED,
+    )
 
     fieldsets = [
         (
@@ -131,6 +151,14 @@ class SiteDefaultsAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         (
             "Limits and sharing",
             {"fields": ["generations_per_user", "share_requires_sign_in"]},
+        ),
+        (
+            "Quota of each user",
+            {
+                "description": "Counted from the stored answers, per UTC day or "
+                "month; a team's own quotas are set on the team. 0: no limit.",
+                "fields": ["quota_period", "user_output_tokens", "user_answers"],
+            },
         ),
     ]
 
@@ -159,7 +187,11 @@ class MembershipInline(admin.TabularInline):  # type: ignore[type-arg]
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class TeamAdmin(AuditedTeamAdmin):
+    def view_on_site(self, obj: Team) -> str:
+        # The team page's management, where staff see the team's usage.
+        return reverse("team_manage", args=[obj.pk])
+
     list_display = ["name"]
     search_fields = ["name", "members__username"]
     inlines = [MembershipInline]
@@ -183,3 +215,53 @@ class ShareLinkAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "revoked_at",
         "created_at",
     )
+
+
+# --- Identity: sign-in group rules, the audit log ---
+
+# Teams are chatsite's one grouping of people (sign-in group rules map a
+# provider's groups to them): Django's own Groups would be a second concept.
+admin.site.unregister(Group)
+admin.site.unregister(get_user_model())
+admin.site.register(get_user_model(), AuditedUserAdmin)
+
+
+@admin.register(GroupRule)
+class GroupRuleAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ["group", "source", "team", "team_role", "makes_staff"]
+    list_filter = ["source", "makes_staff", "team"]
+    search_fields = ["group", "team__name"]
+    autocomplete_fields = ["team"]
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Read only: the log is written by `AuditEvent.record`, never edited."""
+
+    list_display = ["at", "kind", "actor", "username", "address", "method"]
+    list_filter = ["kind", "method"]
+    search_fields = ["username", "actor__username", "address"]
+    date_hierarchy = "at"
+    fields = readonly_fields = (
+        "at",
+        "kind",
+        "actor",
+        "subject",
+        "username",
+        "address",
+        "method",
+        "detail",
+    )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(
+        self, request: HttpRequest, obj: AuditEvent | None = None
+    ) -> bool:
+        return False
+
+    def has_delete_permission(
+        self, request: HttpRequest, obj: AuditEvent | None = None
+    ) -> bool:
+        return False

@@ -17,3 +17,8 @@ class ChatConfig(AppConfig):
         # The operators' counters hear of each finished answer (the engine
         # imports nothing of chat.ops).
         on_answer_finished(observe_answer)
+
+        # The audit log hears of sign-ins, failed ones and sign-outs.
+        from chat.accounts import signals as audit_signals
+
+        audit_signals.connect()

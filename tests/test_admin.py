@@ -28,6 +28,9 @@ def site_form(**values):
         "default_history_policy": "all",
         "default_history_last_n": "20",
         "generations_per_user": "3",
+        "quota_period": "day",
+        "user_output_tokens": "0",
+        "user_answers": "0",
     }
     data.update({k: str(v) for k, v in values.items()})
     return data

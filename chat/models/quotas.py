@@ -152,3 +152,73 @@ def check(user: AbstractBaseUser, now: datetime | None = None) -> None:
 def warnings(user: AbstractBaseUser, now: datetime | None = None) -> list[Limit]:
     """The limits at or above WARN_FRACTION (for the line near the composer)."""
     return [limit for limit in limits_for(user, now) if limit.fraction >= WARN_FRACTION]
+
+
+# --- A team's usage for its admins (the team page, chat.web.team_admin) ---
+
+
+@dataclass(frozen=True)
+class MemberUsage:
+    membership: Any  # a chat.models.teams.Membership, its user selected
+    answers: int
+    tokens: int
+
+    @property
+    def user(self) -> Any:
+        return self.membership.user
+
+
+@dataclass(frozen=True)
+class TeamUsage:
+    """The team's use of its current period, whole and per member, beside its
+    limits (0: none)."""
+
+    start: datetime
+    end: datetime
+    answers: int
+    tokens: int
+    members: list[MemberUsage]
+    team_answers: int
+    team_tokens: int
+    member_answers: int
+    member_tokens: int
+
+
+def team_usage(team: Team, now: datetime | None = None) -> TeamUsage:
+    """Counted as `limits_for` counts: a team's figure is its present members'
+    answers in the period, whichever team they asked them for."""
+    start, end = QuotaPeriod(team.quota_period).window(now or timezone.now())
+    memberships = list(
+        team.memberships.select_related("user").order_by("user__username")
+    )
+    answered = counted_answers(start, end).filter(
+        conversation__owner_id__in=[m.user_id for m in memberships]
+    )
+    answers, tokens = _used(answered)  # the team's limit's own figures
+    per_owner = {
+        row["conversation__owner_id"]: row
+        for row in answered.values("conversation__owner_id").annotate(
+            answers=Coalesce(Sum(Value(1)), 0), tokens=Sum(answer_tokens())
+        )
+    }
+    members = []
+    for m in memberships:
+        row = per_owner.get(m.user_id, {})
+        members.append(
+            MemberUsage(
+                membership=m,
+                answers=int(row.get("answers") or 0),
+                tokens=int(round(row.get("tokens") or 0.0)),
+            )
+        )
+    return TeamUsage(
+        start=start,
+        end=end,
+        answers=answers,
+        tokens=tokens,
+        members=members,
+        team_answers=team.team_answers,
+        team_tokens=team.team_output_tokens,
+        member_answers=team.member_answers,
+        member_tokens=team.member_output_tokens,
+    )

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import models, transaction
 
+from chat.models.audit import AuditEvent
 from chat.models.conversations import Conversation
 from chat.models.messages import Message
 from chat.models.quota_periods import QuotaPeriod
@@ -69,6 +70,121 @@ class Team(models.Model):
     def admins(self) -> models.QuerySet[User]:
         return get_user_model().objects.filter(
             memberships__team=self, memberships__role=Membership.Role.ADMIN
+        )
+
+    # --- The team page's changes (chat.web.team_admin), each audited ---
+
+    class Refused(Exception):
+        """A change the team page refuses; `str(exc)` says why, for the person."""
+
+    def managed_by(self, user: User | AnonymousUser) -> bool:
+        """Staff and the team's own admins manage it on the team page."""
+        if not (user.is_authenticated and user.is_active):
+            return False
+        return (
+            user.is_staff
+            or self.memberships.filter(
+                user_id=user.pk, role=Membership.Role.ADMIN
+            ).exists()
+        )
+
+    @transaction.atomic
+    def add_member(self, username: str, *, by: User, address: str = "") -> Membership:
+        username = username.strip()
+        if not username:
+            raise Team.Refused("Type the username of the person to add.")
+        user = get_user_model()._default_manager.filter(username=username).first()
+        if user is None:
+            raise Team.Refused(
+                f"No account is named “{username}”. Invite them with a link instead."
+            )
+        if not user.is_active:
+            raise Team.Refused(f"The account “{username}” is switched off.")
+        membership, created = Membership.objects.get_or_create(team=self, user=user)
+        if not created:
+            raise Team.Refused(f"“{username}” is already on this team.")
+        self._audit(AuditEvent.Kind.MEMBERSHIP_CHANGED, by, user, address, joined=True)
+        return membership
+
+    @transaction.atomic
+    def remove_member(
+        self, membership: Membership, *, by: User, address: str = ""
+    ) -> None:
+        membership = self._locked(membership)
+        self._refuse_synced(membership)
+        if membership.role == Membership.Role.ADMIN:
+            self._refuse_last_admin(membership, "removed")
+        membership.delete()
+        self._audit(
+            AuditEvent.Kind.MEMBERSHIP_CHANGED, by, membership.user, address, left=True
+        )
+
+    @transaction.atomic
+    def set_role(
+        self, membership: Membership, role: str, *, by: User, address: str = ""
+    ) -> None:
+        if role not in Membership.Role.values:
+            raise Team.Refused("Choose a role: member or team admin.")
+        membership = self._locked(membership)
+        if membership.role == role:
+            return
+        self._refuse_synced(membership)
+        if membership.role == Membership.Role.ADMIN:
+            self._refuse_last_admin(membership, "made a plain member")
+        before, membership.role = membership.role, role
+        membership.save(update_fields=["role"])
+        self._audit(
+            AuditEvent.Kind.ROLE_CHANGED,
+            by,
+            membership.user,
+            address,
+            role=[before, role],
+        )
+
+    def _locked(self, membership: Membership) -> Membership:
+        # Two admins demoting each other at once must not leave none: the
+        # team's row is the lock every change of its roles takes first.
+        Team.objects.select_for_update().filter(pk=self.pk).first()
+        fresh = (
+            Membership.objects.select_related("user")
+            .filter(pk=membership.pk, team=self)
+            .first()
+        )
+        if fresh is None:
+            raise Team.Refused("That person is no longer on this team.")
+        return fresh
+
+    @staticmethod
+    def _refuse_synced(membership: Membership) -> None:
+        if membership.synced:
+            raise Team.Refused(
+                f"“{membership.user.get_username()}” is on this team through a "
+                "sign-in group rule: change their groups at the identity "
+                "provider, or the rule in the admin."
+            )
+
+    def _refuse_last_admin(self, membership: Membership, change: str) -> None:
+        others = self.memberships.filter(role=Membership.Role.ADMIN).exclude(
+            pk=membership.pk
+        )
+        if not others.exists():
+            raise Team.Refused(
+                f"The last admin of this team cannot be {change}: make someone "
+                "else a team admin first."
+            )
+
+    def _audit(
+        self, kind: str, by: User, subject: User, address: str, **detail: Any
+    ) -> None:
+        AuditEvent.record(
+            kind,
+            actor=by,
+            subject=subject,
+            address=address,
+            team=self.name,
+            team_id=self.pk,
+            via="team page",
+            **detail,
         )
 
 

@@ -20,7 +20,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
 from chat.models import Message
-from chat.ops import throughput
+from chat.ops import audit_log, throughput
 from chat.ops.charts import LineChart, line_chart
 from chat.ops.server_status import server_statuses
 
@@ -210,4 +210,5 @@ urlpatterns = [
     path("throughput/", throughput_page, name="admin_throughput"),
     path("model-servers/", model_servers_page, name="admin_model_servers"),
     path("model-servers/panel/", model_servers_panel, name="admin_model_servers_panel"),
+    path("audit/", audit_log.audit_log_page, name="admin_audit_log"),
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from chat.web import sharing, teams
+from chat.web import sharing, team_admin, teams
 
 urlpatterns = [
     path("c/<int:pk>/share/", sharing.share_dialog, name="share_dialog"),
@@ -33,6 +33,20 @@ urlpatterns = [
         name="shared_message_source",
     ),
     path("team/", teams.team_home, name="team_home"),
+    # The team's admins manage it (chat.web.team_admin).
+    path("team/<int:pk>/manage/", team_admin.team_manage, name="team_manage"),
+    path("team/<int:pk>/members/", team_admin.add_member, name="team_add_member"),
+    path(
+        "team/<int:pk>/members/<int:member_pk>/remove/",
+        team_admin.remove_member,
+        name="team_remove_member",
+    ),
+    path(
+        "team/<int:pk>/members/<int:member_pk>/role/",
+        team_admin.set_role,
+        name="team_set_role",
+    ),
+    path("team/<int:pk>/invite/", team_admin.invite, name="team_invite"),
     path("team/c/<int:pk>/", teams.team_conversation, name="team_conversation"),
     path("team/c/<int:pk>/copy/", teams.continue_in_copy, name="continue_in_copy"),
     path(

@@ -31,6 +31,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
+from django.contrib.auth.signals import user_login_failed
 from django.contrib.auth.views import LoginView
 from django.core.cache import cache
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
@@ -123,6 +124,13 @@ class ThrottledSignInMixin:
             return super().clean()  # type: ignore[misc,no-any-return]
         attempt = Attempt(self.request, username)
         if attempt.refused:
+            # Audited as a failed sign-in (chat.accounts.signals), with why.
+            user_login_failed.send(
+                sender=__name__,
+                credentials={"username": username, "password": "********"},
+                request=self.request,
+                reason=THROTTLED,
+            )
             minutes = max(1, round(settings.SIGNIN_LOCKOUT_SECONDS / 60))
             raise ValidationError(
                 "Too many failed sign-in attempts. Wait %(minutes)d minutes, "

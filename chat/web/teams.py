@@ -24,8 +24,11 @@ def _team_readable(request: SignedInRequest, pk: int) -> Conversation:
 @login_required
 @require_GET
 def team_home(request: SignedInRequest) -> HttpResponse:
+    teams = Team.objects.of(request.user).prefetch_related("members")
     context = {
-        "teams": Team.objects.of(request.user).prefetch_related("members"),
+        "teams": teams,
+        # The teams whose page links their management (chat.web.team_admin).
+        "managed": {team.pk for team in teams if team.managed_by(request.user)},
         "shared": team_conversations(request.user).order_by("-updated_at"),
     }
     return render(request, "chat/team_home.html", context)
