@@ -152,3 +152,15 @@ def check(user: AbstractBaseUser, now: datetime | None = None) -> None:
 def warnings(user: AbstractBaseUser, now: datetime | None = None) -> list[Limit]:
     """The limits at or above WARN_FRACTION (for the line near the composer)."""
     return [limit for limit in limits_for(user, now) if limit.fraction >= WARN_FRACTION]
+
+
+# ---- the user page's plain counts (chat.web.account) ----------------------
+
+
+def usage(
+    user: AbstractBaseUser, period: str, now: datetime | None = None
+) -> tuple[int, int]:
+    """(answers, output tokens) of `user`'s own in the period that holds `now`,
+    counted as the quotas count them."""
+    start, end = QuotaPeriod(period).window(now or timezone.now())
+    return _used(counted_answers(start, end).filter(conversation__owner_id=user.pk))
