@@ -202,7 +202,6 @@ class InvitationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = ["__str__", "created_by", "created_at", "expires_at", "state"]
     list_filter = ["team"]
     search_fields = ["email", "team__name", "created_by__username"]
-    autocomplete_fields = ["team"]
     # Between save_model and response_add of one request, by invitation pk.
     _new_links: dict[int, str] = {}
 
