@@ -30,6 +30,7 @@ from chat.models import (
 from chat.models.quota_periods import QuotaPeriod
 from chat.web.client_address import client_address
 from chat.web.conversations import SignedInRequest
+from chat.web.signin import Attempt, too_many_failures
 
 
 def has_local_password(user: Any) -> bool:
@@ -96,6 +97,26 @@ def account(request: SignedInRequest) -> HttpResponse:
     return render(request, "chat/account.html", context, status=status)
 
 
+class ThrottledPasswordChangeForm(PasswordChangeForm):
+    """A wrong old password counts as a failed sign-in of this username from
+    this address (`chat.web.signin.Attempt`): a session left open must not let
+    anyone guess the password at leisure."""
+
+    def __init__(
+        self, user: Any, *args: Any, request: HttpRequest, **kwargs: Any
+    ) -> None:
+        super().__init__(user, *args, **kwargs)
+        self.request = request
+
+    def clean_old_password(self) -> str:
+        attempt = Attempt(self.request, self.user.get_username())
+        if attempt.refused:
+            raise too_many_failures()
+        old: str = super().clean_old_password()
+        attempt.succeeded()
+        return old
+
+
 @method_decorator(login_required, name="dispatch")
 class ChangePasswordView(PasswordChangeView):
     """Django's own (old password, new one twice, the password validators;
@@ -103,6 +124,10 @@ class ChangePasswordView(PasswordChangeView):
 
     template_name = "chat/account_password.html"
     success_url = reverse_lazy("account")
+    form_class = ThrottledPasswordChangeForm
+
+    def get_form_kwargs(self) -> dict[str, Any]:
+        return {**super().get_form_kwargs(), "request": self.request}
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
         if request.user.is_authenticated and not has_local_password(request.user):

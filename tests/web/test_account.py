@@ -19,10 +19,17 @@ from chat.models import (
     UserSettings,
 )
 from tests.conftest import PASSWORDS
+from tests.web.signing_in import fresh_cache, sign_in
 
 pytestmark = pytest.mark.django_db
 
 NEW_PASSWORD = "a-long-new-password-7"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache(settings):
+    # Wrong old passwords count as failed sign-ins (chat.web.signin).
+    fresh_cache(settings)
 
 
 def _text(response):
@@ -246,3 +253,29 @@ def test_provider_accounts_have_no_password_here(alice, alice_client, kind):
     assert _change(alice_client, PASSWORDS["alice"]).status_code == 404
     alice.refresh_from_db()
     assert not alice.check_password(NEW_PASSWORD)
+
+
+def test_guessing_the_old_password_is_throttled_like_signing_in(
+    alice, alice_client, settings
+):
+    settings.SIGNIN_FAILURES_PER_USERNAME = 2
+    for _ in range(2):
+        response = _change(alice_client, "wrong-password")
+        assert "Your old password was entered incorrectly" in _text(response)
+    # Past the limit even the right password is refused, here and at sign-in.
+    response = _change(alice_client, PASSWORDS["alice"])
+    assert "Too many failed sign-in attempts. Wait 15 minutes" in _text(response)
+    alice.refresh_from_db()
+    assert alice.check_password(PASSWORDS["alice"])
+    assert sign_in(Client(), "alice", PASSWORDS["alice"]).status_code == 429
+
+
+def test_a_right_old_password_forgets_the_failures(alice, alice_client, settings):
+    settings.SIGNIN_FAILURES_PER_USERNAME = 2
+    _change(alice_client, "wrong-password")
+    assert _change(alice_client, PASSWORDS["alice"]).status_code == 302
+    _change(alice_client, "wrong-password")
+    assert (
+        _change(alice_client, NEW_PASSWORD, "another-long-password-8").status_code
+        == 302
+    )
