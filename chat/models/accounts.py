@@ -190,6 +190,12 @@ class Invitation(models.Model):
             locked.used_by = user
             locked.save(update_fields=["used_at", "used_by"])
             AuditEvent.record(
+                AuditEvent.Kind.ACCOUNT_CREATED,
+                subject=user,
+                address=address,
+                method="invitation",
+            )
+            AuditEvent.record(
                 AuditEvent.Kind.INVITATION_USED,
                 actor=user,
                 subject=user,

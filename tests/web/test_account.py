@@ -210,6 +210,15 @@ def test_a_local_account_changes_its_password(alice, alice_client):
     assert fresh.login(username="alice", password=NEW_PASSWORD)
 
 
+def test_changing_the_password_signs_out_the_other_sessions(alice, alice_client):
+    elsewhere = Client()
+    elsewhere.force_login(alice)
+    assert elsewhere.get(reverse("account")).status_code == 200
+    assert _change(alice_client, PASSWORDS["alice"]).status_code == 302
+    assert elsewhere.get(reverse("account")).status_code == 302
+    assert alice_client.get(reverse("account")).status_code == 200
+
+
 @pytest.mark.parametrize(
     ("old", "new1", "new2", "error"),
     [

@@ -97,6 +97,39 @@ def test_the_admin_creates_one_and_sees_its_link_once(admin_client, admin_user, 
     assert token not in _text(listing) and "open" in _text(listing)
 
 
+def test_the_admin_lists_each_one_with_its_state(admin_client, invite, alice):
+    invite(email="open@example.org")
+    invite(email="old@example.org", expires_at=timezone.now() - timedelta(days=1))
+    used, _ = invite(email="alice@example.org")
+    used.used_at, used.used_by = timezone.now(), alice
+    used.save()
+    page = _text(admin_client.get(reverse("admin:chat_invitation_changelist")))
+
+    def row(email):
+        (found,) = [r for r in page.split("<tr")[2:] if f"for {email} to" in r]
+        return found.split('<td class="field-state">')[1].split("</td>")[0]
+
+    assert row("open@example.org") == "open"
+    assert row("old@example.org") == "expired"
+    assert row("alice@example.org") == "used by alice"
+
+
+def test_the_admin_withdraws_one_by_ending_it_now(admin_client, invite):
+    invitation, token = invite()
+    now = timezone.now()
+    response = admin_client.post(
+        reverse("admin:chat_invitation_change", args=[invitation.pk]),
+        {
+            "expires_at_0": now.strftime("%Y-%m-%d"),
+            "expires_at_1": now.strftime("%H:%M:%S"),
+        },
+    )
+    assert response.status_code == 302
+    invitation.refresh_from_db()
+    assert invitation.team is not None and not invitation.usable
+    assert Client().get(_url(token)).status_code == 410
+
+
 def test_the_admin_add_form_proposes_a_week(admin_client):
     response = admin_client.get(reverse("admin:chat_invitation_add"))
     expected = (timezone.now() + Invitation.DEFAULT_LIFETIME).strftime("%Y-%m-%d")
@@ -125,6 +158,9 @@ def test_the_invitee_sets_a_password_and_lands_in_the_team(client, invite, team)
     assert client.get(reverse("team_home")).status_code == 200
     event = AuditEvent.objects.get(kind=AuditEvent.Kind.INVITATION_USED)
     assert event.subject == carol and event.method == "invitation"
+    assert event.address == "127.0.0.1"
+    created = AuditEvent.objects.get(kind=AuditEvent.Kind.ACCOUNT_CREATED)
+    assert created.subject == carol and created.method == "invitation"
     assert event.detail["team"] == "Research" and event.detail["invited_by"] == "admin"
 
 
