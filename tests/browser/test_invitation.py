@@ -5,9 +5,11 @@ a password, lands on their team's page, and chooses a dark theme."""
 from __future__ import annotations
 
 import pytest
+from django.urls import reverse
 from playwright.sync_api import expect
 
-from chat.models import Membership, Team
+from chat.models import Invitation, Membership, Team
+from tests.browser.test_csp import violations
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -54,3 +56,23 @@ def test_an_invitee_joins_by_link_and_picks_a_dark_theme(
         expect(tab.locator("main")).to_contain_text("already been used")
     finally:
         invitee.close()
+
+
+def test_the_new_pages_keep_the_policy(
+    live_server_url, page, login, browser, admin_user, alice, demo_profile
+):
+    _, token = Invitation.create_with_token(created_by=admin_user)
+    stranger = browser.new_context()
+    try:
+        tab = stranger.new_page()
+        url = live_server_url + reverse("invitation", args=[token])
+        assert violations(tab, url) == [], url
+    finally:
+        stranger.close()
+    login(page, alice)
+    for name in ("account", "change_password"):
+        url = live_server_url + reverse(name)
+        assert violations(page, url) == [], url
+    login(page, admin_user)
+    url = live_server_url + reverse("admin:chat_invitation_add")
+    assert violations(page, url) == [], url
