@@ -88,8 +88,13 @@ def account(request: SignedInRequest) -> HttpResponse:
         form.save()
         messages.success(request, "Your settings are saved.")
         return redirect("account")
+    chosen = mine.default_profile
+    unusable = chosen is not None and (
+        not usable_profiles(request.user).filter(pk=chosen.pk).exists()
+    )
     context = {
         "form": form,
+        "unusable_default": chosen if unusable else None,
         "local_password": has_local_password(request.user),
         **_usage(request.user),
     }

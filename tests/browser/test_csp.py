@@ -7,35 +7,9 @@ import pytest
 from django.urls import reverse
 
 from chat.models import Conversation, Team
+from tests.browser.csp import violations
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-LISTENER = (
-    "if (!window.__cspViolations) { window.__cspViolations = [];"
-    "document.addEventListener('securitypolicyviolation', e =>"
-    " window.__cspViolations.push(e.violatedDirective + ' ' + e.blockedURI)); }"
-)
-
-
-def violations(page, url: str) -> list[str]:
-    """What the policy refused on the page at `url`, as the console and the
-    page's own `securitypolicyviolation` events report it."""
-    page.add_init_script(LISTENER)
-    reported: list[str] = []
-    page.on(
-        "console",
-        lambda message: (
-            reported.append(message.text)
-            if "Content Security Policy" in message.text
-            else None
-        ),
-    )
-    page.goto(url)
-    page.wait_for_load_state("networkidle")
-    # A `securitypolicyviolation` event the page saw, console or not.
-    seen = page.evaluate("window.__cspViolations || []")
-    return reported + seen
 
 
 @pytest.fixture

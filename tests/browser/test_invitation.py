@@ -9,7 +9,7 @@ from django.urls import reverse
 from playwright.sync_api import expect
 
 from chat.models import Invitation, Membership, Team
-from tests.browser.test_csp import violations
+from tests.browser.csp import violations
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -117,6 +117,15 @@ def test_only_usable_models_are_offered_and_accepted(alice, alice_client, big):
     assert UserSettings.for_user(alice).default_profile is None
 
 
+def test_a_default_model_no_longer_usable_is_pointed_out(alice, alice_client, big):
+    UserSettings.objects.create(user=alice, default_profile=big)
+    assert "no longer available" not in _text(alice_client.get(reverse("account")))
+    big.enabled = False
+    big.save()
+    page = _text(alice_client.get(reverse("account")))
+    assert "Your default model, Big, is no longer available to you" in page
+
+
 def test_a_model_that_does_not_exist_is_refused(alice_client, big):
     response = _save(alice_client, default_profile=999_999)
     assert response.status_code == 422
