@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
@@ -193,12 +194,30 @@ class ShareLinkAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 # ---- issue 13, selfservice: invitations ----------------------------------
 
 
+class InvitationAdminForm(forms.ModelForm):  # type: ignore[type-arg]
+    class Meta:
+        model = Invitation
+        fields = ["email", "team", "expires_at"]
+
+    def clean_expires_at(self) -> Any:
+        expires_at = self.cleaned_data["expires_at"]
+        # A new link that never worked would be sent in vain; an existing one
+        # may be ended now (withdrawn).
+        if self.instance.pk is None and expires_at <= timezone.now():
+            raise forms.ValidationError(
+                "This time has passed: the link would never work. Choose a "
+                "time in the future."
+            )
+        return expires_at
+
+
 @admin.register(Invitation)
 class InvitationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     """Adding one shows its link once, on the page after saving: only the
     token's hash is stored. Afterwards only the expiry can change (set it to
     now to withdraw the link)."""
 
+    form = InvitationAdminForm
     list_display = ["__str__", "created_by", "created_at", "expires_at", "state"]
     list_filter = ["team"]
     search_fields = ["email", "team__name", "created_by__username"]

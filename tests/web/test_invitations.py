@@ -130,6 +130,22 @@ def test_the_admin_withdraws_one_by_ending_it_now(admin_client, invite):
     assert Client().get(_url(token)).status_code == 410
 
 
+def test_the_admin_cannot_create_one_that_already_expired(admin_client, team):
+    past = timezone.now() - timedelta(minutes=5)
+    response = admin_client.post(
+        reverse("admin:chat_invitation_add"),
+        {
+            "team": team.pk,
+            "expires_at_0": past.strftime("%Y-%m-%d"),
+            "expires_at_1": past.strftime("%H:%M:%S"),
+        },
+    )
+    assert response.status_code == 200
+    assert "This time has passed: the link would never work." in _text(response)
+    assert not Invitation.objects.exists()
+    assert not AuditEvent.objects.exists()
+
+
 def test_the_admin_add_form_proposes_a_week(admin_client):
     response = admin_client.get(reverse("admin:chat_invitation_add"))
     expected = (timezone.now() + Invitation.DEFAULT_LIFETIME).strftime("%Y-%m-%d")
