@@ -2,17 +2,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
+from django.utils import timezone
 
 from chat.models import (
     AuditEvent,
     Conversation,
     GroupRule,
+    Invitation,
     Membership,
     Message,
     ModelProfile,
@@ -22,6 +26,7 @@ from chat.models import (
 )
 from chat.ops import discovery_views
 from chat.ops.admin_audit import AuditedAdmin, AuditedTeamAdmin, AuditedUserAdmin
+from chat.web.client_address import client_address
 from chat.web.signin import ThrottledAdminAuthenticationForm
 
 # The admin's own sign-in page is throttled like the site's.
@@ -265,3 +270,93 @@ class AuditEventAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         self, request: HttpRequest, obj: AuditEvent | None = None
     ) -> bool:
         return False
+# --- Invitations ---
+
+
+class InvitationAdminForm(forms.ModelForm):  # type: ignore[type-arg]
+    class Meta:
+        model = Invitation
+        fields = ["email", "team", "expires_at"]
+
+    def clean_expires_at(self) -> Any:
+        expires_at = self.cleaned_data["expires_at"]
+        # A new link that never worked would be sent in vain; an existing one
+        # may be ended now (withdrawn).
+        if self.instance.pk is None and expires_at <= timezone.now():
+            raise forms.ValidationError(
+                "This time has passed: the link would never work. Choose a "
+                "time in the future."
+            )
+        return expires_at
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Adding one shows its link once, on the page after saving: only the
+    token's hash is stored. Afterwards only the expiry can change (set it to
+    now to withdraw the link)."""
+
+    form = InvitationAdminForm
+    list_display = ["__str__", "created_by", "created_at", "expires_at", "state"]
+    list_filter = ["team"]
+    search_fields = ["email", "team__name", "created_by__username"]
+    # Between save_model and response_add of one request, by invitation pk.
+    _new_links: dict[int, str] = {}
+
+    @admin.display(description="state")
+    def state(self, invitation: Invitation) -> str:
+        if invitation.used_at is not None:
+            return f"used by {invitation.used_by or 'a deleted account'}"
+        return "open" if invitation.usable else "expired"
+
+    def get_fields(
+        self, request: HttpRequest, obj: Invitation | None = None
+    ) -> tuple[str, ...]:
+        fields = ("email", "team", "expires_at")
+        if obj is None:
+            return fields
+        return (*fields, "created_by", "created_at", "used_at", "used_by")
+
+    def get_readonly_fields(
+        self, request: HttpRequest, obj: Invitation | None = None
+    ) -> list[str]:
+        if obj is None:
+            return []
+        return ["email", "team", "created_by", "created_at", "used_at", "used_by"]
+
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
+        return {"expires_at": timezone.now() + Invitation.DEFAULT_LIFETIME}
+
+    def save_model(
+        self, request: HttpRequest, obj: Invitation, form: Any, change: bool
+    ) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        obj.created_by = request.user  # type: ignore[assignment]
+        token = obj.issue_token()
+        super().save_model(request, obj, form, change)
+        self._new_links[obj.pk] = token
+        AuditEvent.record(
+            AuditEvent.Kind.INVITATION_CREATED,
+            actor=request.user,
+            address=client_address(request),
+            method="admin",
+            invitation=obj.pk,
+            email=obj.email,
+            team=obj.team.name if obj.team else None,
+            expires_at=obj.expires_at.isoformat(),
+        )
+
+    def response_add(
+        self, request: HttpRequest, obj: Invitation, post_url_continue: Any = None
+    ) -> HttpResponse:
+        token = self._new_links.pop(obj.pk)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": "Invitation created",
+            "invitation": obj,
+            "link": request.build_absolute_uri(reverse("invitation", args=[token])),
+        }
+        return TemplateResponse(request, "chat/invitation_created_admin.html", context)

@@ -58,6 +58,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                # issue 13, selfservice: the user's theme and shown name
+                "chat.web.account.appearance",
             ],
         },
     },

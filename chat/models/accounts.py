@@ -5,13 +5,19 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.db import models
+from django.contrib.auth import get_user_model
+from django.db import models, transaction
 from django.utils import timezone
 
+from chat.models.audit import AuditEvent
 from chat.models.profiles import ModelProfile
-from chat.models.teams import Team
+from chat.models.teams import Membership, Team
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 class Theme(models.TextChoices):
@@ -47,6 +53,11 @@ class UserSettings(models.Model):
     def for_user(cls, user: models.Model) -> UserSettings:
         obj, _ = cls.objects.get_or_create(user_id=user.pk)
         return obj
+
+
+WRONG_EMAIL = (
+    "This invitation is for another email address. Enter the address it was sent to."
+)
 
 
 def _token_hash(token: str) -> str:
@@ -108,14 +119,96 @@ class Invitation(models.Model):
     @classmethod
     def create_with_token(cls, **fields: object) -> tuple[Invitation, str]:
         """A new invitation and its token (the only time the token is known)."""
-        token = secrets.token_urlsafe(32)
         fields.setdefault("expires_at", timezone.now() + cls.DEFAULT_LIFETIME)
-        invitation = cls.objects.create(token_hash=_token_hash(token), **fields)
+        invitation = cls(**fields)
+        token = invitation.issue_token()
+        invitation.save()
         return invitation, token
+
+    def issue_token(self) -> str:
+        """A new token for this unsaved invitation (only its hash is kept)."""
+        token = secrets.token_urlsafe(32)
+        self.token_hash = _token_hash(token)
+        return token
 
     @property
     def usable(self) -> bool:
         return self.used_at is None and self.expires_at > timezone.now()
+
+    # ---- accepting (chat.web.invitations) --------------------------------
+
+    class Unusable(Exception):
+        """The invitation cannot be used; `str(exc)` is the message for the
+        person, `code` one of "used", "expired", "email"."""
+
+        def __init__(self, code: str, message: str) -> None:
+            super().__init__(message)
+            self.code = code
+
+    def refusal(self) -> Invitation.Unusable | None:
+        """Why the link cannot be used now (None: it can)."""
+        if self.used_at is not None:
+            return self.Unusable(
+                "used",
+                "This invitation has already been used. An invitation makes one "
+                "account; ask whoever invited you for a new link.",
+            )
+        if self.expires_at <= timezone.now():
+            return self.Unusable(
+                "expired",
+                "This invitation expired on "
+                f"{self.expires_at:%d %b %Y at %H:%M} UTC. Ask whoever invited "
+                "you for a new link.",
+            )
+        return None
+
+    def email_matches(self, email: str) -> bool:
+        return not self.email or email.strip().casefold() == self.email.casefold()
+
+    def accept(
+        self, *, username: str, email: str, password: str, address: str = ""
+    ) -> User:
+        """The new account the invitation makes, on its team, the invitation
+        spent: all in one transaction, so a refusal or a failure at any step
+        leaves neither an account nor a spent invitation. The row is locked
+        first: of two people sending the same link at once, the second waits
+        and then finds it used (`tests/web/test_invitations.py`)."""
+        with transaction.atomic():
+            locked = Invitation.objects.select_for_update().get(pk=self.pk)
+            refusal = locked.refusal()
+            if refusal is not None:
+                raise refusal
+            if not locked.email_matches(email):
+                raise self.Unusable("email", WRONG_EMAIL)
+            users = get_user_model()._default_manager
+            user = users.create_user(
+                username=username, email=email.strip(), password=password
+            )
+            if locked.team_id is not None:
+                Membership.objects.get_or_create(team_id=locked.team_id, user=user)
+            locked.used_at = timezone.now()
+            locked.used_by = user
+            locked.save(update_fields=["used_at", "used_by"])
+            AuditEvent.record(
+                AuditEvent.Kind.ACCOUNT_CREATED,
+                subject=user,
+                address=address,
+                method="invitation",
+            )
+            AuditEvent.record(
+                AuditEvent.Kind.INVITATION_USED,
+                actor=user,
+                subject=user,
+                address=address,
+                method="invitation",
+                invitation=locked.pk,
+                team=locked.team.name if locked.team else None,
+                invited_by=locked.created_by.get_username()
+                if locked.created_by
+                else None,
+            )
+        self.used_at, self.used_by = locked.used_at, user
+        return user
 
 
 class ExternalAccount(models.Model):

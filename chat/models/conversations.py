@@ -89,11 +89,18 @@ class Conversation(models.Model):
 
     @classmethod
     def start(cls, owner: Any) -> Conversation:
-        """A new conversation with the site's defaults."""
+        """A new conversation with the owner's default model (their user page)
+        while it is enabled, else the site's; the site's other defaults."""
         site = SiteDefaults.load()
+        # The user's default model (UserSettings), while they may use it.
+        mine = getattr(owner, "chat_settings", None)  # (None: never saved)
+        profile = mine.default_profile if mine is not None else None
+        # access: also when not profile.allowed_for(owner)
+        if profile is None or not profile.enabled:
+            profile = site.model_profile()
         return cls.objects.create(
             owner=owner,
-            model_profile=site.model_profile(),
+            model_profile=profile,
             thinking=site.default_thinking,
         )
 

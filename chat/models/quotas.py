@@ -222,3 +222,13 @@ def team_usage(team: Team, now: datetime | None = None) -> TeamUsage:
         member_answers=team.member_answers,
         member_tokens=team.member_output_tokens,
     )
+# ---- the user page's plain counts (chat.web.account) ----------------------
+
+
+def usage(
+    user: AbstractBaseUser, period: str, now: datetime | None = None
+) -> tuple[int, int]:
+    """(answers, output tokens) of `user`'s own in the period that holds `now`,
+    counted as the quotas count them."""
+    start, end = QuotaPeriod(period).window(now or timezone.now())
+    return _used(counted_answers(start, end).filter(conversation__owner_id=user.pk))

@@ -112,6 +112,17 @@ def _count(key: str) -> int:
     return int(count)
 
 
+def too_many_failures() -> ValidationError:
+    """The refusal while throttled (also of the password change's old
+    password, `chat.web.account`: checking it is a guess like any other)."""
+    minutes = max(1, round(settings.SIGNIN_LOCKOUT_SECONDS / 60))
+    return ValidationError(
+        "Too many failed sign-in attempts. Wait %(minutes)d minutes, then try again.",
+        code=THROTTLED,
+        params={"minutes": minutes},
+    )
+
+
 class ThrottledSignInMixin:
     """For an AuthenticationForm: refuse while throttled, count failures."""
 
@@ -131,13 +142,7 @@ class ThrottledSignInMixin:
                 request=self.request,
                 reason=THROTTLED,
             )
-            minutes = max(1, round(settings.SIGNIN_LOCKOUT_SECONDS / 60))
-            raise ValidationError(
-                "Too many failed sign-in attempts. Wait %(minutes)d minutes, "
-                "then try again.",
-                code=THROTTLED,
-                params={"minutes": minutes},
-            )
+            raise too_many_failures()
         cleaned: dict[str, Any] = super().clean()  # type: ignore[misc]
         attempt.succeeded()
         return cleaned

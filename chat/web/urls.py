@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from chat.web import conversations, sharing_urls
+from chat.web import account, conversations, invitations, sharing_urls
 from chat.web.signin import SignInView
 
 urlpatterns = [
@@ -48,3 +48,14 @@ urlpatterns = [
 ]
 
 urlpatterns += sharing_urls.urlpatterns
+
+# The user page, password change, invitation links.
+urlpatterns += [
+    path("account/", account.account, name="account"),
+    path(
+        "account/password/",
+        account.ChangePasswordView.as_view(),
+        name="change_password",
+    ),
+    path("invite/<str:token>/", invitations.accept_invitation, name="invitation"),
+]

@@ -1,0 +1,176 @@
+"""The user's own page (`/account/`): display name, theme, the model new
+conversations start with, and what they used this period; and the password
+change of local accounts (provider accounts change it at their provider)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import PasswordChangeForm
+from django.contrib.auth.views import PasswordChangeView
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse_lazy
+from django.utils.decorators import method_decorator
+from django.utils.functional import SimpleLazyObject
+from django.views.decorators.http import require_http_methods
+
+from chat.models import (
+    AuditEvent,
+    ModelProfile,
+    SiteDefaults,
+    Theme,
+    UserSettings,
+    quotas,
+)
+from chat.models.quota_periods import QuotaPeriod
+from chat.web.client_address import client_address
+from chat.web.conversations import SignedInRequest
+from chat.web.signin import Attempt, too_many_failures
+
+
+def has_local_password(user: Any) -> bool:
+    """Signs in with a password kept here (not through a provider)."""
+    return bool(
+        user.is_authenticated
+        and user.has_usable_password()
+        and not user.external_accounts.exists()
+    )
+
+
+def usable_profiles(user: Any) -> Any:
+    return ModelProfile.objects.filter(enabled=True)  # access: usable_by(user)
+
+
+class AccountForm(forms.ModelForm):  # type: ignore[type-arg]
+    class Meta:
+        model = UserSettings
+        fields = ["display_name", "theme", "default_profile"]
+        labels = {"default_profile": "Default model"}
+        help_texts = {
+            "display_name": "Shown for you on this site instead of your username.",
+        }
+
+    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["default_profile"]
+        field.queryset = usable_profiles(user)  # type: ignore[attr-defined]
+        site = SiteDefaults.load().model_profile()
+        field.empty_label = (  # type: ignore[attr-defined]
+            f"The site's default ({site})" if site else "The site's default"
+        )
+        field.error_messages["invalid_choice"] = (
+            "That model is not one you may use. Choose one from the list."
+        )
+
+
+def _usage(user: Any) -> dict[str, object]:
+    site = SiteDefaults.load()
+    answers, tokens = quotas.usage(user, site.quota_period)
+    return {
+        "period": QuotaPeriod(site.quota_period).label,
+        "answers": answers,
+        "tokens": tokens,
+        "limits": quotas.limits_for(user),
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def account(request: SignedInRequest) -> HttpResponse:
+    mine = UserSettings.for_user(request.user)
+    form = AccountForm(request.POST or None, instance=mine, user=request.user)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        messages.success(request, "Your settings are saved.")
+        return redirect("account")
+    chosen = mine.default_profile
+    unusable = chosen is not None and (
+        not usable_profiles(request.user).filter(pk=chosen.pk).exists()
+    )
+    context = {
+        "form": form,
+        "unusable_default": chosen if unusable else None,
+        "local_password": has_local_password(request.user),
+        **_usage(request.user),
+    }
+    status = 422 if form.errors else 200
+    return render(request, "chat/account.html", context, status=status)
+
+
+class ThrottledPasswordChangeForm(PasswordChangeForm):
+    """A wrong old password counts as a failed sign-in of this username from
+    this address (`chat.web.signin.Attempt`): a session left open must not let
+    anyone guess the password at leisure."""
+
+    def __init__(
+        self, user: Any, *args: Any, request: HttpRequest, **kwargs: Any
+    ) -> None:
+        super().__init__(user, *args, **kwargs)
+        self.request = request
+
+    def clean_old_password(self) -> str:
+        attempt = Attempt(self.request, self.user.get_username())
+        if attempt.refused:
+            raise too_many_failures()
+        old: str = super().clean_old_password()
+        attempt.succeeded()
+        return old
+
+
+@method_decorator(login_required, name="dispatch")
+class ChangePasswordView(PasswordChangeView):
+    """Django's own (old password, new one twice, the password validators;
+    the session stays signed in), only for local accounts."""
+
+    template_name = "chat/account_password.html"
+    success_url = reverse_lazy("account")
+    form_class = ThrottledPasswordChangeForm
+
+    def get_form_kwargs(self) -> dict[str, Any]:
+        return {**super().get_form_kwargs(), "request": self.request}
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        if request.user.is_authenticated and not has_local_password(request.user):
+            raise Http404("This account's password is kept by its provider.")
+        return super().dispatch(request, *args, **kwargs)
+
+    def form_valid(self, form: PasswordChangeForm) -> HttpResponse:
+        response = super().form_valid(form)
+        AuditEvent.record(
+            AuditEvent.Kind.PASSWORD_CHANGED,
+            actor=self.request.user,
+            subject=self.request.user,
+            address=client_address(self.request),
+            method="password",
+        )
+        messages.success(self.request, "Your password is changed.")
+        return response
+
+
+@dataclass(frozen=True)
+class Appearance:
+    theme: str
+    name: str
+
+
+def _appearance_of(user: Any) -> Appearance:
+    if user is None or not user.is_authenticated:
+        return Appearance(Theme.SYSTEM, "")
+    mine = UserSettings.objects.filter(user_id=user.pk).first()
+    if mine is None:
+        return Appearance(Theme.SYSTEM, user.get_username())
+    return Appearance(mine.theme, mine.display_name or user.get_username())
+
+
+def appearance(request: HttpRequest) -> dict[str, object]:
+    """Context processor: the signed-in user's theme and the name shown for
+    them (`templates/_base.html`, `templates/chat/_sidebar.html`). Lazy (a
+    partial that shows neither costs no query) and read only (a user who never
+    saved their settings gets the defaults, no row)."""
+    user = getattr(request, "user", None)
+    return {"appearance": SimpleLazyObject(lambda: _appearance_of(user))}
