@@ -203,7 +203,10 @@ OIDC_PROVIDER_NAME = (
 )
 OIDC_RP_CLIENT_ID = os.environ.get("OIDC_CLIENT_ID", "").strip()
 OIDC_RP_CLIENT_SECRET = os.environ.get("OIDC_CLIENT_SECRET", "").strip()
-OIDC_RP_SCOPES = " ".join(env_list("OIDC_SCOPES", ["openid", "email", "profile"]))
+# Space- or comma-separated.
+OIDC_RP_SCOPES = " ".join(
+    os.environ.get("OIDC_SCOPES", "openid email profile").replace(",", " ").split()
+)
 OIDC_RP_SIGN_ALGO = os.environ.get("OIDC_SIGN_ALGO", "").strip() or "RS256"
 OIDC_USERNAME_CLAIM = os.environ.get("OIDC_USERNAME_CLAIM", "preferred_username")
 OIDC_EMAIL_CLAIM = os.environ.get("OIDC_EMAIL_CLAIM", "email")
