@@ -253,7 +253,9 @@ class OIDCBackend(OIDCAuthenticationBackend):  # type: ignore[misc]
     ) -> Any:
         claims: dict[str, Any] = self.get_userinfo(access_token, id_token, payload)
         if claims.get("sub") != payload.get("sub"):
-            raise SuspiciousOperation("UserInfo is about someone else")
+            # (Not SuspiciousOperation: mozilla-django-oidc's authenticate
+            # swallows that one here.)
+            raise SignInFailed(_say(UNTRUSTED))
         identity = identity_from(claims)
         try:
             return provision(identity, address=client_address(self.request))
