@@ -239,6 +239,12 @@ class OIDCBackend(OIDCAuthenticationBackend):  # type: ignore[misc]
         except (SuspiciousOperation, jwt.PyJWTError, KeyError, ValueError) as exc:
             raise SignInFailed(_say(UNTRUSTED)) from exc
 
+    def get_user(self, user_id: Any) -> Any:
+        # mozilla-django-oidc's get_user skips ModelBackend's is_active check:
+        # a switched-off account would stay signed in until its session ends.
+        user = super().get_user(user_id)
+        return user if user is not None and self.user_can_authenticate(user) else None
+
     def verify_token(self, token: str, **kwargs: Any) -> dict[str, Any]:
         payload: dict[str, Any] = super().verify_token(token, **kwargs)
         audience = payload.get("aud")

@@ -54,6 +54,17 @@ def no_account(username: str) -> bool:
     )
 
 
+def password_sign_in(client: httpx.Client, path: str, password: str):
+    """alice at the site's own password form (its page first, for the CSRF
+    cookie)."""
+    client.get(path)
+    return client.post(
+        path,
+        data={"username": "alice", "password": password},
+        headers={"X-CSRFToken": client.cookies.get("csrftoken", "")},
+    )
+
+
 # ---------------------------------------------------------------- the flow
 
 
@@ -135,11 +146,7 @@ def test_the_password_form_is_hidden_and_refused_when_local_sign_in_is_off(
     page = oidc_site.get("/login/")
     assert "Sign in with Test provider" in page.text
     assert 'name="password"' not in page.text
-    refused = oidc_site.post(
-        "/login/",
-        data={"username": "alice", "password": "password-alice-123"},
-        headers={"X-CSRFToken": oidc_site.cookies.get("csrftoken", "")},
-    )
+    refused = password_sign_in(oidc_site, "/login/", "password-alice-123")
     assert "switched off" in refused.text
     assert refused.status_code == 403 and signed_in_as(oidc_site) is None
 
@@ -165,12 +172,7 @@ def test_provider_down_shows_a_clear_page_and_local_sign_in_still_works(
             "did not answer in time",
             "can still sign in below",
         )
-        client.get("/login/")
-        signed = client.post(
-            "/login/",
-            data={"username": "alice", "password": "password-alice-123"},
-            headers={"X-CSRFToken": client.cookies.get("csrftoken", "")},
-        )
+        signed = password_sign_in(client, "/login/", "password-alice-123")
         assert signed.status_code == 302
         assert signed_in_as(client) == "alice"
     assert AuditEvent.objects.filter(
@@ -377,7 +379,11 @@ def test_a_user_removed_from_the_provider(oidc_site, oidc_provider, admin_user):
 def test_a_switched_off_account_is_refused(oidc_site, oidc_provider):
     oidc_provider.set_accounts({"sam": person("sam")})
     assert sign_in(oidc_site, "sam").status_code == 302
+    assert oidc_site.get("/").status_code == 200
     User.objects.filter(username="sam").update(is_active=False)
+    # Signed out at once, not when the session ends ...
+    assert oidc_site.get("/").headers.get("location", "").startswith("/login/")
+    # ... and refused at the next sign-in.
     with site_client() as again:
         failure(sign_in(again, "sam"), 400, "switched off")
 
@@ -403,11 +409,6 @@ def test_password_sign_in_never_asks_the_provider(settings, alice, silent_server
     provider for a request that merely carries `code` and `state`."""
     configure(settings, silent_server, OIDC_TIMEOUT=2)
     with site_client() as client:
-        client.get("/login/?code=x&state=y")
-        refused = client.post(
-            "/login/?code=x&state=y",
-            data={"username": "alice", "password": "wrong-password"},
-            headers={"X-CSRFToken": client.cookies.get("csrftoken", "")},
-        )
+        refused = password_sign_in(client, "/login/?code=x&state=y", "wrong")
     assert refused.status_code == 200
     assert "Please enter a correct username and password" in refused.text
