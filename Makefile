@@ -106,4 +106,4 @@ clean:
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV) .venv-llm
+	rm -rf $(VENV) .venv-llm tests/accounts/oidc_provider/node_modules
