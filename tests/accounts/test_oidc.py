@@ -90,6 +90,16 @@ def test_first_sign_in_creates_the_account_through_pkce(oidc_site, oidc_provider
     assert oidc_site.get("/").status_code == 200
 
 
+def test_sign_in_returns_to_the_page_asked_for(oidc_site, oidc_provider):
+    oidc_provider.set_accounts({"nia": person("nia")})
+    login_page = oidc_site.get("/login/?next=/c/new/")
+    assert 'href="/oidc/authenticate/?next=/c/new/"' in login_page.text
+    start = oidc_site.get("/oidc/authenticate/?next=/c/new/")
+    page = oidc_site.get(start.headers["location"], follow_redirects=True)
+    answer = oidc_site.get(login_at_provider(oidc_site, page, "nia"))
+    assert answer.headers["location"] == "/c/new/"
+
+
 def test_later_sign_in_updates_name_and_email(oidc_site, oidc_provider):
     oidc_provider.set_accounts({"dave": person("dave")})
     assert sign_in(oidc_site, "dave").status_code == 302
