@@ -23,7 +23,7 @@ PYTEST_ARGS ?=
 LOAD_ARGS ?=
 RUNSITE_ARGS ?=
 
-.PHONY: help venv vendor chromium llm run test test-real lint format bench clean distclean
+.PHONY: help venv vendor chromium oidc-provider llm run test test-real lint format bench clean distclean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -58,6 +58,10 @@ chromium:
 llm:
 	scripts/ensure-llm.sh
 
+# The test OpenID provider (npm oidc-provider, pinned in its package-lock.json).
+oidc-provider:
+	@scripts/ensure-oidc-provider.sh
+
 # ---------------------------------------------------------------- run
 
 run: venv vendor
@@ -82,7 +86,7 @@ format: venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: venv chromium
+test: venv chromium oidc-provider
 	scripts/vendor.sh --check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -102,4 +106,4 @@ clean:
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV) .venv-llm
+	rm -rf $(VENV) .venv-llm tests/accounts/oidc_provider/node_modules

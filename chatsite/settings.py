@@ -194,6 +194,40 @@ AUTH_PASSWORD_VALIDATORS = [
         "NumericPasswordValidator",
     )
 ]
+# ---- OpenID Connect sign-in (chat.accounts.oidc; README, "Sign-in with OpenID
+# Connect"). Off while OIDC_ISSUER is blank. Endpoints come from the issuer's
+# /.well-known/openid-configuration; mozilla-django-oidc reads the OIDC_RP_* names.
+OIDC_ISSUER = os.environ.get("OIDC_ISSUER", "").strip()
+if OIDC_ISSUER:
+    OIDC_ISSUER = env_url("OIDC_ISSUER", OIDC_ISSUER, schemes=("https", "http"))
+OIDC_PROVIDER_NAME = (
+    os.environ.get("OIDC_PROVIDER_NAME", "").strip() or "single sign-on"
+)
+OIDC_RP_CLIENT_ID = os.environ.get("OIDC_CLIENT_ID", "").strip()
+OIDC_RP_CLIENT_SECRET = os.environ.get("OIDC_CLIENT_SECRET", "").strip()
+# Space- or comma-separated.
+OIDC_RP_SCOPES = " ".join(
+    os.environ.get("OIDC_SCOPES", "openid email profile").replace(",", " ").split()
+)
+OIDC_RP_SIGN_ALGO = os.environ.get("OIDC_SIGN_ALGO", "").strip() or "RS256"
+OIDC_USERNAME_CLAIM = os.environ.get("OIDC_USERNAME_CLAIM", "preferred_username")
+OIDC_EMAIL_CLAIM = os.environ.get("OIDC_EMAIL_CLAIM", "email")
+OIDC_FIRST_NAME_CLAIM = os.environ.get("OIDC_FIRST_NAME_CLAIM", "given_name")
+OIDC_LAST_NAME_CLAIM = os.environ.get("OIDC_LAST_NAME_CLAIM", "family_name")
+OIDC_GROUPS_CLAIM = os.environ.get("OIDC_GROUPS_CLAIM", "groups")
+# Seconds to wait for the provider (discovery, token, keys, UserInfo).
+OIDC_TIMEOUT = env_int("OIDC_TIMEOUT", 10, minimum=1)
+OIDC_VERIFY_SSL = env_bool("OIDC_VERIFY_SSL", True)
+# Seconds a started sign-in may take at the provider before its state expires.
+OIDC_STATE_MAX_AGE = env_int("OIDC_STATE_MAX_AGE", 600, minimum=1)
+OIDC_USE_PKCE = True
+OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_authentication_callback"
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "chat.accounts.oidc.OIDCBackend",
+]
+# ---- end of OpenID Connect sign-in
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"

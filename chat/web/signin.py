@@ -35,7 +35,7 @@ from django.contrib.auth.signals import user_login_failed
 from django.contrib.auth.views import LoginView
 from django.core.cache import cache
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
 from redis.exceptions import RedisError
 
 from chat.web.client_address import client_address
@@ -43,6 +43,7 @@ from chat.web.client_address import client_address
 logger = logging.getLogger(__name__)
 
 THROTTLED = "throttled"
+LOCAL_SIGNIN_OFF = "Signing in with a password of this site is switched off here."
 
 
 @contextmanager
@@ -158,6 +159,21 @@ class ThrottledAdminAuthenticationForm(ThrottledSignInMixin, AdminAuthentication
 
 class SignInView(LoginView):
     form_class = ThrottledAuthenticationForm
+
+    # ---- OpenID Connect button; the password form only with CHATSITE_LOCAL_SIGNIN
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context: dict[str, Any] = super().get_context_data(**kwargs)
+        context["oidc_enabled"] = bool(settings.OIDC_ISSUER)
+        context["oidc_provider_name"] = settings.OIDC_PROVIDER_NAME
+        context["local_signin"] = settings.CHATSITE_LOCAL_SIGNIN
+        return context
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not settings.CHATSITE_LOCAL_SIGNIN:
+            return HttpResponseForbidden(LOCAL_SIGNIN_OFF)
+        return super().post(request, *args, **kwargs)
+
+    # ---- end of the OpenID Connect block
 
     def form_invalid(self, form: AuthenticationForm) -> HttpResponse:
         response = super().form_invalid(form)

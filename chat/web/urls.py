@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from chat.web import account, conversations, invitations, sharing_urls
+from chat.web import account, conversations, invitations, oidc_views, sharing_urls
 from chat.web.signin import SignInView
 
 urlpatterns = [
@@ -11,6 +11,9 @@ urlpatterns = [
     path("setup/", conversations.setup, name="setup"),
     path("login/", SignInView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # OpenID Connect sign-in (chat.web.oidc_views)
+    path("oidc/authenticate/", oidc_views.start, name="oidc_authentication_init"),
+    path("oidc/callback/", oidc_views.callback, name="oidc_authentication_callback"),
     path("c/new/", conversations.new_conversation, name="new_conversation"),
     path("c/<int:pk>/", conversations.conversation, name="conversation"),
     path("c/<int:pk>/thinking/", conversations.set_thinking, name="set_thinking"),
