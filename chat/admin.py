@@ -270,6 +270,8 @@ class AuditEventAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         self, request: HttpRequest, obj: AuditEvent | None = None
     ) -> bool:
         return False
+
+
 # --- Invitations ---
 
 

@@ -222,6 +222,8 @@ def team_usage(team: Team, now: datetime | None = None) -> TeamUsage:
         member_answers=team.member_answers,
         member_tokens=team.member_output_tokens,
     )
+
+
 # ---- the user page's plain counts (chat.web.account) ----------------------
 
 
