@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from contextlib import suppress
 from typing import Any
 
 import ldap3
@@ -97,26 +98,42 @@ class Entry:
 
 
 def _directory_entry(username: str, password: str, address: str) -> Entry | None:
-    with library.connection(username=username, password=password) as found:
-        if found is None:
-            if not _directory_answers():
-                AuditEvent.record(
-                    AuditEvent.Kind.SIGN_IN_FAILED,
-                    username=username,
-                    address=address,
-                    method="ldap",
-                    reason="the directory does not answer",
-                )
-                raise ValidationError(UNREACHABLE_MESSAGE, code=UNREACHABLE)
-            return None  # wrong password, or no such person
-        # The bound ldap3 connection: the library hands it to its own hooks
-        # (LDAP_AUTH_SYNC_USER_RELATIONS' `connection`) the same way.
-        conn: ldap3.Connection = found._connection
-        if not found.has_user(username=username):
-            return None  # bound, but outside the search base or the user filter
-        result = (conn.response or [{}])[0]
-        dn, attributes = str(result["dn"]), dict(result["attributes"])
-        return Entry(dn, attributes, _groups(conn, dn, attributes, username))
+    bound, entry, broke = False, None, False
+    try:
+        with library.connection(username=username, password=password) as found:
+            if found is not None:
+                bound = True
+                entry = _look_up(found, username)
+    except LDAPException as exc:
+        # The library unbinds in a `finally`, and ldap3's unbind raises on a
+        # connection that a failed StartTLS or the server closed; or the
+        # search failed half-way.
+        logger.warning("LDAP connection ended with an error: %s", exc)
+        broke = True
+    if entry is not None:
+        return entry
+    if (bound and not broke) or _directory_answers():
+        return None  # wrong password, or no such person (for the search)
+    AuditEvent.record(
+        AuditEvent.Kind.SIGN_IN_FAILED,
+        username=username,
+        address=address,
+        method="ldap",
+        reason="the directory does not answer",
+    )
+    raise ValidationError(UNREACHABLE_MESSAGE, code=UNREACHABLE)
+
+
+def _look_up(found: Any, username: str) -> Entry | None:
+    """The person's entry, searched on the library's bound connection."""
+    # The bound ldap3 connection: the library hands it to its own hooks
+    # (LDAP_AUTH_SYNC_USER_RELATIONS' `connection`) the same way.
+    conn: ldap3.Connection = found._connection
+    if not found.has_user(username=username):
+        return None  # bound, but outside the search base or the user filter
+    result = (conn.response or [{}])[0]
+    dn, attributes = str(result["dn"]), dict(result["attributes"])
+    return Entry(dn, attributes, _groups(conn, dn, attributes, username))
 
 
 def _groups(
@@ -205,7 +222,8 @@ def _directory_answers() -> bool:
         except LDAPException as exc:
             logger.warning("LDAP server %s does not answer: %s", url, exc)
         finally:
-            conn.unbind()
+            with suppress(LDAPException):  # (raises on a broken connection)
+                conn.unbind()
     return False
 
 

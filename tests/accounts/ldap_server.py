@@ -16,6 +16,8 @@ keeps `memberOf` in step; each test starts from a fresh set (`reset`).
 
 from __future__ import annotations
 
+import datetime
+import ipaddress
 import os
 import shutil
 import signal
@@ -49,6 +51,9 @@ dn: cn=config
 objectClass: olcGlobal
 cn: config
 olcPidFile: {base}/slapd.pid
+olcTLSCACertificateFile: {base}/ca.pem
+olcTLSCertificateFile: {base}/server.pem
+olcTLSCertificateKeyFile: {base}/server.key
 
 dn: cn=module{{0}},cn=config
 objectClass: olcModuleList
@@ -110,6 +115,11 @@ class Slapd:
         self.log_path = self.base / "slapd.log"
 
     @property
+    def ca_file(self) -> Path:
+        """The certificate of the CA that signed the server's (for StartTLS)."""
+        return self.base / "ca.pem"
+
+    @property
     def url(self) -> str:
         return f"ldap://127.0.0.1:{self.port}"
 
@@ -127,10 +137,11 @@ class Slapd:
             root_password=ROOT_PASSWORD,
         )
         (self.base / "config.ldif").write_text(config)
+        write_certificates(self.base)
         (self.base / "directory.ldif").write_text(DIRECTORY)
         if drop:
             os.chmod(self.base, 0o755)
-            for path in (self.base, config_dir, data_dir):
+            for path in (self.base, config_dir, data_dir, self.base / "server.key"):
                 os.chown(path, drop["user"], drop["group"])
         # -n 0: the config database; -n 1: the directory's skeleton. People and
         # groups are added live (`reset`): slapadd bypasses the memberof overlay.
@@ -204,19 +215,14 @@ class Slapd:
                 conn.search(ou, "(objectClass=*)", ldap3.LEVEL, attributes=[])
                 for entry in list(conn.response):
                     assert conn.delete(entry["dn"]), conn.result
-        for uid, attributes in people.items():
-            self.add_user(uid, **attributes)
-        for cn, members in groups.items():
-            self.add_group(cn, *members)
+            for uid, attributes in people.items():
+                _add_user(conn, uid, attributes)
+            for cn, members in groups.items():
+                _add_group(conn, cn, members)
 
     def add_user(self, uid: str, **attributes: str) -> None:
-        values = dict(attributes)
-        values["userPassword"] = values.pop("password")
-        values.setdefault("cn", uid)
-        values.setdefault("sn", uid)
         with self.admin() as conn:
-            ok = conn.add(user_dn(uid), ["inetOrgPerson"], {"uid": uid, **values})
-            assert ok, conn.result
+            _add_user(conn, uid, attributes)
 
     def modify_user(self, uid: str, **values: str) -> None:
         with self.admin() as conn:
@@ -226,13 +232,6 @@ class Slapd:
     def remove_user(self, uid: str) -> None:
         with self.admin() as conn:
             assert conn.delete(user_dn(uid)), conn.result
-
-    def add_group(self, cn: str, *uids: str) -> None:
-        # groupOfNames needs a member: the placeholder is no person.
-        members = [PLACEHOLDER_MEMBER, *(user_dn(uid) for uid in uids)]
-        with self.admin() as conn:
-            ok = conn.add(group_dn(cn), ["groupOfNames"], {"cn": cn, "member": members})
-            assert ok, conn.result
 
     def add_to_group(self, uid: str, cn: str) -> None:
         self._member(uid, cn, ldap3.MODIFY_ADD)
@@ -246,9 +245,80 @@ class Slapd:
             assert conn.modify(group_dn(cn), changes), conn.result
 
 
+def _add_user(conn: ldap3.Connection, uid: str, attributes: dict[str, str]) -> None:
+    values = dict(attributes)
+    values["userPassword"] = values.pop("password")
+    values.setdefault("cn", uid)
+    values.setdefault("sn", uid)
+    ok = conn.add(user_dn(uid), ["inetOrgPerson"], {"uid": uid, **values})
+    assert ok, conn.result
+
+
+def _add_group(conn: ldap3.Connection, cn: str, uids: list[str]) -> None:
+    # groupOfNames needs a member: the placeholder is no person.
+    members = [PLACEHOLDER_MEMBER, *(user_dn(uid) for uid in uids)]
+    ok = conn.add(group_dn(cn), ["groupOfNames"], {"cn": cn, "member": members})
+    assert ok, conn.result
+
+
 def user_dn(uid: str) -> str:
     return f"uid={uid},{PEOPLE}"
 
 
 def group_dn(cn: str) -> str:
     return f"cn={cn},{GROUPS}"
+
+
+def write_certificates(base: Path) -> None:
+    """A CA of the session's own (ca.pem) and the server's certificate for
+    127.0.0.1 signed by it (server.pem, server.key): StartTLS as in production,
+    certificate checks included."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+
+    def certificate(
+        subject: str, key: ec.EllipticCurvePrivateKey, issuer: str
+    ) -> x509.CertificateBuilder:
+        return (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+            .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+        )
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        certificate("chatsite test CA", ca_key, "chatsite test CA")
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    server = (
+        certificate("127.0.0.1", key, "chatsite test CA")
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    pem = serialization.Encoding.PEM
+    (base / "ca.pem").write_bytes(ca.public_bytes(pem))
+    (base / "server.pem").write_bytes(server.public_bytes(pem))
+    key_path = base / "server.key"
+    key_path.write_bytes(
+        key.private_bytes(
+            pem,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    key_path.chmod(0o600)

@@ -4,6 +4,7 @@ username and password form, chat.accounts.ldap, then the provisioning seam."""
 from __future__ import annotations
 
 import socket
+import ssl
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -18,6 +19,7 @@ from tests.servers import _free_port
 from tests.web.signing_in import sign_in
 
 User = get_user_model()
+TLS_ARGS = {"validate": ssl.CERT_REQUIRED}
 WRONG = "Please enter a correct username and password"
 
 
@@ -176,6 +178,22 @@ def test_ldap_answering_nothing(client, directory, settings):
         settings.LDAP_AUTH_URL = [f"ldap://127.0.0.1:{silent.getsockname()[1]}"]
         settings.LDAP_AUTH_CONNECT_TIMEOUT = settings.LDAP_AUTH_RECEIVE_TIMEOUT = 1
         response = sign_in(client, "carol", password("carol"))
+    assert UNREACHABLE_MESSAGE in form_errors(response)
+    assert not User.objects.exists()
+
+
+def test_start_tls_with_the_directory_certificate_checked(client, directory, settings):
+    settings.LDAP_AUTH_USE_TLS = True
+    settings.LDAP_AUTH_TLS_ARGS = {**TLS_ARGS, "ca_certs_file": str(directory.ca_file)}
+    assert signs_in(client, "carol")
+
+
+def test_start_tls_refuses_a_certificate_it_cannot_check(client, directory, settings):
+    """The test CA is not among the system's: the password is never sent, and
+    the person is told the directory does not answer."""
+    settings.LDAP_AUTH_USE_TLS = True
+    assert settings.LDAP_AUTH_TLS_ARGS == TLS_ARGS  # the site's own default
+    response = sign_in(client, "carol", password("carol"))
     assert UNREACHABLE_MESSAGE in form_errors(response)
     assert not User.objects.exists()
 
