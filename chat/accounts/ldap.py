@@ -87,8 +87,14 @@ class LDAPBackend(ModelBackend):
 class Entry:
     """A person's directory entry and their groups' names."""
 
-    def __init__(self, dn: str, attributes: dict[str, Any], groups: list[str]):
-        self.dn, self.attributes, self.groups = dn, attributes, groups
+    def __init__(
+        self,
+        dn: str,
+        attributes: dict[str, Any],
+        raw: dict[str, Any],
+        groups: list[str],
+    ):
+        self.dn, self.attributes, self.raw, self.groups = dn, attributes, raw, groups
 
     def first(self, name: str) -> Any:
         value = self.attributes.get(name) if name else None
@@ -133,7 +139,8 @@ def _look_up(found: Any, username: str) -> Entry | None:
         return None  # bound, but outside the search base or the user filter
     result = (conn.response or [{}])[0]
     dn, attributes = str(result["dn"]), dict(result["attributes"])
-    return Entry(dn, attributes, _groups(conn, dn, attributes, username))
+    raw = dict(result.get("raw_attributes") or {})
+    return Entry(dn, attributes, raw, _groups(conn, dn, attributes, username))
 
 
 def _groups(
@@ -170,7 +177,8 @@ def _groups(
 
 def _identity(entry: Entry) -> Identity:
     fields = settings.LDAP_AUTH_USER_FIELDS
-    subject = _identifier(entry.first(settings.CHATSITE_LDAP_ID_ATTRIBUTE))
+    raw_id = entry.raw.get(settings.CHATSITE_LDAP_ID_ATTRIBUTE) or [b""]
+    subject = _identifier(raw_id[0])
     if not subject:
         logger.error(
             "LDAP entry %s has no %s (CHATSITE_LDAP_ID_ATTRIBUTE)",
@@ -190,12 +198,14 @@ def _identity(entry: Entry) -> Identity:
     )
 
 
-def _identifier(value: Any) -> str:
-    """entryUUID comes as text; Active Directory's objectGUID as 16 bytes
-    (little-endian, written the way AD's own tools do)."""
-    if isinstance(value, bytes):
-        return str(uuid.UUID(bytes_le=value)) if len(value) == 16 else value.hex()
-    return str(value or "")
+def _identifier(raw: bytes) -> str:
+    """The identifier as the directory sent it: entryUUID as text, Active
+    Directory's objectGUID as 16 bytes (written little-endian, the way AD's
+    own tools show it). Read raw: without the schema (the library asks for
+    none), ldap3 turns some GUIDs into text and others not."""
+    if len(raw) == 16:
+        return str(uuid.UUID(bytes_le=raw))
+    return raw.decode("utf-8", errors="replace")
 
 
 def _directory_answers() -> bool:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import socket
 import ssl
+import uuid
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from chat.accounts.ldap import NO_IDENTIFIER_MESSAGE, UNREACHABLE_MESSAGE
+from chat.accounts.ldap import NO_IDENTIFIER_MESSAGE, UNREACHABLE_MESSAGE, _identifier
 from chat.models import AuditEvent, Conversation, ExternalAccount, GroupRule, Team
 from tests.accounts.conftest import PEOPLE_AT_START
 from tests.accounts.ldap_server import GROUPS, READER_DN, READER_PASSWORD
@@ -258,3 +259,12 @@ def test_ldap_off_asks_no_directory(client, directory, settings):
 
 def test_local_accounts_sign_in_beside_the_directory(client, directory, alice):
     assert signs_in(client, "alice", PASSWORDS["alice"])
+
+
+def test_an_active_directory_guid_reads_as_its_tools_write_it():
+    """objectGUID is 16 bytes, little-endian in its first three fields."""
+    guid = uuid.UUID("01234567-89ab-cdef-0123-456789abcdef")
+    assert _identifier(guid.bytes_le) == str(guid)
+    assert _identifier(b"bd5ca006-823a-1041-83e8-2d820e5277c1") == (
+        "bd5ca006-823a-1041-83e8-2d820e5277c1"
+    )
