@@ -44,10 +44,11 @@ from ldap3.utils.dn import parse_dn
 from chat.accounts.provisioning import Identity, Refused, provision
 from chat.models import AuditEvent
 from chat.web.client_address import client_address
+from chat.web.signin import NOT_CHECKED
 
 logger = logging.getLogger(__name__)
 
-UNREACHABLE = "ldap_unreachable"
+UNREACHABLE = NOT_CHECKED  # the sign-in throttle does not count these
 REFUSED = "ldap_refused"
 UNREACHABLE_MESSAGE = (
     "The directory server (LDAP) that checks passwords here does not answer "

@@ -268,3 +268,27 @@ def test_an_active_directory_guid_reads_as_its_tools_write_it():
     assert _identifier(b"bd5ca006-823a-1041-83e8-2d820e5277c1") == (
         "bd5ca006-823a-1041-83e8-2d820e5277c1"
     )
+
+
+def test_attempts_during_an_outage_are_not_counted_as_failures(
+    client, directory, settings
+):
+    """Else everyone who tried during an outage (an office behind one address
+    even more) would be locked out for the window after it."""
+    settings.SIGNIN_FAILURES_PER_USERNAME = 2
+    settings.SIGNIN_FAILURES_PER_ADDRESS = 2
+    working = settings.LDAP_AUTH_URL
+    settings.LDAP_AUTH_URL = [f"ldap://127.0.0.1:{_free_port()}"]
+    for _ in range(4):
+        response = sign_in(client, "carol", password("carol"))
+        assert UNREACHABLE_MESSAGE in form_errors(response)
+    settings.LDAP_AUTH_URL = working
+    assert signs_in(client, "carol")
+
+
+def test_wrong_passwords_are_still_counted(client, directory, settings):
+    settings.SIGNIN_FAILURES_PER_USERNAME = 2
+    for _ in range(2):
+        assert WRONG in form_errors(sign_in(client, "carol", "not-her-password"))
+    response = sign_in(client, "carol", password("carol"))
+    assert response.status_code == 429
