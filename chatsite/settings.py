@@ -211,6 +211,13 @@ LDAP_AUTH_USE_TLS = env_bool("CHATSITE_LDAP_START_TLS", False)
 LDAP_AUTH_TLS_ARGS: dict[str, object] = {"validate": ssl.CERT_REQUIRED}
 if os.environ.get("CHATSITE_LDAP_CA_FILE"):
     LDAP_AUTH_TLS_ARGS["ca_certs_file"] = os.environ["CHATSITE_LDAP_CA_FILE"]
+LDAP_AUTH_CONNECT_ARGS: dict[str, object] = {}
+if any(url.lower().startswith("ldaps://") for url in LDAP_AUTH_URL):
+    import ldap3
+
+    # The library applies LDAP_AUTH_TLS_ARGS to StartTLS only; ldaps:// would
+    # get ldap3's default, which checks nothing.
+    LDAP_AUTH_CONNECT_ARGS = {"tls": ldap3.Tls(**LDAP_AUTH_TLS_ARGS)}
 LDAP_AUTH_SEARCH_BASE = os.environ.get("CHATSITE_LDAP_SEARCH_BASE", "")
 LDAP_AUTH_OBJECT_CLASS = os.environ.get(
     "CHATSITE_LDAP_USER_OBJECT_CLASS", "inetOrgPerson"

@@ -219,7 +219,9 @@ def _directory_answers() -> bool:
             url,
             get_info=ldap3.NONE,
             connect_timeout=settings.LDAP_AUTH_CONNECT_TIMEOUT,
-            tls=ldap3.Tls(**settings.LDAP_AUTH_TLS_ARGS),
+            # ldaps:// is set up in LDAP_AUTH_CONNECT_ARGS (chatsite/settings.py)
+            tls=settings.LDAP_AUTH_CONNECT_ARGS.get("tls")
+            or ldap3.Tls(**settings.LDAP_AUTH_TLS_ARGS),
         )
         conn = ldap3.Connection(
             server, receive_timeout=settings.LDAP_AUTH_RECEIVE_TIMEOUT

@@ -110,7 +110,7 @@ DIRECTORY = "\n".join(
 class Slapd:
     def __init__(self) -> None:
         self.base = Path(tempfile.mkdtemp(prefix="chatsite-slapd-"))
-        self.port = 0
+        self.port = self.tls_port = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = self.base / "slapd.log"
 
@@ -122,6 +122,10 @@ class Slapd:
     @property
     def url(self) -> str:
         return f"ldap://127.0.0.1:{self.port}"
+
+    @property
+    def ldaps_url(self) -> str:
+        return f"ldaps://127.0.0.1:{self.tls_port}"
 
     def start(self) -> Slapd:
         drop = _drop_privileges()
@@ -157,11 +161,19 @@ class Slapd:
                     f"slapadd -n {number} failed ({add.returncode}):\n"
                     f"{add.stdout.decode()}{add.stderr.decode()}"
                 )
-        self.port = _free_port()
+        self.port, self.tls_port = _free_port(), _free_port()
         log = open(self.log_path, "wb")  # noqa: SIM115 (closed with the process)
         self.proc = subprocess.Popen(
             # -d 0: stay in the foreground (no fork), log nothing but errors.
-            [SLAPD, "-d", "0", "-F", config_dir, "-h", self.url + "/"],
+            [
+                SLAPD,
+                "-d",
+                "0",
+                "-F",
+                config_dir,
+                "-h",
+                f"{self.url}/ {self.ldaps_url}/",
+            ],
             stdout=log,
             stderr=subprocess.STDOUT,
             preexec_fn=_die_with_parent(signal.SIGTERM),  # noqa: PLW1509
@@ -173,12 +185,16 @@ class Slapd:
 
     def _wait_until_listening(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT
+        for port in (self.port, self.tls_port):
+            self._wait_for(port, deadline)
+
+    def _wait_for(self, port: int, deadline: float) -> None:
         while True:
             assert self.proc is not None
             if self.proc.poll() is not None:
                 raise RuntimeError(f"slapd exited:\n{self.log_path.read_text()}")
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 return
             except OSError:
                 if time.monotonic() > deadline:

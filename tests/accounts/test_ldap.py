@@ -7,6 +7,7 @@ import socket
 import ssl
 import uuid
 
+import ldap3
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
@@ -197,6 +198,18 @@ def test_start_tls_refuses_a_certificate_it_cannot_check(client, directory, sett
     response = sign_in(client, "carol", password("carol"))
     assert UNREACHABLE_MESSAGE in form_errors(response)
     assert not User.objects.exists()
+
+
+def test_ldaps_checks_the_certificate_too(client, directory, settings):
+    """As chatsite/settings.py sets it up for an ldaps:// URL: without the
+    test CA the certificate does not check out."""
+    settings.LDAP_AUTH_URL = [directory.ldaps_url]
+    settings.LDAP_AUTH_CONNECT_ARGS = {"tls": ldap3.Tls(**TLS_ARGS)}
+    response = sign_in(client, "carol", password("carol"))
+    assert UNREACHABLE_MESSAGE in form_errors(response)
+    tls = ldap3.Tls(**TLS_ARGS, ca_certs_file=str(directory.ca_file))
+    settings.LDAP_AUTH_CONNECT_ARGS = {"tls": tls}
+    assert signs_in(client, "carol")
 
 
 def test_a_second_server_takes_over(client, directory, settings):
