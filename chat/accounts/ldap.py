@@ -31,6 +31,7 @@ from contextlib import suppress
 from typing import Any
 
 import ldap3
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth.backends import ModelBackend
 from django.core.exceptions import ValidationError
@@ -83,6 +84,19 @@ class LDAPBackend(ModelBackend):
             return provision(_identity(entry), address=address)
         except Refused as refusal:  # audited by provision
             raise ValidationError(str(refusal), code=REFUSED) from refusal
+
+    async def aauthenticate(
+        self,
+        request: HttpRequest | None,
+        username: str | None = None,
+        password: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        # ModelBackend's own would check a local password: ldap3 blocks, so
+        # the directory is asked in a thread.
+        return await sync_to_async(self.authenticate)(
+            request, username, password, **kwargs
+        )
 
 
 class Entry:

@@ -9,7 +9,7 @@ import uuid
 
 import ldap3
 import pytest
-from django.contrib.auth import get_user_model
+from django.contrib.auth import aauthenticate, get_user_model
 from django.test import Client
 
 from chat.accounts.ldap import NO_IDENTIFIER_MESSAGE, UNREACHABLE_MESSAGE, _identifier
@@ -305,3 +305,10 @@ def test_wrong_passwords_are_still_counted(client, directory, settings):
         assert WRONG in form_errors(sign_in(client, "carol", "not-her-password"))
     response = sign_in(client, "carol", password("carol"))
     assert response.status_code == 429
+
+
+@pytest.mark.django_db(transaction=True)  # docs/testing.md, G1
+async def test_async_sign_in_asks_the_directory(directory):
+    user = await aauthenticate(username="carol", password=password("carol"))
+    assert user is not None and user.username == "carol"
+    assert await aauthenticate(username="carol", password="not-her-password") is None
