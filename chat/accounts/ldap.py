@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import uuid
 from contextlib import suppress
+from dataclasses import dataclass
 from typing import Any
 
 import ldap3
@@ -99,17 +100,15 @@ class LDAPBackend(ModelBackend):
         )
 
 
+@dataclass(frozen=True)
 class Entry:
-    """A person's directory entry and their groups' names."""
+    """A person's directory entry (as ldap3 decodes it, and `raw` as sent)
+    and their groups' names."""
 
-    def __init__(
-        self,
-        dn: str,
-        attributes: dict[str, Any],
-        raw: dict[str, Any],
-        groups: list[str],
-    ):
-        self.dn, self.attributes, self.raw, self.groups = dn, attributes, raw, groups
+    dn: str
+    attributes: dict[str, Any]
+    raw: dict[str, Any]
+    groups: list[str]
 
     def first(self, name: str) -> Any:
         value = self.attributes.get(name) if name else None
