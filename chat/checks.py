@@ -86,3 +86,49 @@ def token_weakness(token: str) -> str:
     if len(set(token)) < 8:
         return "repeats a few characters"
     return ""
+
+
+# ---- LDAP sign-in (chat.accounts.ldap; README, "Sign-in with LDAP or Active
+# Directory"): settings that would fail at every sign-in, or leak passwords.
+@register()
+def ldap_check(app_configs: Any, **kwargs: Any) -> list[Warning | Error]:
+    urls = settings.LDAP_AUTH_URL
+    if not urls:
+        return []
+    problems: list[Warning | Error] = []
+    if not settings.LDAP_AUTH_SEARCH_BASE:
+        problems.append(
+            Error(
+                "CHATSITE_LDAP_URL is set but CHATSITE_LDAP_SEARCH_BASE is empty: "
+                "no one could sign in with the directory.",
+                hint="Set it to the entry above the people, e.g. "
+                "ou=people,dc=example,dc=org.",
+                id="chat.E110",
+            )
+        )
+    if bool(settings.LDAP_AUTH_CONNECTION_USERNAME) != bool(
+        settings.LDAP_AUTH_CONNECTION_PASSWORD
+    ):
+        problems.append(
+            Error(
+                "Only one of CHATSITE_LDAP_BIND_DN and CHATSITE_LDAP_BIND_PASSWORD "
+                "is set.",
+                hint="Set both (a service account to search as), or neither.",
+                id="chat.E111",
+            )
+        )
+    in_clear = [u for u in urls if not u.lower().startswith("ldaps://")]
+    if in_clear and not settings.LDAP_AUTH_USE_TLS and not settings.DEBUG:
+        problems.append(
+            Warning(
+                "Passwords go to the directory unencrypted: "
+                + ", ".join(in_clear)
+                + " without StartTLS.",
+                hint="Set CHATSITE_LDAP_START_TLS=true, or use ldaps:// URLs.",
+                id="chat.W110",
+            )
+        )
+    return problems
+
+
+# ---- end of LDAP

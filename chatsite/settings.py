@@ -4,6 +4,7 @@ with an in-memory channel layer (see README, "Configuration")."""
 from __future__ import annotations
 
 import os
+import ssl
 from pathlib import Path
 
 import dj_database_url
@@ -223,7 +224,7 @@ OIDC_STATE_MAX_AGE = env_int("OIDC_STATE_MAX_AGE", 600, minimum=1)
 OIDC_USE_PKCE = True
 OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_authentication_callback"
 AUTHENTICATION_BACKENDS = [
-    "django.contrib.auth.backends.ModelBackend",
+    "django.contrib.auth.backends.ModelBackend",  # local accounts first, always
     "chat.accounts.oidc.OIDCBackend",
 ]
 # ---- end of OpenID Connect sign-in
@@ -231,6 +232,61 @@ AUTHENTICATION_BACKENDS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
+
+# ---- LDAP / Active Directory sign-in (chat.accounts.ldap; README, "Sign-in with
+# LDAP or Active Directory"). Off while CHATSITE_LDAP_URL is empty. The
+# CHATSITE_LDAP_* variables become django-python3-ldap's LDAP_AUTH_* settings.
+AUTHENTICATION_BACKENDS += ["chat.accounts.ldap.LDAPBackend"]
+LDAP_AUTH_URL = env_list("CHATSITE_LDAP_URL", [])  # several: tried in turn
+LDAP_AUTH_USE_TLS = env_bool("CHATSITE_LDAP_START_TLS", False)
+# ldap3 checks no certificate unless told to: the server's must be valid (for
+# the system's CAs, or CHATSITE_LDAP_CA_FILE's).
+LDAP_AUTH_TLS_ARGS: dict[str, object] = {"validate": ssl.CERT_REQUIRED}
+if os.environ.get("CHATSITE_LDAP_CA_FILE"):
+    LDAP_AUTH_TLS_ARGS["ca_certs_file"] = os.environ["CHATSITE_LDAP_CA_FILE"]
+LDAP_AUTH_CONNECT_ARGS: dict[str, object] = {}
+if any(url.lower().startswith("ldaps://") for url in LDAP_AUTH_URL):
+    import ldap3
+
+    # The library applies LDAP_AUTH_TLS_ARGS to StartTLS only; ldaps:// would
+    # get ldap3's default, which checks nothing.
+    LDAP_AUTH_CONNECT_ARGS = {"tls": ldap3.Tls(**LDAP_AUTH_TLS_ARGS)}
+LDAP_AUTH_SEARCH_BASE = os.environ.get("CHATSITE_LDAP_SEARCH_BASE", "")
+LDAP_AUTH_OBJECT_CLASS = os.environ.get(
+    "CHATSITE_LDAP_USER_OBJECT_CLASS", "inetOrgPerson"
+)
+LDAP_AUTH_USER_FIELDS = {
+    "username": os.environ.get("CHATSITE_LDAP_USERNAME_ATTRIBUTE", "uid"),
+    "first_name": os.environ.get("CHATSITE_LDAP_FIRST_NAME_ATTRIBUTE", "givenName"),
+    "last_name": os.environ.get("CHATSITE_LDAP_LAST_NAME_ATTRIBUTE", "sn"),
+    "email": os.environ.get("CHATSITE_LDAP_EMAIL_ATTRIBUTE", "mail"),
+}
+LDAP_AUTH_USER_LOOKUP_FIELDS = ("username",)
+LDAP_AUTH_FORMAT_USERNAME = "chat.accounts.ldap.format_username"
+LDAP_AUTH_FORMAT_SEARCH_FILTERS = "chat.accounts.ldap.format_search_filters"
+LDAP_AUTH_ACTIVE_DIRECTORY_DOMAIN = (
+    os.environ.get("CHATSITE_LDAP_ACTIVE_DIRECTORY_DOMAIN", "").strip() or None
+)
+LDAP_AUTH_CONNECTION_USERNAME = os.environ.get("CHATSITE_LDAP_BIND_DN") or None
+LDAP_AUTH_CONNECTION_PASSWORD = os.environ.get("CHATSITE_LDAP_BIND_PASSWORD") or None
+LDAP_AUTH_CONNECT_TIMEOUT = env_int("CHATSITE_LDAP_TIMEOUT", 5, minimum=1)
+LDAP_AUTH_RECEIVE_TIMEOUT = LDAP_AUTH_CONNECT_TIMEOUT
+# One round over the servers, then give up: the library's default (True) makes
+# ldap3's server pool retry a server that is down forever, and the sign-in page
+# with it (etianen/django-python3-ldap#264).
+LDAP_AUTH_POOL_ACTIVE = 1
+CHATSITE_LDAP_USER_FILTER = os.environ.get("CHATSITE_LDAP_USER_FILTER", "").strip()
+# The attribute that names a person for good (usernames get reused): entryUUID
+# (OpenLDAP, 389 DS), objectGUID (Active Directory).
+CHATSITE_LDAP_ID_ATTRIBUTE = os.environ.get("CHATSITE_LDAP_ID_ATTRIBUTE", "entryUUID")
+# Groups: an attribute of the person listing their groups' DNs (memberOf), and/or
+# a search for the groups naming them ({dn}, {username} are filled in, escaped).
+CHATSITE_LDAP_GROUPS_ATTRIBUTE = os.environ.get("CHATSITE_LDAP_GROUPS_ATTRIBUTE", "")
+CHATSITE_LDAP_GROUP_SEARCH_BASE = os.environ.get("CHATSITE_LDAP_GROUP_SEARCH_BASE", "")
+CHATSITE_LDAP_GROUP_FILTER = os.environ.get(
+    "CHATSITE_LDAP_GROUP_FILTER", "(&(objectClass=groupOfNames)(member={dn}))"
+)
+# ---- end of LDAP
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -44,6 +44,10 @@ logger = logging.getLogger(__name__)
 
 THROTTLED = "throttled"
 LOCAL_SIGNIN_OFF = "Signing in with a password of this site is switched off here."
+# The code of a backend's ValidationError when the password could not be
+# checked at all (chat.accounts.ldap: the directory does not answer): such an
+# attempt is given back, or an outage would lock everyone out after it.
+NOT_CHECKED = "not_checked"
 
 
 @contextmanager
@@ -84,6 +88,12 @@ class Attempt:
                 count = _count(key)
                 self.taken.append(key)
                 self.refused = self.refused or count > limit
+
+    def given_back(self) -> None:
+        """The password was not checked: this attempt counts for nothing."""
+        for key in self.taken:
+            with _unless_cache_away(), suppress(ValueError):  # (expired since)
+                cache.decr(key)
 
     def succeeded(self) -> None:
         """Forget the username's failures; the address's count stays (one
@@ -144,7 +154,12 @@ class ThrottledSignInMixin:
                 reason=THROTTLED,
             )
             raise too_many_failures()
-        cleaned: dict[str, Any] = super().clean()  # type: ignore[misc]
+        try:
+            cleaned: dict[str, Any] = super().clean()  # type: ignore[misc]
+        except ValidationError as error:
+            if getattr(error, "code", None) == NOT_CHECKED:
+                attempt.given_back()
+            raise
         attempt.succeeded()
         return cleaned
 

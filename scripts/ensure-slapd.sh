@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Make sure Debian's OpenLDAP server (slapd, slapadd) is installed, for the LDAP
+# sign-in tests (tests/accounts/ldap_server.py starts its own throwaway one).
+#
+# As root (or with password-less sudo) installs `slapd` with apt, preseeded to
+# skip the package's own directory ("Omit OpenLDAP server configuration"), and
+# with service starts refused while it installs: the tests never use a system
+# slapd, and none is left running. Otherwise explains what to do. With CI=true
+# a missing slapd fails.
+set -euo pipefail
+
+SLAPD=${SLAPD:-/usr/sbin/slapd}
+in_ci() { [[ ${CI:-} =~ ^(1|true|yes|on)$ ]]; }
+
+works() { [[ -x $SLAPD && -x $(dirname "$SLAPD")/slapadd ]]; }
+
+if works; then
+  exit 0
+fi
+
+if [[ $(id -u) -eq 0 ]]; then
+  SUDO=()
+elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+  SUDO=(sudo -n)
+else
+  echo "ensure-slapd: $SLAPD is missing and installing it needs root:" >&2
+  echo "  echo 'slapd slapd/no_configuration boolean true' | sudo debconf-set-selections" >&2
+  echo "  sudo apt-get install --no-install-recommends slapd" >&2
+  echo "  (or set SLAPD=/path/to/slapd). The LDAP tests will be skipped." >&2
+  in_ci && exit 1
+  exit 0
+fi
+
+echo "ensure-slapd: installing slapd with apt-get"
+export DEBIAN_FRONTEND=noninteractive
+echo "slapd slapd/no_configuration boolean true" | "${SUDO[@]}" debconf-set-selections
+
+# invoke-rc.d and deb-systemd-invoke ask policy-rc.d; 101 means "do not start".
+# Only when the machine has no policy of its own, and removed again after.
+policy=/usr/sbin/policy-rc.d
+if [[ ! -e $policy ]]; then
+  printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee "$policy" >/dev/null
+  "${SUDO[@]}" chmod 755 "$policy"
+  trap '"${SUDO[@]}" rm -f "$policy"' EXIT
+fi
+
+apt=("${SUDO[@]}" apt-get -o DPkg::Lock::Timeout=600 -q)
+"${apt[@]}" update
+"${apt[@]}" install -y --no-install-recommends slapd
+
+if ! works; then
+  echo "ensure-slapd: $SLAPD still missing after installing it" >&2
+  exit 1
+fi
+echo "ensure-slapd: $("$SLAPD" -VVV 2>&1 | head -n 1)"
