@@ -224,7 +224,8 @@ OIDC_STATE_MAX_AGE = env_int("OIDC_STATE_MAX_AGE", 600, minimum=1)
 OIDC_USE_PKCE = True
 OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_authentication_callback"
 AUTHENTICATION_BACKENDS = [
-    "django.contrib.auth.backends.ModelBackend",  # local accounts first, always
+    # Local accounts first, always (CHATSITE_LOCAL_SIGNIN can switch them off).
+    "chat.accounts.local.LocalPasswordBackend",
     "chat.accounts.oidc.OIDCBackend",
 ]
 # ---- end of OpenID Connect sign-in

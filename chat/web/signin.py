@@ -38,6 +38,7 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
 from redis.exceptions import RedisError
 
+from chat.accounts.local import password_form_shown
 from chat.web.client_address import client_address
 
 logger = logging.getLogger(__name__)
@@ -175,20 +176,21 @@ class ThrottledAdminAuthenticationForm(ThrottledSignInMixin, AdminAuthentication
 class SignInView(LoginView):
     form_class = ThrottledAuthenticationForm
 
-    # ---- OpenID Connect button; the password form only with CHATSITE_LOCAL_SIGNIN
+    # The OpenID Connect button; the password form for local accounts
+    # (CHATSITE_LOCAL_SIGNIN) and the directory's (LDAP).
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context: dict[str, Any] = super().get_context_data(**kwargs)
         context["oidc_enabled"] = bool(settings.OIDC_ISSUER)
         context["oidc_provider_name"] = settings.OIDC_PROVIDER_NAME
         context["local_signin"] = settings.CHATSITE_LOCAL_SIGNIN
+        context["password_form"] = password_form_shown()
+        context["ldap_enabled"] = bool(settings.LDAP_AUTH_URL)
         return context
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not settings.CHATSITE_LOCAL_SIGNIN:
+        if not password_form_shown():
             return HttpResponseForbidden(LOCAL_SIGNIN_OFF)
         return super().post(request, *args, **kwargs)
-
-    # ---- end of the OpenID Connect block
 
     def form_invalid(self, form: AuthenticationForm) -> HttpResponse:
         response = super().form_invalid(form)

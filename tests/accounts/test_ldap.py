@@ -312,3 +312,20 @@ async def test_async_sign_in_asks_the_directory(directory):
     user = await aauthenticate(username="carol", password=password("carol"))
     assert user is not None and user.username == "carol"
     assert await aauthenticate(username="carol", password="not-her-password") is None
+
+
+def test_local_passwords_off_keeps_the_directory_form_only(
+    client, directory, settings, alice, admin_user
+):
+    settings.CHATSITE_LOCAL_SIGNIN = False
+    page = client.get("/login/").content.decode()
+    assert 'name="password"' in page  # the directory's passwords still sign in
+    assert WRONG in form_errors(sign_in(client, "alice", PASSWORDS["alice"]))
+    assert signs_in(client, "carol")
+    # Staff keep the admin's own sign-in page with their local password.
+    admin = Client()
+    response = admin.post(
+        "/admin/login/?next=/admin/",
+        {"username": admin_user.username, "password": PASSWORDS["admin"]},
+    )
+    assert response.status_code == 302 and "_auth_user_id" in admin.session
