@@ -41,8 +41,17 @@ class ModelProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_filter = ["backend", "enabled", "is_demo"]
     search_fields = ["tag", "display_name", "base_url"]
     readonly_fields = ["chars_per_token"]
+    filter_horizontal = ["teams"]
     fieldsets = [
         (None, {"fields": ["tag", "display_name", "enabled", "is_demo"]}),
+        (
+            "Who may use it",
+            {
+                "description": "Only members of the chosen teams are offered the "
+                "model; none chosen: everyone.",
+                "fields": ["teams"],
+            },
+        ),
         (
             "Server",
             {
@@ -131,6 +140,14 @@ class SiteDefaultsAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         (
             "Limits and sharing",
             {"fields": ["generations_per_user", "share_requires_sign_in"]},
+        ),
+        (
+            "Quota of each user",
+            {
+                "description": "Counted from the stored answers, per UTC day or "
+                "month; a team's own quotas are set on the team. 0: no limit.",
+                "fields": ["quota_period", "user_output_tokens", "user_answers"],
+            },
         ),
     ]
 

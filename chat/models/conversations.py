@@ -24,6 +24,10 @@ class Conversation(models.Model):
     class NoModel(Exception):
         pass
 
+    class ModelForbidden(NoModel):
+        """The model is limited to teams the owner is not on (never replaced
+        silently by another: the owner chooses)."""
+
     class Busy(Exception):
         pass
 
@@ -93,20 +97,44 @@ class Conversation(models.Model):
         site = SiteDefaults.load()
         return cls.objects.create(
             owner=owner,
-            model_profile=site.model_profile(),
+            model_profile=cls.site_model_for(owner, site),
             thinking=site.default_thinking,
         )
+
+    @staticmethod
+    def site_model_for(
+        owner: Any, site: SiteDefaults | None = None
+    ) -> ModelProfile | None:
+        """The site's model for `owner`: the site default when they may use it
+        (it may be for some teams only), else the oldest model they may use."""
+        profile = (site or SiteDefaults.load()).model_profile()
+        if profile is None or profile.allowed_for(owner):
+            return profile
+        return ModelProfile.objects.usable_by(owner).default()
 
     def effective_model(
         self, site: SiteDefaults | None = None
     ) -> Effective[ModelProfile]:
+        """Raises NoModel, or ModelForbidden when the conversation's own model
+        is not (or no longer) for its owner's teams."""
         profile = self.model_profile
         if profile is not None and profile.enabled:
+            if not profile.allowed_for(self.owner):
+                raise Conversation.ModelForbidden(
+                    f"{profile.label} is not available to you any more. Choose "
+                    "another model in the conversation settings."
+                )
             return Effective(profile, Level.CONVERSATION)
-        profile = (site or SiteDefaults.load()).model_profile()
-        if profile is None:
+        site = site or SiteDefaults.load()
+        if site.model_profile() is None:
             raise Conversation.NoModel(
                 "No model is set up. An admin can add one under Model profiles."
+            )
+        profile = self.site_model_for(self.owner, site)
+        if profile is None:
+            raise Conversation.ModelForbidden(
+                "None of the models is available to you. An admin can give "
+                "one of your teams access to one."
             )
         return Effective(profile, Level.SITE)
 
@@ -183,8 +211,15 @@ class Conversation(models.Model):
         self, content: str, client_id: str = "", version_of: int | None = None
     ) -> Turn:
         """Store the user's message and a streaming placeholder for the answer;
-        return both, the model to ask and the history to send it."""
+        return both, the model to ask and the history to send it.
+
+        Refused (nothing stored) with NoModel, ModelForbidden, Busy or, before
+        the model is asked, `quotas.QuotaReached`."""
+        # Imported here: quotas counts teams' answers, and teams import this module.
+        from chat.models import quotas
+
         profile = self.model_for_next_answer()
+        quotas.check(self.owner)
         self._lock_when_idle()
         question = self.messages.create(
             role=Message.Role.USER,

@@ -57,14 +57,29 @@ class Limit:
     def reached(self) -> bool:
         return self.used >= self.allowed
 
-    def message(self) -> str:
-        whose = "Your" if self.scope == "you" else f"Your {self.scope}'s"
-        when = self.resets_at.strftime("%H:%M UTC")
+    @property
+    def _whose(self) -> str:
+        return "Your" if self.scope == "you" else f"Your {self.scope}'s"
+
+    @property
+    def _when(self) -> str:
         if self.resets_at.day == 1 and self.resets_at.hour == 0:
-            when = self.resets_at.strftime("%H:%M UTC on %d %b")
+            return self.resets_at.strftime("%H:%M UTC on %d %b")
+        return self.resets_at.strftime("%H:%M UTC")
+
+    def message(self) -> str:
         return (
-            f"{whose} quota is reached ({self.used:,} of {self.allowed:,} "
-            f"{self.kind}); it resets at {when}."
+            f"{self._whose} quota is reached ({self.used:,} of {self.allowed:,} "
+            f"{self.kind}); it resets at {self._when}."
+        )
+
+    def warning(self) -> str:
+        """The quiet line near the composer (`warnings`)."""
+        if self.reached:
+            return self.message()
+        return (
+            f"{self._whose} quota is {self.fraction:.0%} used ({self.used:,} of "
+            f"{self.allowed:,} {self.kind}); it resets at {self._when}."
         )
 
 
