@@ -84,7 +84,7 @@ class SettingsForm(forms.ModelForm):  # type: ignore[type-arg]
         if site_model is not None:
             model.empty_label += f" ({site_model.label})"
         model.error_messages["invalid_choice"] = (
-            "That model is not available to you any more: pick another."
+            "That model is not available to you: pick another."
         )
         policy = self.fields["history_policy"]
         assert isinstance(policy, forms.ChoiceField)

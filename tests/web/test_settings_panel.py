@@ -126,7 +126,7 @@ def test_saving_nothing_changed_notes_nothing(alice_client, own):
         ),
         ({"history_policy": "sometimes"}, "history_policy", "not one of"),
         ({"thinking": "maybe"}, "thinking", "not one of"),
-        ({"model_profile": "99999"}, "model_profile", "not available any more"),
+        ({"model_profile": "99999"}, "model_profile", "not available to you"),
     ],
 )
 def test_bad_input_is_shown_back_and_nothing_is_saved(
