@@ -80,12 +80,19 @@ class Conversation(models.Model):
 
     @classmethod
     def next_model(cls, pk: int) -> ModelProfile | None:
-        """The model the conversation's next answer would use, if it has one."""
+        """The model the conversation's next answer would use, if it has one
+        (none over quota: a preload would load a model for nothing)."""
+        from chat.models import quotas  # see begin_turn
+
         conversation = cls.objects.select_related("model_profile").filter(pk=pk).first()
-        try:
-            return conversation.model_for_next_answer() if conversation else None
-        except Conversation.NoModel:
+        if conversation is None:
             return None
+        try:
+            profile = conversation.model_for_next_answer()
+            quotas.check(conversation.owner)
+        except (Conversation.NoModel, quotas.QuotaReached):
+            return None
+        return profile
 
     # Effective settings: the conversation's own value, else its model's
     # default, else the site's. Resolved here only; views, the panel and

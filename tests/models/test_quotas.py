@@ -225,3 +225,9 @@ def test_zero_means_no_limit(alice, profile):
     own = conversation_of(alice, profile)
     answered(own, tokens=10**6, at=datetime.now(UTC))
     own.begin_turn("Hello")
+
+
+def test_over_quota_there_is_no_next_model_to_preload(over_quota, profile):
+    assert Conversation.next_model(over_quota.pk) is None
+    SiteDefaults.objects.update(user_answers=0)
+    assert Conversation.next_model(over_quota.pk) == profile

@@ -87,3 +87,13 @@ async def test_over_quota_is_refused_with_quota_reached(
     frames = await frames_until(communicator, "done")
     await communicator.disconnect()
     assert frames[-1]["status"] == "done"
+
+
+async def test_over_quota_the_model_is_not_preloaded(alice, conversation, simulator):
+    await use_up_the_quota(conversation)
+    communicator = await connect(alice, conversation)
+    await communicator.send_json_to({"type": "preload"})
+    error = await refused_frame(communicator, SEND)
+    await communicator.disconnect()
+    assert error["code"] == "quota_reached"
+    assert not simulator.log
