@@ -231,3 +231,32 @@ def test_over_quota_there_is_no_next_model_to_preload(over_quota, profile):
     assert Conversation.next_model(over_quota.pk) is None
     SiteDefaults.objects.update(user_answers=0)
     assert Conversation.next_model(over_quota.pk) == profile
+
+
+# The quiet line near the composer.
+
+
+def test_the_composer_line_shows_from_eighty_percent(alice_client, alice, profile):
+    site_limits(user_answers=5)
+    own = conversation_of(alice, profile)
+    for _ in range(3):
+        answered(own, at=datetime.now(UTC))
+    html = alice_client.get(own.get_absolute_url()).content.decode()
+    assert 'id="quota-line"' not in html
+    answered(own, at=datetime.now(UTC))
+    html = alice_client.get(own.get_absolute_url()).content.decode()
+    assert (
+        '<p class="quota-line" id="quota-line"><span>Your quota is 80% used '
+        "(4 of 5 answers); it resets at 00:00 UTC.</span></p>"
+    ) in html
+
+
+def test_the_composer_line_names_each_limit_near_its_end(alice_client, alice, profile):
+    site_limits(user_output_tokens=100)
+    team = Team.objects.create(name="GPU", team_answers=1)
+    team.members.add(alice)
+    own = conversation_of(alice, profile)
+    answered(own, tokens=90, at=datetime.now(UTC))
+    html = alice_client.get(own.get_absolute_url()).content.decode()
+    assert "Your quota is 90% used (90 of 100 output tokens)" in html
+    assert "Your team GPU&#x27;s quota is reached (1 of 1 answers)" in html
