@@ -226,8 +226,9 @@ class Conversation(models.Model):
         from chat.models import quotas
 
         profile = self.model_for_next_answer()
-        quotas.check(self.owner)
         self._lock_when_idle()
+        quotas.lock(self.owner)
+        quotas.check(self.owner)
         question = self.messages.create(
             role=Message.Role.USER,
             content=content,

@@ -157,6 +157,19 @@ def limits_for(user: AbstractBaseUser, now: datetime | None = None) -> list[Limi
     return limits
 
 
+def lock(user: AbstractBaseUser) -> None:
+    """Make the turns counted against `user`'s limits begin one at a time, until
+    the transaction ends: a check and the answer it lets in are then one step,
+    so two tabs (or processes) cannot both take the last answer. The user's row
+    first, then their teams' rows in order, so two turns never wait on each
+    other (callers hold only their conversation's row, `Conversation.begin_turn`)."""
+    from django.contrib.auth import get_user_model
+
+    get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+    teams = Team.objects.of(user)  # type: ignore[arg-type]
+    list(teams.select_for_update(of=("self",)).order_by("pk").values("pk"))
+
+
 def check(user: AbstractBaseUser, now: datetime | None = None) -> None:
     """Raise QuotaReached, naming the first limit used up and when it resets."""
     for limit in limits_for(user, now):

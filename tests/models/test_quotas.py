@@ -260,3 +260,64 @@ def test_the_composer_line_names_each_limit_near_its_end(alice_client, alice, pr
     html = alice_client.get(own.get_absolute_url()).content.decode()
     assert "Your quota is 90% used (90 of 100 output tokens)" in html
     assert "Your team GPU&#x27;s quota is reached (1 of 1 answers)" in html
+
+
+# Two turns at once (two tabs, two processes): the check and the answer it lets
+# in are one step, so the last answer of a quota is taken once.
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_turns_at_once_cannot_both_take_the_last_answer(alice, profile):
+    import threading
+
+    from django.db import connection, connections, transaction
+
+    from tests.waiting import until_sync
+
+    site_limits(user_answers=1)
+    first, second = conversation_of(alice, profile), conversation_of(alice, profile)
+    began, release = threading.Event(), threading.Event()
+    outcome: dict[str, object] = {}
+
+    def hold_a_turn() -> None:
+        try:
+            with transaction.atomic():
+                first.begin_turn("first tab")
+                began.set()
+                release.wait(timeout=30)
+        finally:
+            connections.close_all()
+
+    def second_turn() -> None:
+        try:
+            Conversation.objects.get(pk=second.pk).begin_turn("second tab")
+            outcome["result"] = "began"
+        except quotas.QuotaReached as exc:
+            outcome["result"] = exc
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=hold_a_turn)
+    holder.start()
+    assert began.wait(timeout=30)
+    other = threading.Thread(target=second_turn)
+    other.start()
+
+    def waiting_on_a_lock() -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            return cursor.fetchone()[0] > 0
+
+    # The second turn waits for the first's commit (or, were it not made to
+    # wait, is already over).
+    until_sync(
+        lambda: "result" in outcome or waiting_on_a_lock(), "the second turn waits"
+    )
+    release.set()
+    holder.join(timeout=30)
+    other.join(timeout=30)
+    assert isinstance(outcome["result"], quotas.QuotaReached)
+    assert Message.objects.filter(role=Message.Role.ASSISTANT).count() == 1
