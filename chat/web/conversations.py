@@ -107,6 +107,14 @@ def conversation(request: SignedInRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_GET
+def quota_line(request: SignedInRequest) -> HttpResponse:
+    """The line near the composer, fetched again after each answer."""
+    context = {"quota_warnings": quotas.warnings(request.user)}
+    return render(request, "chat/_quota_line.html", context)
+
+
+@login_required
+@require_GET
 def older_messages(request: SignedInRequest, pk: int, before: int) -> HttpResponse:
     """The page of messages before the message `before` (the list's top when
     scrolled to), with the control that loads the page before it."""

@@ -12,6 +12,7 @@ urlpatterns = [
     path("login/", SignInView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("c/new/", conversations.new_conversation, name="new_conversation"),
+    path("quota/line/", conversations.quota_line, name="quota_line"),
     path("c/<int:pk>/", conversations.conversation, name="conversation"),
     path("c/<int:pk>/thinking/", conversations.set_thinking, name="set_thinking"),
     path(

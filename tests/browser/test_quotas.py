@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from chat.models import Message, SiteDefaults
-from tests.browser.chat_page import ask, open_conversation
+from tests.browser.chat_page import ask, open_conversation, wait_until_done
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,3 +32,22 @@ def test_over_quota_the_question_is_refused_and_given_back(
     expect(page.locator("#send-button")).to_be_visible()
     assert conversation.messages.count() == 2
     assert not simulator.log
+
+
+def test_the_quota_line_appears_after_the_answer_that_reaches_eighty_percent(
+    live_server_url, page, login, alice, conversation, simulator
+):
+    site = SiteDefaults.load()
+    site.user_answers = 5
+    site.save()
+    for _ in range(3):
+        conversation.messages.create(role=Message.Role.USER, content="q")
+        conversation.messages.create(role=Message.Role.ASSISTANT, content="a")
+
+    open_conversation(page, login, live_server_url, conversation, alice)
+    expect(page.locator("#quota-line")).to_be_hidden()
+    ask(page, "The fourth question")
+    wait_until_done(page, count=4)
+    expect(page.locator("#quota-line")).to_have_text(
+        "Your quota is 80% used (4 of 5 answers); it resets at 00:00 UTC."
+    )

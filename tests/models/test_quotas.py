@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from django.urls import reverse
 
 from chat.models import (
     Conversation,
@@ -242,11 +243,12 @@ def test_the_composer_line_shows_from_eighty_percent(alice_client, alice, profil
     for _ in range(3):
         answered(own, at=datetime.now(UTC))
     html = alice_client.get(own.get_absolute_url()).content.decode()
-    assert 'id="quota-line"' not in html
+    assert 'id="quota-line" data-url="/quota/line/" hidden></p>' in html
     answered(own, at=datetime.now(UTC))
     html = alice_client.get(own.get_absolute_url()).content.decode()
     assert (
-        '<p class="quota-line" id="quota-line"><span>Your quota is 80% used '
+        '<p class="quota-line" id="quota-line" data-url="/quota/line/"><span>'
+        "Your quota is 80% used "
         "(4 of 5 answers); it resets at 00:00 UTC.</span></p>"
     ) in html
 
@@ -321,3 +323,18 @@ def test_two_turns_at_once_cannot_both_take_the_last_answer(alice, profile):
     other.join(timeout=30)
     assert isinstance(outcome["result"], quotas.QuotaReached)
     assert Message.objects.filter(role=Message.Role.ASSISTANT).count() == 1
+
+
+def test_the_line_is_fetched_again_after_an_answer(alice_client, alice, profile):
+    site_limits(user_answers=5)
+    own = conversation_of(alice, profile)
+    url = reverse("quota_line")
+    assert alice_client.get(url).content.decode().strip().endswith("hidden></p>")
+    for _ in range(5):
+        answered(own, at=datetime.now(UTC))
+    html = alice_client.get(url).content.decode()
+    assert "Your quota is reached (5 of 5 answers)" in html
+
+
+def test_the_line_is_for_signed_in_users(client, db):
+    assert client.get(reverse("quota_line")).status_code == 302
