@@ -9,7 +9,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.urls import reverse
 
 from chat.models import Conversation, Message, ModelProfile, SiteDefaults, Team
-from tests.web.test_settings_panel import shown
+from tests.settings_forms import shown
 
 pytestmark = pytest.mark.django_db
 
