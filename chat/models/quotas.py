@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from django.contrib.auth import get_user_model
 from django.db.models import Case, F, FloatField, Q, Sum, Value, When
 from django.db.models.functions import Cast, Coalesce, Length
 from django.utils import timezone
@@ -161,10 +162,8 @@ def lock(user: AbstractBaseUser) -> None:
     """Make the turns counted against `user`'s limits begin one at a time, until
     the transaction ends: a check and the answer it lets in are then one step,
     so two tabs (or processes) cannot both take the last answer. The user's row
-    first, then their teams' rows in order, so two turns never wait on each
-    other (callers hold only their conversation's row, `Conversation.begin_turn`)."""
-    from django.contrib.auth import get_user_model
-
+    first, then their teams' rows in order, so two turns never deadlock
+    (callers hold only their conversation's row, `Conversation.begin_turn`)."""
     get_user_model().objects.select_for_update().filter(pk=user.pk).first()
     teams = Team.objects.of(user)  # type: ignore[arg-type]
     list(teams.select_for_update(of=("self",)).order_by("pk").values("pk"))
