@@ -192,3 +192,11 @@ def test_the_home_page_names_the_model_the_user_gets(bob_client, small, big):
     html = bob_client.get(reverse("home")).content.decode()
     assert "<strong>small:1b</strong>" in html
     assert "Big" not in html
+
+
+def test_a_user_with_no_model_open_to_them_is_told_so(bob_client, bob, big):
+    response = bob_client.post(reverse("new_conversation"))
+    html = bob_client.get(response.url).content.decode()
+    assert "None of the models is available to you" in html
+    assert "You may use" not in html
+    assert "Model not available to you" in html  # the header's model label
