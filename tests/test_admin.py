@@ -21,6 +21,26 @@ def profiles():
     return first, second
 
 
+PROFILE_FORM = {
+    "tag": "qwen3:8b",
+    "display_name": "",
+    "enabled": "on",
+    "backend": "ollama",
+    "base_url": "http://127.0.0.1:1",
+    "parallel_slots": "2",
+    "keep_alive": "",
+    "thinking_switch": "template",
+    "think_tags": "parse",
+    "first_token_timeout": "300",
+    "supports_thinking": "on",
+    "context_length": "16384",
+    "default_thinking": "off",
+    "default_history_policy": "fit",
+    "default_history_last_n": "",
+    "options": '{"temperature": 0.7}',
+}
+
+
 def site_form(**values):
     data = {
         "default_profile": "",
@@ -121,27 +141,7 @@ def test_the_profile_page_groups_its_fields(admin_client, profiles):
 def test_a_profile_saved_in_the_admin_keeps_its_defaults(admin_client, profiles):
     first, _ = profiles
     change = reverse("admin:chat_modelprofile_change", args=[first.pk])
-    response = admin_client.post(
-        change,
-        {
-            "tag": "qwen3:8b",
-            "display_name": "",
-            "enabled": "on",
-            "backend": "ollama",
-            "base_url": "http://127.0.0.1:1",
-            "parallel_slots": "2",
-            "keep_alive": "",
-            "thinking_switch": "template",
-            "think_tags": "parse",
-            "first_token_timeout": "300",
-            "supports_thinking": "on",
-            "context_length": "16384",
-            "default_thinking": "off",
-            "default_history_policy": "fit",
-            "default_history_last_n": "",
-            "options": '{"temperature": 0.7}',
-        },
-    )
+    response = admin_client.post(change, PROFILE_FORM)
     assert response.status_code == 302, response.content.decode()[:2000]
     first.refresh_from_db()
     assert first.default_thinking == "off" and first.default_history_policy == "fit"
@@ -151,3 +151,45 @@ def test_a_profile_saved_in_the_admin_keeps_its_defaults(admin_client, profiles)
 def test_only_staff_reach_the_site_defaults(alice_client):
     response = alice_client.get(reverse("admin:chat_sitedefaults_changelist"))
     assert response.status_code == 302 and "login" in response.url
+
+
+# Access and quotas in the admin.
+
+
+def test_a_profile_is_limited_to_teams_in_the_admin(admin_client, profiles, alice):
+    from chat.models import Team
+
+    first, _ = profiles
+    team = Team.objects.create(name="GPU")
+    change = reverse("admin:chat_modelprofile_change", args=[first.pk])
+    html = admin_client.get(change).content.decode()
+    assert ">Who may use it<" in html
+    assert 'data-field-name="teams"' in html  # filter_horizontal's two lists
+    response = admin_client.post(change, {**PROFILE_FORM, "teams": [team.pk]})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert list(first.teams.all()) == [team]
+    assert not first.allowed_for(alice)
+
+
+def test_site_quotas_are_set_in_the_admin(admin_client):
+    site = SiteDefaults.load()
+    change = reverse("admin:chat_sitedefaults_change", args=[site.pk])
+    assert ">Quota of each user<" in admin_client.get(change).content.decode()
+    form = site_form(quota_period="month", user_output_tokens=5000, user_answers=40)
+    assert admin_client.post(change, form).status_code == 302
+    site.refresh_from_db()
+    assert (site.quota_period, site.user_output_tokens, site.user_answers) == (
+        "month",
+        5000,
+        40,
+    )
+
+
+def test_a_negative_quota_is_refused_in_the_admin(admin_client):
+    site = SiteDefaults.load()
+    change = reverse("admin:chat_sitedefaults_change", args=[site.pk])
+    response = admin_client.post(change, site_form(user_answers=-1))
+    assert response.status_code == 200
+    assert "greater than or equal to 0" in response.content.decode()
+    site.refresh_from_db()
+    assert site.user_answers == 0

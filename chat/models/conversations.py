@@ -24,6 +24,10 @@ class Conversation(models.Model):
     class NoModel(Exception):
         pass
 
+    class ModelForbidden(NoModel):
+        """The model is limited to teams the owner is not on (never replaced
+        silently by another: the owner chooses)."""
+
     class Busy(Exception):
         pass
 
@@ -76,12 +80,19 @@ class Conversation(models.Model):
 
     @classmethod
     def next_model(cls, pk: int) -> ModelProfile | None:
-        """The model the conversation's next answer would use, if it has one."""
+        """The model the conversation's next answer would use, if it has one
+        (none over quota: a preload would load a model for nothing)."""
+        from chat.models import quotas  # see begin_turn
+
         conversation = cls.objects.select_related("model_profile").filter(pk=pk).first()
-        try:
-            return conversation.model_for_next_answer() if conversation else None
-        except Conversation.NoModel:
+        if conversation is None:
             return None
+        try:
+            profile = conversation.model_for_next_answer()
+            quotas.check(conversation.owner)
+        except (Conversation.NoModel, quotas.QuotaReached):
+            return None
+        return profile
 
     # Effective settings: the conversation's own value, else its model's
     # default, else the site's. Resolved here only; views, the panel and
@@ -90,30 +101,54 @@ class Conversation(models.Model):
     @classmethod
     def start(cls, owner: Any) -> Conversation:
         """A new conversation with the owner's default model (their user page)
-        while it is enabled, else the site's; the site's other defaults."""
+        while they may use it, else the site's for them; the site's other
+        defaults."""
         site = SiteDefaults.load()
         # The user's default model (UserSettings), while they may use it.
         mine = getattr(owner, "chat_settings", None)  # (None: never saved)
         profile = mine.default_profile if mine is not None else None
-        # access: also when not profile.allowed_for(owner)
-        if profile is None or not profile.enabled:
-            profile = site.model_profile()
+        if profile is None or not (profile.enabled and profile.allowed_for(owner)):
+            profile = cls.site_model_for(owner, site)
         return cls.objects.create(
             owner=owner,
             model_profile=profile,
             thinking=site.default_thinking,
         )
 
+    @staticmethod
+    def site_model_for(
+        owner: Any, site: SiteDefaults | None = None
+    ) -> ModelProfile | None:
+        """The site's model for `owner`: the site default when they may use it
+        (it may be for some teams only), else the oldest model they may use."""
+        profile = (site or SiteDefaults.load()).model_profile()
+        if profile is None or profile.allowed_for(owner):
+            return profile
+        return ModelProfile.objects.usable_by(owner).default()
+
     def effective_model(
         self, site: SiteDefaults | None = None
     ) -> Effective[ModelProfile]:
+        """Raises NoModel, or ModelForbidden when the conversation's own model
+        is not (or no longer) for its owner's teams."""
         profile = self.model_profile
         if profile is not None and profile.enabled:
+            if not profile.allowed_for(self.owner):
+                raise Conversation.ModelForbidden(
+                    f"{profile.label} is not available to you any more. Choose "
+                    "another model in the conversation settings."
+                )
             return Effective(profile, Level.CONVERSATION)
-        profile = (site or SiteDefaults.load()).model_profile()
-        if profile is None:
+        site = site or SiteDefaults.load()
+        if site.model_profile() is None:
             raise Conversation.NoModel(
                 "No model is set up. An admin can add one under Model profiles."
+            )
+        profile = self.site_model_for(self.owner, site)
+        if profile is None:
+            raise Conversation.ModelForbidden(
+                "None of the models is available to you. An admin can give "
+                "one of your teams access to one."
             )
         return Effective(profile, Level.SITE)
 
@@ -190,9 +225,17 @@ class Conversation(models.Model):
         self, content: str, client_id: str = "", version_of: int | None = None
     ) -> Turn:
         """Store the user's message and a streaming placeholder for the answer;
-        return both, the model to ask and the history to send it."""
+        return both, the model to ask and the history to send it.
+
+        Refused (nothing stored) with NoModel, ModelForbidden, Busy or, before
+        the model is asked, `quotas.QuotaReached`."""
+        # Imported here: quotas counts teams' answers, and teams import this module.
+        from chat.models import quotas
+
         profile = self.model_for_next_answer()
         self._lock_when_idle()
+        quotas.lock(self.owner)
+        quotas.check(self.owner)
         question = self.messages.create(
             role=Message.Role.USER,
             content=content,

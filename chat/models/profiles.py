@@ -17,6 +17,8 @@ from chat.models.sampling import (
 )
 
 if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
     from chat.models.messages import Message
 
 DEFAULT_CHARS_PER_TOKEN = 4.0
@@ -96,6 +98,16 @@ class ModelProfileQuerySet(models.QuerySet["ModelProfile"]):
         up yet) never changes the model of the conversations that follow the
         site default: choosing it there does (see SiteDefaults)."""
         return self.filter(enabled=True).order_by("pk").first()
+
+    # Access: a profile limited to teams (`ModelProfile.teams`) is for their
+    # members only; one with no teams is for everyone.
+
+    def usable_by(self, user: AbstractBaseUser | AnonymousUser) -> ModelProfileQuerySet:
+        """The enabled profiles `user` may choose."""
+        open_to_all = models.Q(teams__isnull=True)
+        their_team = models.Q(teams__memberships__user_id=user.pk or 0)
+        allowed = ModelProfile.objects.filter(open_to_all | their_team).values("pk")
+        return self.filter(enabled=True, pk__in=allowed)
 
 
 def default_first_token_timeout() -> int:
@@ -202,6 +214,14 @@ class ModelProfile(models.Model):
     def label(self) -> str:
         name = self.display_name or self.tag
         return f"{name} (demo model)" if self.is_demo else name
+
+    def allowed_for(self, user: AbstractBaseUser | AnonymousUser) -> bool:
+        """Whether `user` may use the model (enabled or not: that is `enabled`)."""
+        teams = self.teams.all()
+        return (
+            not teams.exists()
+            or teams.filter(memberships__user_id=user.pk or 0).exists()
+        )
 
     def think_flag(self, mode: str) -> bool | None:
         """The `think` value to send: None (omit it) for a model without thinking."""

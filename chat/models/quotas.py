@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from django.contrib.auth import get_user_model
 from django.db.models import Case, F, FloatField, Q, Sum, Value, When
 from django.db.models.functions import Cast, Coalesce, Length
 from django.utils import timezone
@@ -57,14 +58,29 @@ class Limit:
     def reached(self) -> bool:
         return self.used >= self.allowed
 
-    def message(self) -> str:
-        whose = "Your" if self.scope == "you" else f"Your {self.scope}'s"
-        when = self.resets_at.strftime("%H:%M UTC")
+    @property
+    def _whose(self) -> str:
+        return "Your" if self.scope == "you" else f"Your {self.scope}'s"
+
+    @property
+    def _when(self) -> str:
         if self.resets_at.day == 1 and self.resets_at.hour == 0:
-            when = self.resets_at.strftime("%H:%M UTC on %d %b")
+            return self.resets_at.strftime("%H:%M UTC on %d %b")
+        return self.resets_at.strftime("%H:%M UTC")
+
+    def message(self) -> str:
         return (
-            f"{whose} quota is reached ({self.used:,} of {self.allowed:,} "
-            f"{self.kind}); it resets at {when}."
+            f"{self._whose} quota is reached ({self.used:,} of {self.allowed:,} "
+            f"{self.kind}); it resets at {self._when}."
+        )
+
+    def warning(self) -> str:
+        """The quiet line near the composer (`warnings`)."""
+        if self.reached:
+            return self.message()
+        return (
+            f"{self._whose} quota is {self.fraction:.0%} used ({self.used:,} of "
+            f"{self.allowed:,} {self.kind}); it resets at {self._when}."
         )
 
 
@@ -140,6 +156,17 @@ def limits_for(user: AbstractBaseUser, now: datetime | None = None) -> list[Limi
             {ANSWERS: team.team_answers, TOKENS: team.team_output_tokens},
         )
     return limits
+
+
+def lock(user: AbstractBaseUser) -> None:
+    """Make the turns counted against `user`'s limits begin one at a time, until
+    the transaction ends: a check and the answer it lets in are then one step,
+    so two tabs (or processes) cannot both take the last answer. The user's row
+    first, then their teams' rows in order, so two turns never deadlock
+    (callers hold only their conversation's row, `Conversation.begin_turn`)."""
+    get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+    teams = Team.objects.of(user)  # type: ignore[arg-type]
+    list(teams.select_for_update(of=("self",)).order_by("pk").values("pk"))
 
 
 def check(user: AbstractBaseUser, now: datetime | None = None) -> None:

@@ -116,10 +116,14 @@ def throughput_page(request: HttpRequest) -> HttpResponse:
     wants_csv = request.GET.get("format") == "csv"
     if form.is_valid():
         window = form.window(timezone.now())
+        table = request.GET.get("table", "")
+        if wants_csv and table in throughput.USAGE_CSV_COLUMNS:
+            return _usage_csv(window, table)
         if wants_csv:
             return _csv(window)
         points = throughput.timeline(window)
         csv_query = request.GET.copy()
+        csv_query.pop("table", None)
         csv_query["format"] = "csv"
         context.update(
             window=window,
@@ -127,6 +131,8 @@ def throughput_page(request: HttpRequest) -> HttpResponse:
             points=points,
             charts=_charts(window, points),
             csv_query=csv_query.urlencode(),
+            usage_users=throughput.usage_by_user(window),
+            usage_teams=throughput.usage_by_team(window),
         )
     elif wants_csv:
         return HttpResponse(
@@ -176,6 +182,22 @@ def _csv(window: throughput.Window) -> HttpResponse:
     for row in throughput.summary(window):
         row["thinking_enabled"] = throughput.thinking_label(row["thinking_enabled"])
         writer.writerow([_cell(row[key]) for key, _ in throughput.CSV_COLUMNS])
+    return response
+
+
+def _usage_csv(window: throughput.Window, table: str) -> HttpResponse:
+    """Usage per user or per team (`table`), as the page's tables show it."""
+    name = f"usage-{table}-{window.start:%Y%m%d%H%M}-{window.end:%Y%m%d%H%M}.csv"
+    response = HttpResponse(
+        content_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )
+    rows = {"users": throughput.usage_by_user, "teams": throughput.usage_by_team}
+    columns = throughput.USAGE_CSV_COLUMNS[table]
+    writer = csv.writer(response)
+    writer.writerow([label for _, label in columns])
+    for row in rows[table](window):
+        writer.writerow([_cell(row[key]) for key, _ in columns])
     return response
 
 

@@ -32,7 +32,7 @@ from django.db.models import (
 from django.db.models.functions import Cast, Length, TruncDay, TruncHour
 from django.db.models.sql.compiler import SQLCompiler
 
-from chat.models import Message
+from chat.models import Message, quotas
 
 # Without the server's token count, our own decode rate counts characters and
 # takes four of them for a token (the usual estimate for English text).
@@ -251,3 +251,60 @@ CSV_COLUMNS: Sequence[tuple[str, str]] = (
 
 def thinking_label(flag: bool | None) -> str:
     return {True: "on", False: "off", None: "n/a"}[flag]
+
+
+# Usage per user and per team: what the quotas count (`chat.models.quotas`: every
+# answer asked, running or not, but one refused before its first word; the
+# server's tokens, else the estimate), over the page's window and filters.
+
+
+def _usage_answers(window: Window) -> QuerySet[Message]:
+    answers: QuerySet[Message] = quotas.counted_answers(window.start, window.end)
+    if window.user_id is not None:
+        answers = answers.filter(conversation__owner_id=window.user_id)
+    if window.model_tag:
+        answers = answers.filter(model_tag=window.model_tag)
+    return answers
+
+
+def _usage(answers: QuerySet[Message], *group: str) -> list[dict[str, Any]]:
+    rows = (
+        answers.values(*group)
+        .annotate(answers=Count("pk"), output_tokens=Sum(quotas.answer_tokens()))
+        .order_by(*group)
+    )
+    return [
+        {**row, "output_tokens": int(round(row["output_tokens"] or 0))} for row in rows
+    ]
+
+
+def usage_by_user(window: Window) -> list[dict[str, Any]]:
+    """One row per user with answers: `username`, `answers`, `output_tokens`."""
+    rows = _usage(_usage_answers(window), "conversation__owner__username")
+    return [
+        {"username": row.pop("conversation__owner__username"), **row} for row in rows
+    ]
+
+
+def usage_by_team(window: Window) -> list[dict[str, Any]]:
+    """One row per team with answers from its members (now): `team`,
+    `answers`, `output_tokens`. Someone on two teams counts in both."""
+    key = "conversation__owner__memberships__team__name"
+    answers = _usage_answers(window).filter(
+        conversation__owner__memberships__isnull=False
+    )
+    return [{"team": row.pop(key), **row} for row in _usage(answers, key)]
+
+
+USAGE_CSV_COLUMNS: dict[str, Sequence[tuple[str, str]]] = {
+    "users": (
+        ("username", "user"),
+        ("answers", "answers"),
+        ("output_tokens", "output tokens"),
+    ),
+    "teams": (
+        ("team", "team"),
+        ("answers", "answers"),
+        ("output_tokens", "output tokens"),
+    ),
+}

@@ -18,6 +18,7 @@ from django.db import DatabaseError
 from chat.live import control, frames, loop_state
 from chat.live.runner import runner
 from chat.models import Conversation, Retry
+from chat.models.quotas import QuotaReached
 from chat.sockets import turns
 from chat.sockets.base import LiveSocket
 from chat.sockets.close_codes import CLOSE_FORBIDDEN, CLOSE_SIGNED_OUT
@@ -29,6 +30,8 @@ logger = logging.getLogger(__name__)
 # A refused turn's error code, by the model's exception.
 REFUSALS: dict[type[Exception], str] = {
     Conversation.NoModel: "no_model",
+    Conversation.ModelForbidden: "model_forbidden",
+    QuotaReached: "quota_reached",
     Conversation.Busy: "busy",
     Conversation.NothingToRegenerate: "nothing_to_regenerate",
     Conversation.NotLastQuestion: "not_last_question",

@@ -43,7 +43,7 @@ def has_local_password(user: Any) -> bool:
 
 
 def usable_profiles(user: Any) -> Any:
-    return ModelProfile.objects.filter(enabled=True)  # access: usable_by(user)
+    return ModelProfile.objects.usable_by(user)
 
 
 class AccountForm(forms.ModelForm):  # type: ignore[type-arg]

@@ -17,7 +17,7 @@ from chat.models import (
     Message,
     ModelProfile,
     SettingsChange,
-    SiteDefaults,
+    quotas,
 )
 from chat.web.forms import FirstAdminForm, RenameForm, SettingsForm, ThinkingForm
 
@@ -65,7 +65,7 @@ def home(request: HttpRequest) -> HttpResponse:
         return redirect("login")
     context = {
         **_sidebar(request),
-        "default_model": SiteDefaults.load().model_profile(),
+        "default_model": Conversation.site_model_for(request.user),
     }
     return render(request, "chat/index.html", context)
 
@@ -99,9 +99,18 @@ def conversation(request: SignedInRequest, pk: int) -> HttpResponse:
         "chat_messages": timeline.items,
         "older_url": _older_url(current, timeline.older),
         "thinking_form": ThinkingForm(instance=current),
+        "quota_warnings": quotas.warnings(request.user),
         **_settings_context(current, SettingsForm(instance=current)),
     }
     return render(request, "chat/conversation.html", context)
+
+
+@login_required
+@require_GET
+def quota_line(request: SignedInRequest) -> HttpResponse:
+    """The line near the composer, fetched again after each answer."""
+    context = {"quota_warnings": quotas.warnings(request.user)}
+    return render(request, "chat/_quota_line.html", context)
 
 
 @login_required
@@ -160,14 +169,19 @@ def _effective_profile(conversation: Conversation) -> ModelProfile | None:
 def _settings_context(
     conversation: Conversation, form: SettingsForm
 ) -> dict[str, object]:
+    model_problem = ""
     try:
         effective: EffectiveSettings | None = conversation.effective_settings()
-    except Conversation.NoModel:
+    except Conversation.NoModel as exc:
         effective = None
+        if isinstance(exc, Conversation.ModelForbidden):
+            # Said on the page, with the models the owner may choose instead.
+            model_problem = str(exc)
     return {
         "settings_form": form,
         "effective": effective,
         "profile": effective.model.value if effective else None,
+        "model_problem": model_problem,
     }
 
 

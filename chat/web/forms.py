@@ -6,7 +6,7 @@ from django import forms
 from django.contrib.auth.forms import UserCreationForm
 from django.utils.safestring import SafeString
 
-from chat.models import Conversation, HistoryPolicy, ModelProfile, SiteDefaults
+from chat.models import Conversation, HistoryPolicy, ModelProfile
 
 
 class FirstAdminForm(UserCreationForm):  # type: ignore[type-arg]
@@ -75,13 +75,16 @@ class SettingsForm(forms.ModelForm):  # type: ignore[type-arg]
         super().__init__(*args, **kwargs)
         model = self.fields["model_profile"]
         assert isinstance(model, forms.ModelChoiceField)
-        model.queryset = ModelProfile.objects.filter(enabled=True)
-        site_model = SiteDefaults.load().model_profile()
+        # Only the models the owner may use are offered, and one named anyway
+        # (a forbidden or disabled one) is refused with invalid_choice.
+        owner = self.instance.owner
+        model.queryset = ModelProfile.objects.usable_by(owner)
+        site_model = Conversation.site_model_for(owner)
         model.empty_label = "Site default"
         if site_model is not None:
             model.empty_label += f" ({site_model.label})"
         model.error_messages["invalid_choice"] = (
-            "That model is not available any more: pick another."
+            "That model is not available to you: pick another."
         )
         policy = self.fields["history_policy"]
         assert isinstance(policy, forms.ChoiceField)

@@ -15,6 +15,7 @@ urlpatterns = [
     path("oidc/authenticate/", oidc_views.start, name="oidc_authentication_init"),
     path("oidc/callback/", oidc_views.callback, name="oidc_authentication_callback"),
     path("c/new/", conversations.new_conversation, name="new_conversation"),
+    path("quota/line/", conversations.quota_line, name="quota_line"),
     path("c/<int:pk>/", conversations.conversation, name="conversation"),
     path("c/<int:pk>/thinking/", conversations.set_thinking, name="set_thinking"),
     path(

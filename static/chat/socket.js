@@ -15,6 +15,7 @@ import {
   showQueued,
 } from "./live_answer.js";
 import { enhanceAnswer } from "./markdown.js";
+import { refreshQuotaLine } from "./quota.js";
 import { announce, chat, connection, list, owner, showAlert } from "./page.js";
 import {
   answerEnded,
@@ -130,6 +131,7 @@ function removeReplaced(frame) {
 
 function endAnswer(frame) {
   answerEnded(frame.message_id);
+  refreshQuotaLine();
 }
 
 function showModel(frame) {

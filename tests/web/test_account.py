@@ -297,3 +297,16 @@ def test_a_right_old_password_forgets_the_failures(alice, alice_client, settings
         _change(alice_client, NEW_PASSWORD, "another-long-password-8").status_code
         == 302
     )
+
+
+def test_a_model_for_another_team_is_neither_offered_nor_taken(
+    alice, alice_client, big
+):
+    big.teams.add(Team.objects.create(name="GPU"))
+    assert "Big" not in _text(alice_client.get(reverse("account")))
+    response = _save(alice_client, default_profile=big.pk)
+    assert response.status_code == 422
+    # Chosen while she was on the team, then she left it: new conversations
+    # get the site's model for her, not the team's.
+    UserSettings.objects.create(user=alice, default_profile=big)
+    assert Conversation.start(alice).model_profile != big

@@ -8,7 +8,7 @@ from django.test import Client
 from django.urls import reverse
 
 from chat.models import Conversation, ModelProfile, SettingsChange, SiteDefaults
-from chat.web.forms import SettingsForm
+from tests.settings_forms import shown
 
 pytestmark = pytest.mark.django_db
 
@@ -40,19 +40,6 @@ def own(alice, thinker):
 
 def url(conversation):
     return reverse("conversation_settings", args=[conversation.pk])
-
-
-def shown(conversation, **changes):
-    """The panel's form as the browser posts it: every field with the value it
-    was shown with (and that value again as its `initial-` twin), then `changes`."""
-    form = SettingsForm(instance=conversation)
-    data = {}
-    for name in form.fields:
-        value = form[name].value()
-        value = "" if value is None else str(value)
-        data[name] = data[f"initial-{name}"] = value
-    data.update({k: "" if v is None else str(v) for k, v in changes.items()})
-    return data
 
 
 def test_the_panel_shows_each_setting_and_where_it_comes_from(alice_client, own):
@@ -126,7 +113,7 @@ def test_saving_nothing_changed_notes_nothing(alice_client, own):
         ),
         ({"history_policy": "sometimes"}, "history_policy", "not one of"),
         ({"thinking": "maybe"}, "thinking", "not one of"),
-        ({"model_profile": "99999"}, "model_profile", "not available any more"),
+        ({"model_profile": "99999"}, "model_profile", "not available to you"),
     ],
 )
 def test_bad_input_is_shown_back_and_nothing_is_saved(

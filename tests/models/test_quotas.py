@@ -1,0 +1,340 @@
+"""Quotas: counted from the stored answers, checked when a turn begins (before
+the model is asked), refused with when they reset, warned of from 80 %."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from django.urls import reverse
+
+from chat.models import (
+    Conversation,
+    Membership,
+    Message,
+    ModelProfile,
+    QuotaPeriod,
+    SiteDefaults,
+    Team,
+    quotas,
+)
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime(2026, 3, 14, 15, 9, tzinfo=UTC)
+
+
+@pytest.fixture
+def profile() -> ModelProfile:
+    return ModelProfile.objects.create(tag="small:1b", base_url="http://gpu-box:1")
+
+
+def conversation_of(user, profile) -> Conversation:
+    return Conversation.objects.create(owner=user, model_profile=profile)
+
+
+def answered(
+    conversation: Conversation,
+    *,
+    tokens: int = 0,
+    content: str = "an answer",
+    status: str = Message.Status.DONE,
+    at: datetime = NOW,
+) -> Message:
+    """A stored answer asked at `at` (its question too)."""
+    conversation.messages.create(role=Message.Role.USER, content="a question")
+    answer = conversation.messages.create(
+        role=Message.Role.ASSISTANT,
+        content=content,
+        status=status,
+        output_tokens=tokens,
+    )
+    Message.objects.filter(pk=answer.pk).update(created_at=at)
+    return answer
+
+
+def site_limits(**fields) -> None:
+    site = SiteDefaults.load()
+    for name, value in fields.items():
+        setattr(site, name, value)
+    site.save()
+
+
+# Counting.
+
+
+def test_no_limits_set_means_none_apply(alice, profile):
+    answered(conversation_of(alice, profile), tokens=10**6)
+    assert quotas.limits_for(alice, NOW) == []
+    quotas.check(alice, NOW)
+    assert quotas.warnings(alice, NOW) == []
+
+
+def test_tokens_are_the_servers_count_else_the_estimate(alice, profile):
+    site_limits(user_output_tokens=1000)
+    own = conversation_of(alice, profile)
+    answered(own, tokens=100)
+    answered(own, content="x" * 40)  # no count: 40 characters over 4
+    [limit] = quotas.limits_for(alice, NOW)
+    assert (limit.kind, limit.used, limit.allowed) == (quotas.TOKENS, 110, 1000)
+
+
+def test_only_answers_of_this_period_count(alice, profile):
+    site_limits(user_answers=5)
+    own = conversation_of(alice, profile)
+    answered(own, at=datetime(2026, 3, 13, 23, 59, tzinfo=UTC))  # yesterday
+    answered(own, at=datetime(2026, 3, 14, 0, 0, tzinfo=UTC))
+    answered(own, at=datetime(2026, 3, 15, 0, 0, tzinfo=UTC))  # tomorrow
+    [limit] = quotas.limits_for(alice, NOW)
+    assert limit.used == 1
+    assert limit.resets_at == datetime(2026, 3, 15, tzinfo=UTC)
+
+
+def test_a_month_period_counts_the_whole_month(alice, profile):
+    site_limits(user_answers=5, quota_period=QuotaPeriod.MONTH)
+    answered(conversation_of(alice, profile), at=datetime(2026, 3, 1, tzinfo=UTC))
+    [limit] = quotas.limits_for(alice, NOW)
+    assert limit.used == 1
+    assert limit.resets_at == datetime(2026, 4, 1, tzinfo=UTC)
+
+
+def test_an_answer_refused_before_its_first_word_does_not_count(alice, profile):
+    site_limits(user_answers=5)
+    own = conversation_of(alice, profile)
+    answered(own, content="", status=Message.Status.ERROR)
+    answered(own, content="half an answer", status=Message.Status.ERROR)
+    answered(own, content="", status=Message.Status.STOPPED)
+    [limit] = quotas.limits_for(alice, NOW)
+    assert limit.used == 2
+
+
+def test_other_peoples_answers_do_not_count_for_a_user(alice, bob, profile):
+    site_limits(user_answers=1)
+    answered(conversation_of(bob, profile))
+    quotas.check(alice, NOW)
+    with pytest.raises(quotas.QuotaReached):
+        quotas.check(bob, NOW)
+
+
+def test_a_team_quota_counts_every_members_answers(alice, bob, profile):
+    team = Team.objects.create(name="GPU", team_answers=2)
+    team.members.add(alice, bob)
+    answered(conversation_of(alice, profile))
+    quotas.check(bob, NOW)
+    answered(conversation_of(bob, profile))
+    for user in (alice, bob):
+        with pytest.raises(quotas.QuotaReached, match="Your team GPU's quota"):
+            quotas.check(user, NOW)
+
+
+def test_a_team_member_limit_applies_to_each_member(alice, bob, profile):
+    team = Team.objects.create(name="GPU", member_output_tokens=50)
+    team.members.add(alice, bob)
+    answered(conversation_of(alice, profile), tokens=50)
+    with pytest.raises(quotas.QuotaReached, match=r"Your quota is reached \(50 of"):
+        quotas.check(alice, NOW)
+    quotas.check(bob, NOW)
+
+
+def test_the_message_says_when_it_resets(alice, profile):
+    site_limits(user_answers=1)
+    answered(conversation_of(alice, profile))
+    with pytest.raises(quotas.QuotaReached) as refused:
+        quotas.check(alice, NOW)
+    assert str(refused.value) == (
+        "Your quota is reached (1 of 1 answers); it resets at 00:00 UTC."
+    )
+
+
+def test_a_monthly_message_names_the_day(alice, profile):
+    site_limits(user_answers=1, quota_period=QuotaPeriod.MONTH)
+    answered(conversation_of(alice, profile))
+    with pytest.raises(quotas.QuotaReached, match="resets at 00:00 UTC on 01 Apr"):
+        quotas.check(alice, NOW)
+
+
+def test_warnings_start_at_eighty_percent(alice, profile):
+    site_limits(user_answers=5)
+    own = conversation_of(alice, profile)
+    for _ in range(3):
+        answered(own)
+    assert quotas.warnings(alice, NOW) == []
+    answered(own)
+    [warning] = quotas.warnings(alice, NOW)
+    assert warning.warning() == (
+        "Your quota is 80% used (4 of 5 answers); it resets at 00:00 UTC."
+    )
+    answered(own)
+    [warning] = quotas.warnings(alice, NOW)
+    assert warning.warning().startswith("Your quota is reached (5 of 5 answers)")
+
+
+# Enforced when a turn begins: nothing is stored, the model is not asked.
+
+
+@pytest.fixture
+def over_quota(alice, profile) -> Conversation:
+    """Alice's conversation, with her one answer of the day used."""
+    site_limits(user_answers=1)
+    own = conversation_of(alice, profile)
+    answered(own, at=datetime.now(UTC))
+    return own
+
+
+def test_a_turn_over_quota_is_refused_and_nothing_stored(over_quota):
+    before = Message.objects.count()
+    with pytest.raises(quotas.QuotaReached, match="resets at 00:00 UTC"):
+        over_quota.begin_turn("One more")
+    assert Message.objects.count() == before
+
+
+def test_a_regenerate_over_quota_keeps_the_last_answer(over_quota):
+    with pytest.raises(quotas.QuotaReached):
+        over_quota.begin_regenerate()
+    assert not Message.objects.filter(replaced=True).exists()
+    assert over_quota.messages.count() == 2
+
+
+def test_an_edit_over_quota_keeps_the_question(over_quota):
+    question = over_quota.messages.get(role=Message.Role.USER)
+    with pytest.raises(quotas.QuotaReached):
+        over_quota.begin_edit(question.pk, "Changed")
+    question.refresh_from_db()
+    assert question.content == "a question" and not question.replaced
+
+
+def test_a_team_over_quota_refuses_its_members_turns(alice, bob, profile):
+    team = Team.objects.create(name="GPU", team_answers=1)
+    Membership.objects.create(team=team, user=alice)
+    Membership.objects.create(team=team, user=bob)
+    answered(conversation_of(alice, profile), at=datetime.now(UTC))
+    with pytest.raises(quotas.QuotaReached, match="team GPU"):
+        conversation_of(bob, profile).begin_turn("Hello")
+
+
+def test_under_quota_a_turn_begins(alice, profile):
+    site_limits(user_answers=2)
+    own = conversation_of(alice, profile)
+    answered(own, at=datetime.now(UTC))
+    turn = own.begin_turn("Hello")
+    assert turn.answer.status == Message.Status.STREAMING
+
+
+def test_zero_means_no_limit(alice, profile):
+    site_limits(user_answers=0, user_output_tokens=0)
+    Team.objects.create(name="GPU").members.add(alice)
+    own = conversation_of(alice, profile)
+    answered(own, tokens=10**6, at=datetime.now(UTC))
+    own.begin_turn("Hello")
+
+
+def test_over_quota_there_is_no_next_model_to_preload(over_quota, profile):
+    assert Conversation.next_model(over_quota.pk) is None
+    SiteDefaults.objects.update(user_answers=0)
+    assert Conversation.next_model(over_quota.pk) == profile
+
+
+# The quiet line near the composer.
+
+
+def test_the_composer_line_shows_from_eighty_percent(alice_client, alice, profile):
+    site_limits(user_answers=5)
+    own = conversation_of(alice, profile)
+    for _ in range(3):
+        answered(own, at=datetime.now(UTC))
+    html = alice_client.get(own.get_absolute_url()).content.decode()
+    assert 'id="quota-line" data-url="/quota/line/" hidden></p>' in html
+    answered(own, at=datetime.now(UTC))
+    html = alice_client.get(own.get_absolute_url()).content.decode()
+    assert (
+        '<p class="quota-line" id="quota-line" data-url="/quota/line/"><span>'
+        "Your quota is 80% used "
+        "(4 of 5 answers); it resets at 00:00 UTC.</span></p>"
+    ) in html
+
+
+def test_the_composer_line_names_each_limit_near_its_end(alice_client, alice, profile):
+    site_limits(user_output_tokens=100)
+    team = Team.objects.create(name="GPU", team_answers=1)
+    team.members.add(alice)
+    own = conversation_of(alice, profile)
+    answered(own, tokens=90, at=datetime.now(UTC))
+    html = alice_client.get(own.get_absolute_url()).content.decode()
+    assert "Your quota is 90% used (90 of 100 output tokens)" in html
+    assert "Your team GPU&#x27;s quota is reached (1 of 1 answers)" in html
+
+
+# Two turns at once (two tabs, two processes): the check and the answer it lets
+# in are one step, so the last answer of a quota is taken once.
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_turns_at_once_cannot_both_take_the_last_answer(alice, profile):
+    import threading
+
+    from django.db import connection, connections, transaction
+
+    from tests.waiting import until_sync
+
+    site_limits(user_answers=1)
+    first, second = conversation_of(alice, profile), conversation_of(alice, profile)
+    began, release = threading.Event(), threading.Event()
+    outcome: dict[str, object] = {}
+
+    def hold_a_turn() -> None:
+        try:
+            with transaction.atomic():
+                first.begin_turn("first tab")
+                began.set()
+                release.wait(timeout=30)
+        finally:
+            connections.close_all()
+
+    def second_turn() -> None:
+        try:
+            Conversation.objects.get(pk=second.pk).begin_turn("second tab")
+            outcome["result"] = "began"
+        except quotas.QuotaReached as exc:
+            outcome["result"] = exc
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=hold_a_turn)
+    holder.start()
+    assert began.wait(timeout=30)
+    other = threading.Thread(target=second_turn)
+    other.start()
+
+    def waiting_on_a_lock() -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            return cursor.fetchone()[0] > 0
+
+    # The second turn waits for the first's commit (or, were it not made to
+    # wait, is already over).
+    until_sync(
+        lambda: "result" in outcome or waiting_on_a_lock(), "the second turn waits"
+    )
+    release.set()
+    holder.join(timeout=30)
+    other.join(timeout=30)
+    assert isinstance(outcome["result"], quotas.QuotaReached)
+    assert Message.objects.filter(role=Message.Role.ASSISTANT).count() == 1
+
+
+def test_the_line_is_fetched_again_after_an_answer(alice_client, alice, profile):
+    site_limits(user_answers=5)
+    own = conversation_of(alice, profile)
+    url = reverse("quota_line")
+    assert alice_client.get(url).content.decode().strip().endswith("hidden></p>")
+    for _ in range(5):
+        answered(own, at=datetime.now(UTC))
+    html = alice_client.get(url).content.decode()
+    assert "Your quota is reached (5 of 5 answers)" in html
+
+
+def test_the_line_is_for_signed_in_users(client, db):
+    assert client.get(reverse("quota_line")).status_code == 302
