@@ -308,5 +308,6 @@ def test_a_model_for_another_team_is_neither_offered_nor_taken(
     assert response.status_code == 422
     # Chosen while she was on the team, then she left it: new conversations
     # get the site's model for her, not the team's.
-    UserSettings.objects.create(user=alice, default_profile=big)
+    UserSettings.objects.update_or_create(user=alice, defaults={"default_profile": big})
+    alice.refresh_from_db()
     assert Conversation.start(alice).model_profile != big
