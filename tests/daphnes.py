@@ -64,6 +64,11 @@ class Daphne:
         return f"ws://127.0.0.1:{self.port}"
 
     def start(self) -> Daphne:
+        self.launch()
+        return self.wait_until_serving()
+
+    def launch(self) -> None:
+        """Start the process without waiting for it (`wait_until_serving`)."""
         self.port = free_port()  # a killed one's port may still be held
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
@@ -82,6 +87,9 @@ class Daphne:
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
+
+    def wait_until_serving(self) -> Daphne:
+        assert self.process is not None, "launch() first"
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -96,6 +104,22 @@ class Daphne:
         if self.process and self.process.poll() is None:
             self.process.send_signal(sig)
             self.process.wait(15)
+
+
+def start_all(servers: list[Daphne]) -> list[Daphne]:
+    """Start the servers side by side: each start is mostly a process importing
+    Django and the site, so waiting for one before launching the next would
+    double the wait."""
+    try:
+        for server in servers:
+            server.launch()
+        for server in servers:
+            server.wait_until_serving()
+    except BaseException:
+        for server in servers:
+            server.stop(signal.SIGKILL)
+        raise
+    return servers
 
 
 async def open_socket(server: Daphne, conversation, cookie: str):

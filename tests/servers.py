@@ -434,7 +434,8 @@ def _external(kind: str, url: str) -> Server:
 
 
 class _State:
-    mode: str = "servers"  # or "sqlite"
+    mode: str = "servers"  # or "sqlite", or "controller" (pytest-xdist's, no tests)
+    workers: object = None  # the controller's -n
     postgres: Server | None = None
     redis: Server | None = None
     notes: list[str] = []
@@ -479,6 +480,7 @@ def start_servers() -> None:
     sweep_stale_dirs()
     try:
         if os.environ.get("REDIS_URL"):
+            os.environ["REDIS_URL"] = _worker_redis_url(os.environ["REDIS_URL"])
             STATE.redis = _external("redis", os.environ["REDIS_URL"])
         else:
             STATE.redis = _start_first("redis", _redis_candidates())
@@ -508,7 +510,38 @@ def pytest_load_initial_conftests(
     options = parser.parse_known_args(args)
     if getattr(options, "help", False) or getattr(options, "version", False):
         return
+    if _is_xdist_controller(options):
+        # `-n N`: this process only hands tests out; each worker runs this hook
+        # too and starts servers of its own (nothing shared between workers).
+        STATE.mode = "controller"
+        STATE.workers = options.numprocesses
+        return
     start_servers()
+
+
+def _is_xdist_controller(options: Any) -> bool:
+    return bool(getattr(options, "numprocesses", None)) and not _xdist_worker()
+
+
+def _xdist_worker() -> str:
+    """``gw0``, ``gw1``, ... in a pytest-xdist worker, else ``""``."""
+    return os.environ.get("PYTEST_XDIST_WORKER", "")
+
+
+def _worker_redis_url(url: str) -> str:
+    """A Redis from the environment, shared by the workers: each worker gets a
+    database number of its own (gw0 the URL's, gw1 the next, ...), so the
+    channel layer's groups (named after primary keys, which every worker's
+    database hands out from 1) and the cache never meet."""
+    worker = _xdist_worker()
+    if not worker.startswith("gw") or not worker[2:].isdigit():
+        return url
+    parts = urlsplit(url)
+    if parts.scheme not in {"redis", "rediss"}:
+        return url
+    base = parts.path.strip("/")
+    db = (int(base) if base.isdigit() else 0) + int(worker[2:])
+    return parts._replace(path=f"/{db}").geturl()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -516,6 +549,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
+    if STATE.mode == "controller":
+        return [
+            f"chatsite test mode: {STATE.workers} pytest-xdist workers, each with "
+            "servers of its own (or the SQLite defaults) as a plain run would start"
+        ]
     lines = [f"chatsite test mode: {STATE.mode}"]
     for server in (STATE.postgres, STATE.redis):
         if server is not None:
