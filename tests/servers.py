@@ -17,13 +17,17 @@ imports the Django settings, it starts both servers on 127.0.0.1 and exports
 * ``DATABASE_URL`` / ``REDIS_URL`` already set: used as they are, nothing started.
 * ``CHATSITE_TEST_DB=sqlite``: nothing started, and both variables are removed, so
   the run uses the zero-config defaults (SQLite, in-memory channel layer).
+* Under pytest-xdist (``-n N``, as ``make test`` runs) the controller starts
+  nothing; each worker starts servers of its own, exactly as a plain run does
+  (docs/testing.md, G10). A ``REDIS_URL`` from the environment gets a database
+  number per worker.
 * With ``CI=true`` a server that does not start is a hard error. Locally the run
   falls back to the zero-config defaults with a loud warning.
 
 Fixtures: ``postgres_server`` and ``redis_server`` (session scope) return a
 :class:`Server` (``.host``, ``.port``, ``.url``, ``.dsn``, ``.managed``) or
 ``None`` when that service is not in use. ``test_mode`` is ``"servers"`` or
-``"sqlite"``.
+``"sqlite"`` (``"controller"`` only in the xdist controller, which runs no test).
 """
 
 from __future__ import annotations
