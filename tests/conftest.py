@@ -42,6 +42,7 @@ from django.conf import settings
 from django.db import connections
 
 from tests.fixtures import is_async_test
+from tests.flushing import flush_keeping_migrated_rows
 
 # Playwright's sync API keeps an event loop running in the main thread; Django
 # would refuse ORM calls in browser tests (docs/testing.md, G9). Test process only.
@@ -142,6 +143,24 @@ def django_db_modify_db_settings(
     if postgres_server is not None and postgres_server.managed:
         return
     request.getfixturevalue("django_db_modify_db_settings_parallel_suffix")
+
+
+# --------------------------------------------------------------------------
+# Transactional tests: the flush after each one
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cheaper_transactional_flush() -> Iterator[None]:
+    from django.test import TransactionTestCase
+
+    original = TransactionTestCase._fixture_teardown
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            TransactionTestCase,
+            "_fixture_teardown",
+            lambda self: flush_keeping_migrated_rows(self, original),
+        )
+        yield
 
 
 @pytest.fixture
