@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[1]
+START_TIMEOUT = 120.0  # seconds
 
 
 def free_port() -> int:
@@ -90,7 +91,9 @@ class Daphne:
 
     def wait_until_serving(self) -> Daphne:
         assert self.process is not None, "launch() first"
-        deadline = time.monotonic() + 30
+        # A bound for a loaded machine, not a budget: two processes starting
+        # side by side (`start_all`) beside the other tests' work took over 30 s.
+        deadline = time.monotonic() + START_TIMEOUT
         while True:
             try:
                 httpx.get(f"http://127.0.0.1:{self.port}/login/", timeout=1)
