@@ -7,7 +7,8 @@
 #   make lint / format / bench / vendor / clean / distclean
 #
 # Variables: HOST, PORT, RUNSITE_ARGS (run), e.g. RUNSITE_ARGS=--no-simulator;
-# PYTEST_ARGS (test), e.g. make test PYTEST_ARGS="-x -k ws"; LOAD_ARGS (bench's
+# PYTEST_ARGS (test), e.g. make test PYTEST_ARGS="-x -k ws"; PYTEST_WORKERS (test,
+# default 2: pytest-xdist processes of the main run; 0 runs it in one); LOAD_ARGS (bench's
 # load scenario), e.g. LOAD_ARGS="--seconds 10"; PYTHON (makes .venv).
 
 SHELL := /bin/bash
@@ -20,6 +21,9 @@ STAMP := $(VENV)/.installed-requirements
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
+# pytest-xdist workers of the main run, each with its own PostgreSQL and Redis
+# (tests/servers.py) and whole modules at a time (tests/scheduling.py); 0: one process.
+PYTEST_WORKERS ?= 2
 LOAD_ARGS ?=
 RUNSITE_ARGS ?=
 
@@ -96,7 +100,7 @@ test: venv chromium oidc-provider slapd
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m mypy chatsite chat
-	$(PY) -m pytest -ra $(PYTEST_ARGS)
+	$(PY) -m pytest -ra -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 	CHATSITE_TEST_DB=sqlite $(PY) -m pytest -ra -m "smoke and not browser" $(PYTEST_ARGS)
 
 # The `real` tests are left out of `make test` (pyproject's -m "not real").

@@ -42,6 +42,7 @@ from django.conf import settings
 from django.db import connections
 
 from tests.fixtures import is_async_test
+from tests.flushing import flush_keeping_migrated_rows
 
 # Playwright's sync API keeps an event loop running in the main thread; Django
 # would refuse ORM calls in browser tests (docs/testing.md, G9). Test process only.
@@ -53,7 +54,9 @@ settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
-LIVE_SERVER_LOG = ARTIFACTS / "live-daphne.log"
+# One per pytest-xdist worker (live-daphne-gw0.log, ...): each has its own server.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+LIVE_SERVER_LOG = ARTIFACTS / f"live-daphne{'-' + _WORKER if _WORKER else ''}.log"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -116,6 +119,48 @@ def pytest_collection_modifyitems(
     # docs/testing.md, G8: with the session's sync Playwright up, async tests
     # cannot run their own loop. Browser tests go last (stable sort keeps the rest).
     items.sort(key=lambda i: i.get_closest_marker("browser") is not None)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`-n N` (plain, or `--dist load`): whole modules per worker, in the
+    collection's order (tests/scheduling.py). Another `--dist` is left alone."""
+    if config.getvalue("dist") != "load":
+        return None
+    from tests.scheduling import ModuleStretches
+
+    return ModuleStretches(config, log)
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    request: pytest.FixtureRequest, postgres_server: Any
+) -> None:
+    """pytest-django's, except that under pytest-xdist a worker on a PostgreSQL
+    of its own (tests/servers.py) keeps the plain run's database name
+    (`test_chatsite`): the `_gw0` suffix only matters where workers share a
+    server (one from $DATABASE_URL) or a file."""
+    if postgres_server is not None and postgres_server.managed:
+        return
+    request.getfixturevalue("django_db_modify_db_settings_parallel_suffix")
+
+
+# --------------------------------------------------------------------------
+# Transactional tests: the flush after each one
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cheaper_transactional_flush() -> Iterator[None]:
+    from django.test import TransactionTestCase
+
+    original = TransactionTestCase._fixture_teardown
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            TransactionTestCase,
+            "_fixture_teardown",
+            lambda self: flush_keeping_migrated_rows(self, original),
+        )
+        yield
 
 
 @pytest.fixture
@@ -318,7 +363,8 @@ def live_server_url(
         setup=partial(_live_server_setup, str(LIVE_SERVER_LOG)),
     )
     # If the child hangs before serving, SIGUSR1 makes it dump its stacks here.
-    stack_file = open(ARTIFACTS / "live-daphne.stacks.txt", "w")  # noqa: SIM115
+    stacks = LIVE_SERVER_LOG.with_suffix(".stacks.txt")
+    stack_file = open(stacks, "w")  # noqa: SIM115
     faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
     try:
         with django_db_blocker.unblock():  # docs/testing.md, G6

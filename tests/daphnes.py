@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[1]
+START_TIMEOUT = 120.0  # seconds
 
 
 def free_port() -> int:
@@ -64,6 +65,11 @@ class Daphne:
         return f"ws://127.0.0.1:{self.port}"
 
     def start(self) -> Daphne:
+        self.launch()
+        return self.wait_until_serving()
+
+    def launch(self) -> None:
+        """Start the process without waiting for it (`wait_until_serving`)."""
         self.port = free_port()  # a killed one's port may still be held
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
@@ -82,7 +88,12 @@ class Daphne:
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + 30
+
+    def wait_until_serving(self) -> Daphne:
+        assert self.process is not None, "launch() first"
+        # A bound for a loaded machine, not a budget: two processes starting
+        # side by side (`start_all`) beside the other tests' work took over 30 s.
+        deadline = time.monotonic() + START_TIMEOUT
         while True:
             try:
                 httpx.get(f"http://127.0.0.1:{self.port}/login/", timeout=1)
@@ -96,6 +107,22 @@ class Daphne:
         if self.process and self.process.poll() is None:
             self.process.send_signal(sig)
             self.process.wait(15)
+
+
+def start_all(servers: list[Daphne]) -> list[Daphne]:
+    """Start the servers side by side: each start is mostly a process importing
+    Django and the site, so waiting for one before launching the next would
+    double the wait."""
+    try:
+        for server in servers:
+            server.launch()
+        for server in servers:
+            server.wait_until_serving()
+    except BaseException:
+        for server in servers:
+            server.stop(signal.SIGKILL)
+        raise
+    return servers
 
 
 async def open_socket(server: Daphne, conversation, cookie: str):

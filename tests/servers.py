@@ -17,13 +17,17 @@ imports the Django settings, it starts both servers on 127.0.0.1 and exports
 * ``DATABASE_URL`` / ``REDIS_URL`` already set: used as they are, nothing started.
 * ``CHATSITE_TEST_DB=sqlite``: nothing started, and both variables are removed, so
   the run uses the zero-config defaults (SQLite, in-memory channel layer).
+* Under pytest-xdist (``-n N``, as ``make test`` runs) the controller starts
+  nothing; each worker starts servers of its own, exactly as a plain run does
+  (docs/testing.md, G10). A ``REDIS_URL`` from the environment gets a database
+  number per worker.
 * With ``CI=true`` a server that does not start is a hard error. Locally the run
   falls back to the zero-config defaults with a loud warning.
 
 Fixtures: ``postgres_server`` and ``redis_server`` (session scope) return a
 :class:`Server` (``.host``, ``.port``, ``.url``, ``.dsn``, ``.managed``) or
 ``None`` when that service is not in use. ``test_mode`` is ``"servers"`` or
-``"sqlite"``.
+``"sqlite"`` (``"controller"`` only in the xdist controller, which runs no test).
 """
 
 from __future__ import annotations
@@ -434,7 +438,8 @@ def _external(kind: str, url: str) -> Server:
 
 
 class _State:
-    mode: str = "servers"  # or "sqlite"
+    mode: str = "servers"  # or "sqlite", or "controller" (pytest-xdist's, no tests)
+    workers: object = None  # the controller's -n
     postgres: Server | None = None
     redis: Server | None = None
     notes: list[str] = []
@@ -479,6 +484,7 @@ def start_servers() -> None:
     sweep_stale_dirs()
     try:
         if os.environ.get("REDIS_URL"):
+            os.environ["REDIS_URL"] = _worker_redis_url(os.environ["REDIS_URL"])
             STATE.redis = _external("redis", os.environ["REDIS_URL"])
         else:
             STATE.redis = _start_first("redis", _redis_candidates())
@@ -508,7 +514,38 @@ def pytest_load_initial_conftests(
     options = parser.parse_known_args(args)
     if getattr(options, "help", False) or getattr(options, "version", False):
         return
+    if _is_xdist_controller(options):
+        # `-n N`: this process only hands tests out; each worker runs this hook
+        # too and starts servers of its own (nothing shared between workers).
+        STATE.mode = "controller"
+        STATE.workers = options.numprocesses
+        return
     start_servers()
+
+
+def _is_xdist_controller(options: Any) -> bool:
+    return bool(getattr(options, "numprocesses", None)) and not _xdist_worker()
+
+
+def _xdist_worker() -> str:
+    """``gw0``, ``gw1``, ... in a pytest-xdist worker, else ``""``."""
+    return os.environ.get("PYTEST_XDIST_WORKER", "")
+
+
+def _worker_redis_url(url: str) -> str:
+    """A Redis from the environment, shared by the workers: each worker gets a
+    database number of its own (gw0 the URL's, gw1 the next, ...), so the
+    channel layer's groups (named after primary keys, which every worker's
+    database hands out from 1) and the cache never meet."""
+    worker = _xdist_worker()
+    if not worker.startswith("gw") or not worker[2:].isdigit():
+        return url
+    parts = urlsplit(url)
+    if parts.scheme not in {"redis", "rediss"}:
+        return url
+    base = parts.path.strip("/")
+    db = (int(base) if base.isdigit() else 0) + int(worker[2:])
+    return parts._replace(path=f"/{db}").geturl()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -516,6 +553,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
+    if STATE.mode == "controller":
+        return [
+            f"chatsite test mode: {STATE.workers} pytest-xdist workers, each with "
+            "servers of its own (or the SQLite defaults) as a plain run would start"
+        ]
     lines = [f"chatsite test mode: {STATE.mode}"]
     for server in (STATE.postgres, STATE.redis):
         if server is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.daphnes import Daphne, daphne_env
+from tests.daphnes import Daphne, daphne_env, start_all
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,5 @@ def daphnes(_daphne_pair, simulator):
     """Two Daphne processes on the test database, started once per module
     (each start costs seconds); one that a test stopped or killed is started
     again."""
-    for server in _daphne_pair:
-        if not server.running:
-            server.start()
+    start_all([server for server in _daphne_pair if not server.running])
     return _daphne_pair

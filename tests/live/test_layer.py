@@ -27,7 +27,7 @@ from chat.models import Conversation, Message, SiteDefaults
 from chat.sockets.consumers import ChatConsumer
 from tests import servers
 from tests.communicators import connect, frames_until, send, text_of
-from tests.daphnes import Daphne, daphne_env, free_port, open_socket
+from tests.daphnes import Daphne, daphne_env, free_port, open_socket, start_all
 from tests.daphnes import send as ws_send
 from tests.threads import in_thread
 
@@ -253,7 +253,7 @@ def own_redis(test_mode):
 @pytest.fixture
 def two_daphnes(own_redis, tmp_path, simulator):
     env = daphne_env(redis_url=own_redis.url)
-    daphnes = [Daphne(env, tmp_path / f"daphne-{i}.log").start() for i in range(2)]
+    daphnes = start_all([Daphne(env, tmp_path / f"daphne-{i}.log") for i in range(2)])
     yield daphnes
     for daphne in daphnes:
         daphne.stop(signal.SIGKILL)

@@ -23,7 +23,7 @@ import pytest
 from chat.live.checkpoints import ORPHAN_AFTER
 from tests import servers
 from tests.communicators import text_of
-from tests.daphnes import ROOT, Daphne, daphne_env, open_socket, send
+from tests.daphnes import ROOT, Daphne, daphne_env, open_socket, send, start_all
 
 OUTAGE_SECONDS = ORPHAN_AFTER.total_seconds() + 3
 # The owner is also held still this long once the database is back, so that on
@@ -134,10 +134,9 @@ async def test_an_outage_longer_than_orphan_after_interrupts_no_live_answer(
     simulator.config.tps = 30
     simulator.config.think_tokens = 0
     simulator.config.answer_tokens = 1200  # about 40 s
-    owner_daphne, viewer_daphne = [
-        await asyncio.to_thread(Daphne(env, tmp_path / f"daphne-{i}.log").start)
-        for i in range(2)
-    ]
+    owner_daphne, viewer_daphne = await asyncio.to_thread(
+        start_all, [Daphne(env, tmp_path / f"daphne-{i}.log") for i in range(2)]
+    )
     try:
         owner = await open_socket(owner_daphne, conversation, cookie)
         viewer = await open_socket(viewer_daphne, conversation, cookie)
