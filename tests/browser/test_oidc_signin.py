@@ -1,5 +1,6 @@
 """A signed-out person signs in through the real OpenID provider in Chromium
-(tests/accounts/oidc_server.py) and lands in the team their group maps to."""
+(tests/accounts/oidc_server.py), lands in the team their group maps to, is
+offered only their team's models, and is refused once their quota is used."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
-from chat.models import GroupRule, Team
+from chat.models import GroupRule, ModelProfile, Team
 from tests.accounts import oidc_server
 from tests.accounts.oidc_server import BROWSER_CLIENT_ID, CLIENT_SECRET, PASSWORD
+from tests.browser.chat_page import ask, wait_until_done
 from tests.conftest import ARTIFACTS
 from tests.daphnes import Daphne, daphne_env
 
@@ -58,3 +60,41 @@ def test_sign_in_through_the_provider_lands_in_the_mapped_team(
     expect(page.locator("body")).not_to_contain_text("You are not signed in")
     uma = User.objects.get(username="uma")
     assert list(uma.teams.all()) == [gpu]
+
+
+def test_a_provider_person_gets_their_teams_models_and_quota(
+    oidc_provider, oidc_daphne, page, admin_user, demo_profile, simulator
+):
+    gpu = Team.objects.create(name="GPU", member_output_tokens=1)
+    GroupRule.objects.create(group="gpu-users", team=gpu)
+    demo_profile.teams.add(gpu)
+    big = ModelProfile.objects.create(
+        tag="big:70b", display_name="Big", base_url=simulator.url
+    )
+    big.teams.add(Team.objects.create(name="CPU"))
+    oidc_provider.set_accounts({"uma": oidc_server.person("uma", groups=["gpu-users"])})
+    site = f"http://127.0.0.1:{oidc_daphne.port}"
+
+    page.goto(site + "/login/")
+    page.click("text=Sign in with Test provider")
+    page.fill("#login", "uma")
+    page.fill("#password", PASSWORD)
+    page.click("text=Continue")
+    page.wait_for_url(site + "/")
+    page.click("text=Start a conversation")
+    expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
+    # Only the team's model is offered; the other team's is not.
+    options = page.locator("#id_model_profile option")
+    expect(options).to_have_count(2)  # the site default (hers) and the model
+    assert not [text for text in options.all_inner_texts() if "Big" in text]
+
+    ask(page, "Hello")
+    wait_until_done(page)
+    ask(page, "And again")
+    expect(page.locator("#alert")).to_contain_text("Your quota is reached (")
+    expect(page.locator("#alert")).to_contain_text(
+        "of 1 output tokens); it resets at 00:00 UTC."
+    )
+    expect(page.locator("#composer-input")).to_have_value("And again")
+    asked = [e.body["model"] for e in simulator.log if not e.load_only]
+    assert asked == ["qwen3-demo:8b"]  # the second question never reached it
