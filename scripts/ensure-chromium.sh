@@ -6,9 +6,9 @@
 # apt; otherwise explains what to do. Playwright's own browser download
 # (`playwright install`) is never used. With CI=true a missing browser fails.
 set -euo pipefail
+source "$(dirname "$0")/debian.sh"
 
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
-in_ci() { [[ ${CI:-} =~ ^(1|true|yes|on)$ ]]; }
 
 works() {
   # Debian's wrapper prints a harmless "[: ...: unexpected operator" on stderr.
@@ -25,28 +25,17 @@ if [[ $CHROMIUM != /usr/bin/chromium ]]; then
   exit 0
 fi
 
-if [[ $(id -u) -eq 0 ]]; then
-  SUDO=()
-elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
-  SUDO=(sudo -n)
-else
-  echo "ensure-chromium: $CHROMIUM is missing and installing it needs root:" >&2
-  echo "  sudo apt-get install --no-install-recommends chromium fonts-dejavu-core" >&2
-  echo "  (or set CHROMIUM=/path/to/chromium). Browser tests will be skipped." >&2
-  in_ci && exit 1
-  exit 0
-fi
-
+use_root ensure-chromium \
+  "ensure-chromium: $CHROMIUM is missing and installing it needs root:" \
+  "  sudo apt-get install --no-install-recommends chromium fonts-dejavu-core" \
+  "  (or set CHROMIUM=/path/to/chromium). Browser tests will be skipped."
+apt_update
 packages=(chromium fonts-dejavu-core)
-echo "ensure-chromium: installing ${packages[*]} with apt-get"
-export DEBIAN_FRONTEND=noninteractive
-apt=("${SUDO[@]}" apt-get -o DPkg::Lock::Timeout=600 -q)
-"${apt[@]}" update
 # Colour emoji, so pages with emoji render like a desktop's (if the release has it).
 if apt-cache show fonts-noto-color-emoji >/dev/null 2>&1; then
   packages+=(fonts-noto-color-emoji)
 fi
-"${apt[@]}" install -y --no-install-recommends "${packages[@]}"
+apt_install "${packages[@]}"
 
 if ! works; then
   echo "ensure-chromium: $CHROMIUM still does not run after installing it" >&2

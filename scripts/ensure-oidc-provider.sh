@@ -7,27 +7,17 @@
 # Debian 12's node 18 and on newer ones. Runs `npm ci` only when node_modules is
 # missing or was made from another package-lock.json. With CI=true any failure fails.
 set -euo pipefail
+source "$(dirname "$0")/debian.sh"
 
 DIR=$(cd "$(dirname "$0")/../tests/accounts/oidc_provider" && pwd)
 STAMP=$DIR/node_modules/.package-lock.sha256
-in_ci() { [[ ${CI:-} =~ ^(1|true|yes|on)$ ]]; }
 
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  if [[ $(id -u) -eq 0 ]]; then
-    SUDO=()
-  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
-    SUDO=(sudo -n)
-  else
-    echo "ensure-oidc-provider: node and npm are missing and installing them needs root:" >&2
-    echo "  sudo apt-get install --no-install-recommends nodejs npm" >&2
-    in_ci && exit 1
-    exit 0
-  fi
-  echo "ensure-oidc-provider: installing nodejs and npm with apt-get"
-  export DEBIAN_FRONTEND=noninteractive
-  apt=("${SUDO[@]}" apt-get -o DPkg::Lock::Timeout=600 -q)
-  "${apt[@]}" update
-  "${apt[@]}" install -y --no-install-recommends nodejs npm
+  use_root ensure-oidc-provider \
+    "ensure-oidc-provider: node and npm are missing and installing them needs root:" \
+    "  sudo apt-get install --no-install-recommends nodejs npm"
+  apt_update
+  apt_install nodejs npm
 fi
 
 want=$(sha256sum "$DIR/package-lock.json" | cut -d' ' -f1)

@@ -8,9 +8,9 @@
 # slapd, and none is left running. Otherwise explains what to do. With CI=true
 # a missing slapd fails.
 set -euo pipefail
+source "$(dirname "$0")/debian.sh"
 
 SLAPD=${SLAPD:-/usr/sbin/slapd}
-in_ci() { [[ ${CI:-} =~ ^(1|true|yes|on)$ ]]; }
 
 works() { [[ -x $SLAPD && -x $(dirname "$SLAPD")/slapadd ]]; }
 
@@ -18,21 +18,11 @@ if works; then
   exit 0
 fi
 
-if [[ $(id -u) -eq 0 ]]; then
-  SUDO=()
-elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
-  SUDO=(sudo -n)
-else
-  echo "ensure-slapd: $SLAPD is missing and installing it needs root:" >&2
-  echo "  echo 'slapd slapd/no_configuration boolean true' | sudo debconf-set-selections" >&2
-  echo "  sudo apt-get install --no-install-recommends slapd" >&2
-  echo "  (or set SLAPD=/path/to/slapd). The LDAP tests will be skipped." >&2
-  in_ci && exit 1
-  exit 0
-fi
-
-echo "ensure-slapd: installing slapd with apt-get"
-export DEBIAN_FRONTEND=noninteractive
+use_root ensure-slapd \
+  "ensure-slapd: $SLAPD is missing and installing it needs root:" \
+  "  echo 'slapd slapd/no_configuration boolean true' | sudo debconf-set-selections" \
+  "  sudo apt-get install --no-install-recommends slapd" \
+  "  (or set SLAPD=/path/to/slapd). The LDAP tests will be skipped."
 echo "slapd slapd/no_configuration boolean true" | "${SUDO[@]}" debconf-set-selections
 
 # invoke-rc.d and deb-systemd-invoke ask policy-rc.d; 101 means "do not start".
@@ -44,9 +34,8 @@ if [[ ! -e $policy ]]; then
   trap '"${SUDO[@]}" rm -f "$policy"' EXIT
 fi
 
-apt=("${SUDO[@]}" apt-get -o DPkg::Lock::Timeout=600 -q)
-"${apt[@]}" update
-"${apt[@]}" install -y --no-install-recommends slapd
+apt_update
+apt_install slapd
 
 if ! works; then
   echo "ensure-slapd: $SLAPD still missing after installing it" >&2
