@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 from chat.models import GroupRule, ModelProfile, Team
 from tests.accounts.conftest import GROUPS_AT_START, PEOPLE_AT_START
 from tests.accounts.ldap_server import PEOPLE, Slapd
-from tests.browser.chat_page import ask, wait_until_done
+from tests.browser.chat_page import uses_up_the_quota_of_the_teams_model
 from tests.daphnes import Daphne, daphne_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -134,18 +134,7 @@ def test_a_directory_person_gets_their_teams_models_and_quota(
     page.fill("input[name=username]", "carol")
     page.fill("input[name=password]", PEOPLE_AT_START["carol"]["password"])
     page.click("[type=submit]")
-    page.click("text=Start a conversation")
-    expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
-    options = page.locator("#id_model_profile option")
-    expect(options).to_have_count(2)  # the site default (hers) and the model
-    assert not [text for text in options.all_inner_texts() if "Big" in text]
-
-    ask(page, "Hello")
-    wait_until_done(page)
-    ask(page, "And again")
-    expect(page.locator("#alert")).to_have_text(
+    alert = uses_up_the_quota_of_the_teams_model(page, simulator)
+    expect(alert).to_have_text(
         "Your quota is reached (1 of 1 answers); it resets at 00:00 UTC."
     )
-    expect(page.locator("#composer-input")).to_have_value("And again")
-    asked = [e.body["model"] for e in simulator.log if not e.load_only]
-    assert asked == ["qwen3-demo:8b"]

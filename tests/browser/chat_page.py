@@ -3,6 +3,8 @@ answer, read its words; the settings panel; a watch on the page's sockets."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from playwright.sync_api import expect
 
 
@@ -77,3 +79,24 @@ document.addEventListener("DOMContentLoaded", () => {
     .observe(badge, { attributes: true, attributeFilter: ["data-state"] });
 });
 """
+
+
+def uses_up_the_quota_of_the_teams_model(page, simulator) -> Any:
+    """From the home page, signed in: start a conversation, check that only the
+    team's model is offered (not "Big", another team's), get one answer, then
+    ask again and return the alert that refused it (the text stays in the
+    composer, and the model was asked only once)."""
+    page.click("text=Start a conversation")
+    expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
+    options = page.locator("#id_model_profile option")
+    expect(options).to_have_count(2)  # the site default (theirs) and the model
+    assert not [text for text in options.all_inner_texts() if "Big" in text]
+    ask(page, "Hello")
+    wait_until_done(page)
+    ask(page, "And again")
+    alert = page.locator("#alert")
+    expect(alert).to_contain_text("Your quota is reached (")
+    expect(page.locator("#composer-input")).to_have_value("And again")
+    asked = [e.body["model"] for e in simulator.log if not e.load_only]
+    assert asked == ["qwen3-demo:8b"]  # the second question never reached it
+    return alert

@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 from chat.models import GroupRule, ModelProfile, Team
 from tests.accounts import oidc_server
 from tests.accounts.oidc_server import BROWSER_CLIENT_ID, CLIENT_SECRET, PASSWORD
-from tests.browser.chat_page import ask, wait_until_done
+from tests.browser.chat_page import uses_up_the_quota_of_the_teams_model
 from tests.conftest import ARTIFACTS
 from tests.daphnes import Daphne, daphne_env
 
@@ -81,20 +81,5 @@ def test_a_provider_person_gets_their_teams_models_and_quota(
     page.fill("#password", PASSWORD)
     page.click("text=Continue")
     page.wait_for_url(site + "/")
-    page.click("text=Start a conversation")
-    expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
-    # Only the team's model is offered; the other team's is not.
-    options = page.locator("#id_model_profile option")
-    expect(options).to_have_count(2)  # the site default (hers) and the model
-    assert not [text for text in options.all_inner_texts() if "Big" in text]
-
-    ask(page, "Hello")
-    wait_until_done(page)
-    ask(page, "And again")
-    expect(page.locator("#alert")).to_contain_text("Your quota is reached (")
-    expect(page.locator("#alert")).to_contain_text(
-        "of 1 output tokens); it resets at 00:00 UTC."
-    )
-    expect(page.locator("#composer-input")).to_have_value("And again")
-    asked = [e.body["model"] for e in simulator.log if not e.load_only]
-    assert asked == ["qwen3-demo:8b"]  # the second question never reached it
+    alert = uses_up_the_quota_of_the_teams_model(page, simulator)
+    expect(alert).to_contain_text("of 1 output tokens); it resets at 00:00 UTC.")
