@@ -414,7 +414,11 @@ def test_a_dropped_socket_shows_reconnecting_and_resumes_exactly(
     ask(page)
     expect(page.locator(".answer.streaming")).to_contain_text("w5", timeout=10_000)
     page.evaluate("window.__sockets.at(-1).close()")
-    expect(page.locator("#chat")).not_to_have_attribute("data-connected", "1")
+    # The page may reconnect faster than a locator polls: wait for the new
+    # socket, and read the states the badge went through from its observer.
+    page.wait_for_function(
+        "() => window.__sockets.length === 2 && window.__sockets[1].readyState === 1"
+    )
     expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
     assert "reconnecting" in page.evaluate("window.__connection")
     wait_until_done(page)
