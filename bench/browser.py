@@ -357,7 +357,7 @@ class Site:
             "SiteDefaults(generations_per_user=0).save();"
             f"ModelProfile.objects.create(tag={MODEL!r}, base_url={self.sim_url!r});"
             "s = SessionStore(); s['_auth_user_id'] = str(u.pk);"
-            "s['_auth_user_backend'] = 'chat.accounts.local.LocalPasswordBackend';"
+            "s['_auth_user_backend'] = 'django.contrib.auth.backends.ModelBackend';"
             "s['_auth_user_hash'] = u.get_session_auth_hash(); s.create();"
             "print(s.session_key)"
         )

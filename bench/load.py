@@ -153,7 +153,7 @@ class Site:
             "    u = User.objects.create_user(f'load{n}', password='x')\n"
             "    s = SessionStore(); s['_auth_user_id'] = str(u.pk)\n"
             "    s['_auth_user_backend'] = "
-            "'chat.accounts.local.LocalPasswordBackend'\n"
+            "'django.contrib.auth.backends.ModelBackend'\n"
             "    s['_auth_user_hash'] = u.get_session_auth_hash(); s.create()\n"
             "    new = lambda: Conversation.objects.create(owner=u, model_profile=p)\n"
             "    team[n] = ['sessionid=' + s.session_key, "

@@ -151,7 +151,7 @@ class Site:
             "ModelProfile.objects.create(tag='llama-demo:3b', "
             f"backend='{self.backend}', base_url='{self.profile_url}');"
             "s = SessionStore(); s['_auth_user_id'] = str(u.pk);"
-            "s['_auth_user_backend'] = 'chat.accounts.local.LocalPasswordBackend';"
+            "s['_auth_user_backend'] = 'django.contrib.auth.backends.ModelBackend';"
             "s['_auth_user_hash'] = u.get_session_auth_hash(); s.create();"
             "print(s.session_key)"
         )

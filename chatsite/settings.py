@@ -225,7 +225,7 @@ OIDC_USE_PKCE = True
 OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_authentication_callback"
 AUTHENTICATION_BACKENDS = [
     # Local accounts first, always (CHATSITE_LOCAL_SIGNIN can switch them off).
-    "chat.accounts.local.LocalPasswordBackend",
+    "django.contrib.auth.backends.ModelBackend",
     "chat.accounts.oidc.OIDCBackend",
 ]
 # ---- end of OpenID Connect sign-in

@@ -1,10 +1,12 @@
-"""Local usernames and passwords: Django's own check, which
+"""Local usernames and passwords: Django's own `ModelBackend`, which
 `CHATSITE_LOCAL_SIGNIN` can switch off for the site's sign-in page.
 
 Switched off, the password form may still be shown when LDAP is configured (the
 directory checks those passwords, `chat.accounts.ldap`), but no local password
-signs in there. The admin's sign-in page still takes local passwords, so staff
-keep a way in while the identity provider is down (README, "Sign-in").
+signs in there (`chat.web.signin.ThrottledAuthenticationForm`). The admin's
+sign-in page still takes local passwords, so staff keep a way in while the
+identity provider is down (README, "Sign-in"). The backend itself stays
+Django's, so sessions signed in before keep working.
 """
 
 from __future__ import annotations
@@ -12,9 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.backends import ModelBackend
-from django.http import HttpRequest
-from django.urls import reverse
+
+LOCAL_BACKEND = "django.contrib.auth.backends.ModelBackend"
 
 
 def password_form_shown() -> bool:
@@ -22,18 +23,6 @@ def password_form_shown() -> bool:
     return bool(settings.CHATSITE_LOCAL_SIGNIN or settings.LDAP_AUTH_URL)
 
 
-def _admin_sign_in(request: HttpRequest | None) -> bool:
-    return request is not None and request.path == reverse("admin:login")
-
-
-class LocalPasswordBackend(ModelBackend):
-    def authenticate(
-        self,
-        request: HttpRequest | None,
-        username: str | None = None,
-        password: str | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        if not settings.CHATSITE_LOCAL_SIGNIN and not _admin_sign_in(request):
-            return None
-        return super().authenticate(request, username, password, **kwargs)
+def local_password_refused(user: Any) -> bool:
+    """`user` was signed in by a local password while those are switched off."""
+    return not settings.CHATSITE_LOCAL_SIGNIN and user.backend == LOCAL_BACKEND

@@ -77,7 +77,7 @@ def setup(request: HttpRequest) -> HttpResponse:
     form = FirstAdminForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
-        login(request, user, backend="chat.accounts.local.LocalPasswordBackend")
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         return redirect("home")
     return render(request, "chat/setup.html", {"form": form})
 

@@ -96,7 +96,7 @@ def accept_invitation(request: HttpRequest, token: str) -> HttpResponse:
         except IntegrityError:  # the username, taken since the form was checked
             form.add_error("username", USERNAME_TAKEN)
         else:
-            login(request, user, backend="chat.accounts.local.LocalPasswordBackend")
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
             return redirect("team_home" if invitation.team_id else "home")
     context = {"form": form, "invitation": invitation}
     status = 422 if form.errors else 200

@@ -38,7 +38,7 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
 from redis.exceptions import RedisError
 
-from chat.accounts.local import password_form_shown
+from chat.accounts.local import local_password_refused, password_form_shown
 from chat.web.client_address import client_address
 
 logger = logging.getLogger(__name__)
@@ -166,7 +166,13 @@ class ThrottledSignInMixin:
 
 
 class ThrottledAuthenticationForm(ThrottledSignInMixin, AuthenticationForm):
-    pass
+    """The site's sign-in form: with local passwords switched off, a local
+    password is refused as a wrong one (the admin's form still takes it)."""
+
+    def confirm_login_allowed(self, user: Any) -> None:
+        if local_password_refused(user):
+            raise self.get_invalid_login_error()
+        super().confirm_login_allowed(user)
 
 
 class ThrottledAdminAuthenticationForm(ThrottledSignInMixin, AdminAuthenticationForm):

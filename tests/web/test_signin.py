@@ -9,7 +9,9 @@ import threading
 from pathlib import Path
 
 import pytest
+from django.conf import settings as django_settings
 from django.contrib.auth.backends import ModelBackend
+from django.contrib.sessions.backends.db import SessionStore
 from django.db import connections
 from django.test import Client
 
@@ -155,3 +157,19 @@ def test_daphne_is_deployed_without_trusting_forwarded_headers_itself():
     unit = (ROOT / "deploy" / "chatsite.service").read_text()
     (command,) = re.findall(r"^ExecStart=(.*)$", unit, flags=re.MULTILINE)
     assert "daphne" in command and "--proxy-headers" not in command
+
+
+@pytest.mark.django_db
+def test_a_session_signed_in_with_a_local_password_before_stays_signed_in(alice):
+    # Sessions name their backend: Django's own, as every local sign-in did
+    # before the identity providers came (chat/accounts/local.py).
+    session = SessionStore()
+    session["_auth_user_id"] = str(alice.pk)
+    session["_auth_user_backend"] = "django.contrib.auth.backends.ModelBackend"
+    session["_auth_user_hash"] = alice.get_session_auth_hash()
+    session.create()
+    client = Client()
+    client.cookies[django_settings.SESSION_COOKIE_NAME] = session.session_key
+    response = client.get("/")
+    assert response.status_code == 200
+    assert response.wsgi_request.user == alice
