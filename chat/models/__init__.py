@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from chat.models.accounts import ExternalAccount, Invitation, Theme, UserSettings
 from chat.models.admission import Ticket
+from chat.models.api_keys import ApiKey
 from chat.models.audit import AuditEvent
 from chat.models.conversations import Conversation, Retry, Turn, VersionSwitch
 from chat.models.effective import Effective, EffectiveSettings, History, Level
@@ -27,6 +28,7 @@ from chat.models.teams import Membership, Team
 from chat.models.versions import Version, Versions
 
 __all__ = [
+    "ApiKey",
     "ExternalAccount",
     "AuditEvent",
     "GroupRule",

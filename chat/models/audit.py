@@ -23,6 +23,8 @@ class AuditEvent(models.Model):
         ROLE_CHANGED = "role_changed", "Role changed"
         ACCESS_CHANGED = "access_changed", "Model access changed"
         QUOTA_CHANGED = "quota_changed", "Quota changed"
+        API_KEY_CREATED = "api_key_created", "API key created"
+        API_KEY_REVOKED = "api_key_revoked", "API key revoked"
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     kind = models.CharField(max_length=20, choices=Kind)

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import heapq
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.conf import settings
 from django.db import models, transaction
 from django.urls import reverse
 
 from chat.models.effective import Effective, EffectiveSettings, History, Level
-from chat.models.history import Prompt, build_prompt
+from chat.models.history import Prompt, build_prompt, estimate_tokens, message_chars
 from chat.models.messages import Message
 from chat.models.notices import SettingsChange
 from chat.models.paging import Page, newest_before
 from chat.models.profiles import HistoryPolicy, ModelProfile, ThinkingMode
 from chat.models.site import SiteDefaults
 from chat.models.versions import Version, place_of, versions_in
+
+if TYPE_CHECKING:
+    from chat.models.api_keys import ApiKey
 
 
 class Conversation(models.Model):
@@ -57,6 +60,9 @@ class Conversation(models.Model):
     temperature = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # False for an answer asked over the API and kept only for its figures
+    # (`chat.api`): not in the owner's list, never shared.
+    listed = models.BooleanField(default=True)
 
     class Meta:
         ordering = ["-updated_at", "-pk"]
@@ -71,7 +77,8 @@ class Conversation(models.Model):
     def display_title(self) -> str:
         return self.title or "New conversation"
 
-    def title_from(self, text: str) -> str:
+    @staticmethod
+    def title_from(text: str) -> str:
         words = " ".join(text.split())
         return words[:60] + ("…" if len(words) > 60 else "")
 
@@ -266,6 +273,80 @@ class Conversation(models.Model):
             titled,
             self.request_options(profile),
         )
+
+    @classmethod
+    @transaction.atomic
+    def begin_api_turn(
+        cls,
+        api_key: ApiKey,
+        profile: ModelProfile,
+        messages: list[dict[str, str]],
+        *,
+        think: bool | None,
+        store: bool,
+        options: dict[str, Any],
+    ) -> Turn:
+        """An answer asked over the API (`chat.api`), in a conversation of its
+        own: listed in the owner's list only when `store`, else kept for its
+        figures (throughput, quotas) with the request's last question. The
+        history sent is the request's own `messages`, as given.
+
+        Refused (nothing stored) with ModelForbidden or, before the model is
+        asked, `quotas.QuotaReached`: the same checks as `begin_turn`."""
+        from chat.models import quotas  # see begin_turn
+
+        owner = api_key.user
+        if not (
+            profile.enabled and profile.allowed_for(owner) and api_key.allows(profile)
+        ):
+            raise Conversation.ModelForbidden(
+                f"The model {profile.tag} is not available to this key."
+            )
+        quotas.lock(owner)
+        quotas.check(owner)
+        system = [m["content"] for m in messages if m["role"] == "system"]
+        turns = [m for m in messages if m["role"] != "system"]
+        questions = [m for m in turns if m["role"] == "user"]
+        first = questions[0]["content"] if questions else ""
+        conversation = cls.objects.create(
+            owner=owner,
+            model_profile=profile,
+            thinking=ThinkingMode.DEFAULT
+            if think is None
+            else (ThinkingMode.ON if think else ThinkingMode.OFF),
+            system_prompt="\n\n".join(system),
+            listed=store,
+            title=cls.title_from(first),
+        )
+        kept = turns if store else turns[-1:]
+        rows = conversation.messages.bulk_create(
+            Message(
+                conversation=conversation,
+                role=m["role"],
+                content=m["content"],
+                source=Message.Source.API,
+                api_key=api_key,
+            )
+            for m in kept
+        )
+        chars = sum(message_chars(m["content"]) for m in messages)
+        answer = conversation.messages.create(
+            role=Message.Role.ASSISTANT,
+            status=Message.Status.STREAMING,
+            model_tag=profile.tag,
+            thinking_enabled=think,
+            source=Message.Source.API,
+            api_key=api_key,
+            history_sent=len(messages),
+            history_total=len(messages),
+            prompt_chars=chars,
+            prompt_tokens_estimate=estimate_tokens(
+                chars, profile.estimated_chars_per_token
+            ),
+            context_tokens=profile.context_length,
+        )
+        question = rows[-1] if rows else answer
+        return Turn(question, answer, profile, messages, False, options)
 
     def timeline(self) -> list[Message | SettingsChange]:
         """The newest page of `timeline_page`."""

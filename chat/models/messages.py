@@ -53,6 +53,10 @@ class Message(models.Model):
         USER = "user"
         ASSISTANT = "assistant"
 
+    class Source(models.TextChoices):
+        CHAT = "chat"
+        API = "api"
+
     class Status(models.TextChoices):
         STREAMING = "streaming"
         DONE = "done"
@@ -102,6 +106,16 @@ class Message(models.Model):
     prompt_tokens_estimate = models.PositiveIntegerField(null=True)
     context_tokens = models.PositiveIntegerField(null=True)
     prompt_chars = models.PositiveIntegerField(null=True)  # calibrates the estimate
+
+    # Where the question came from: the chat page, or the API with a key.
+    source = models.CharField(max_length=4, choices=Source, default=Source.CHAT)
+    api_key = models.ForeignKey(
+        "chat.ApiKey",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="messages",
+    )
 
     # Replaced by a regenerate or an edit: kept, not shown, never sent.
     replaced = models.BooleanField(default=False)

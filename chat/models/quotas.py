@@ -37,7 +37,11 @@ ANSWERS, TOKENS = "answers", "output tokens"
 
 
 class QuotaReached(Exception):
-    """A turn refused: one of the user's limits is used up."""
+    """A turn refused: one of the user's limits is used up (until `resets_at`)."""
+
+    def __init__(self, message: str, resets_at: datetime | None = None) -> None:
+        super().__init__(message)
+        self.resets_at = resets_at
 
 
 @dataclass(frozen=True)
@@ -173,7 +177,7 @@ def check(user: AbstractBaseUser, now: datetime | None = None) -> None:
     """Raise QuotaReached, naming the first limit used up and when it resets."""
     for limit in limits_for(user, now):
         if limit.reached:
-            raise QuotaReached(limit.message())
+            raise QuotaReached(limit.message(), limit.resets_at)
 
 
 def warnings(user: AbstractBaseUser, now: datetime | None = None) -> list[Limit]:

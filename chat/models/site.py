@@ -45,6 +45,20 @@ class SiteDefaults(models.Model):
     share_requires_sign_in = models.BooleanField(
         default=False, help_text="Shared links open only for signed-in users."
     )
+    # The API for scripts and tools (`chat.api`, `chat.models.api_keys`).
+    api_enabled = models.BooleanField(
+        "API access",
+        default=True,
+        help_text="People may create personal API keys and use the OpenAI- and "
+        "Ollama-compatible API. Off: every key is refused at once.",
+    )
+    api_teams = models.ManyToManyField(
+        "chat.Team",
+        blank=True,
+        related_name="+",
+        verbose_name="API for teams",
+        help_text="Only members of these teams may use the API. None: everyone.",
+    )
 
     class Meta:
         verbose_name = verbose_name_plural = "site defaults"

@@ -1,0 +1,212 @@
+"""Personal API keys: how scripts, editors and agents reach the model boxes
+through chatsite (`chat.api`) under their owner's access, quotas and queue.
+
+Only a key's SHA-256 is stored: a key is 256 random bits, so a fast hash is as
+safe as a slow one, and it lets every request find its key with one indexed
+query. That query runs on every request (nothing is cached), so a revoked key,
+an expired one or a switched-off account is refused at once in every process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import models
+from django.utils import timezone
+
+from chat.models.audit import AuditEvent
+from chat.models.profiles import ModelProfile
+from chat.models.site import SiteDefaults
+from chat.models.teams import Team
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+# Every key starts with this: a leaked key is easy to recognise (and to scan for).
+KEY_PREFIX = "csk-"
+# How much of the key is kept in the clear, to tell one's keys apart.
+SHOWN_CHARS = len(KEY_PREFIX) + 6
+
+
+def key_digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
+    def active(self) -> ApiKeyQuerySet:
+        """Neither revoked nor expired."""
+        now = timezone.now()
+        return self.filter(revoked_at__isnull=True).exclude(expires_at__lte=now)
+
+
+class ApiKey(models.Model):
+    class Refused(Exception):
+        """The request's key cannot be used; `str(exc)` says why, for the
+        client (never whether another user's key exists)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys"
+    )
+    name = models.CharField(max_length=100)
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    shown = models.CharField(max_length=20, editable=False)  # "csk-Ab12Cd…"
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    last_used_from = models.GenericIPAddressField(null=True, blank=True)
+    profiles = models.ManyToManyField(
+        ModelProfile,
+        blank=True,
+        related_name="+",
+        help_text="Only these models. None: every model the owner may use.",
+    )
+    store_conversations = models.BooleanField(
+        default=False,
+        help_text="Keep its answers as conversations in the owner's list (a "
+        "request can also ask with the X-Chatsite-Store header).",
+    )
+
+    objects = ApiKeyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.shown}…)"
+
+    # ---- issuing ---------------------------------------------------------
+
+    @classmethod
+    def issue(
+        cls,
+        user: AbstractBaseUser,
+        name: str,
+        *,
+        expires_at: datetime | None = None,
+        profiles: list[ModelProfile] | None = None,
+        store_conversations: bool = False,
+        actor: Any = None,
+        address: str = "",
+    ) -> tuple[ApiKey, str]:
+        """A new key for `user`, and the key itself (the only time it is known)."""
+        key = KEY_PREFIX + secrets.token_urlsafe(32)
+        api_key = cls.objects.create(
+            user=user,
+            name=name.strip(),
+            digest=key_digest(key),
+            shown=key[:SHOWN_CHARS],
+            expires_at=expires_at,
+            store_conversations=store_conversations,
+        )
+        if profiles:
+            api_key.profiles.set(profiles)
+        AuditEvent.record(
+            AuditEvent.Kind.API_KEY_CREATED,
+            actor=actor if actor is not None else user,
+            subject=user,
+            address=address,
+            key=api_key.name,
+            shown=api_key.shown,
+        )
+        return api_key, key
+
+    def revoke(self, *, actor: Any = None, address: str = "") -> bool:
+        """Revoke the key (False: it was already)."""
+        now = timezone.now()
+        changed = ApiKey.objects.filter(pk=self.pk, revoked_at__isnull=True).update(
+            revoked_at=now, revoked_by=actor
+        )
+        if not changed:
+            return False
+        self.revoked_at, self.revoked_by = now, actor
+        AuditEvent.record(
+            AuditEvent.Kind.API_KEY_REVOKED,
+            actor=actor,
+            subject=self.user,
+            address=address,
+            key=self.name,
+            shown=self.shown,
+        )
+        return True
+
+    @property
+    def state(self) -> str:
+        """ "active", "expired" or "revoked", for the pages."""
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at is not None and self.expires_at <= timezone.now():
+            return "expired"
+        return "active"
+
+    # ---- using -----------------------------------------------------------
+
+    @classmethod
+    def authenticate(cls, key: str, address: str = "") -> ApiKey:
+        """The active key `key`, its user selected, its use noted; raises
+        Refused with the reason."""
+        if not key:
+            raise cls.Refused(
+                "No API key: send it as 'Authorization: Bearer <key>'. Create one "
+                "on your account page."
+            )
+        api_key = (
+            cls.objects.select_related("user").filter(digest=key_digest(key)).first()
+        )
+        if api_key is None:
+            raise cls.Refused("That API key is not valid.")
+        if api_key.revoked_at is not None:
+            raise cls.Refused("That API key was revoked.")
+        now = timezone.now()
+        if api_key.expires_at is not None and api_key.expires_at <= now:
+            raise cls.Refused(
+                f"That API key expired on {api_key.expires_at:%d %b %Y at %H:%M} UTC."
+            )
+        if not api_key.user.is_active:
+            raise cls.Refused("The account of that API key is switched off.")
+        if not api_access_for(api_key.user):
+            raise cls.Refused("API access is not open to you on this site.")
+        # At most one write a minute per key: a busy script must not turn every
+        # request into an UPDATE of the same row.
+        last = api_key.last_used_at
+        stale = last is None or (now - last).total_seconds() >= 60
+        if stale or api_key.last_used_from != (address or None):
+            api_key.last_used_at, api_key.last_used_from = now, address or None
+            ApiKey.objects.filter(pk=api_key.pk).update(
+                last_used_at=now, last_used_from=address or None
+            )
+        return api_key
+
+    def usable_profiles(self) -> models.QuerySet[ModelProfile]:
+        """The models this key may ask: its owner's, narrowed to the key's own."""
+        usable = ModelProfile.objects.usable_by(self.user)
+        if self.profiles.exists():
+            usable = usable.filter(pk__in=self.profiles.values("pk"))
+        return usable.order_by("pk")
+
+    def allows(self, profile: ModelProfile) -> bool:
+        restricted = self.profiles.all()
+        return not restricted.exists() or restricted.filter(pk=profile.pk).exists()
+
+
+def api_access_for(user: User | AbstractBaseUser) -> bool:
+    """Whether the site lets `user` use the API (Site defaults: on or off, and
+    optionally for some teams only)."""
+    site = SiteDefaults.load()
+    if not site.api_enabled:
+        return False
+    teams = site.api_teams.all()
+    return not teams.exists() or Team.objects.of(user).filter(pk__in=teams).exists()  # type: ignore[arg-type]
