@@ -53,7 +53,9 @@ def _text(content: str, status: int = 200) -> HttpResponse:
 
 def _sidebar(request: HttpRequest) -> dict[str, object]:
     return {
-        "conversations": Conversation.objects.filter(owner_id=request.user.pk, listed=True)[:200]
+        "conversations": Conversation.objects.filter(
+            owner_id=request.user.pk, listed=True
+        )[:200]
     }
 
 
