@@ -177,6 +177,9 @@ CHATSITE_ALLOWED_EMAIL_DOMAINS = env_list("CHATSITE_ALLOWED_EMAIL_DOMAINS", [])
 CHATSITE_LOCAL_SIGNIN = env_bool("CHATSITE_LOCAL_SIGNIN", True)
 SIGNIN_FAILURES_PER_ADDRESS = env_int("SIGNIN_FAILURES_PER_ADDRESS", 20, minimum=1)
 SIGNIN_LOCKOUT_SECONDS = env_int("SIGNIN_LOCKOUT_SECONDS", 900, minimum=1)
+# Requests one API key may make a minute (chat.api.auth); 0: no limit. Answers
+# wait in the fair queue either way: this only turns away a runaway script.
+API_REQUESTS_PER_MINUTE = env_int("API_REQUESTS_PER_MINUTE", 600, minimum=0)
 # The reverse proxies (addresses or networks) whose X-Forwarded-For names the
 # client (chat.web.client_address); empty: the connection's peer is the client.
 TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES")

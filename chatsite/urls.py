@@ -8,5 +8,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", include("chat.ops.health")),
     path("metrics", include("chat.ops.metrics")),
+    # The API for scripts and tools (chat.api): /v1/ and /api/.
+    path("", include("chat.api.urls")),
     path("", include("chat.web.urls")),
 ]

@@ -17,6 +17,9 @@ The rules, lowest first:
   operators' modules.
 * `chat.sockets` (the WebSocket endpoints) may import `chat.live` too, never
   `chat.web` or `chat.ops`.
+* `chat.api` (the HTTP API for scripts) may import `chat.live` and what it may
+  import, like the sockets, and `chat.web.client_address`; never the sockets,
+  the other pages or the operators' modules.
 * `chat.web` (pages), `chat.ops` (operators' pages) and `chat.accounts` (sign-in
   through identity providers) do not import the engine, the protocol or the
   sockets: they reach the engine through `chat.live.control` and the group names
@@ -37,6 +40,7 @@ Graph = dict[str, set[str]]
 SELF_CONTAINED = ("chat.upstream", "chat.rendering", "chat.simulator")
 LIVE_MAY_IMPORT = ("chat.live", "chat.models", "chat.upstream", "chat.rendering")
 SOCKETS_MAY_IMPORT = ("chat.sockets", *LIVE_MAY_IMPORT)
+API_MAY_IMPORT = ("chat.api", *LIVE_MAY_IMPORT, "chat.web.client_address")
 # The engine and the protocol, which pages must not import.
 ENGINE_AND_PROTOCOL = (
     "chat.live.runner",
@@ -125,6 +129,13 @@ def _rule_broken(importer: str, imported: str) -> str | None:
         within(imported, allowed) for allowed in SOCKETS_MAY_IMPORT
     ):
         return "chat.sockets may import only chat.live and what it may import"
+    if within(importer, "chat.api") and not any(
+        within(imported, allowed) for allowed in API_MAY_IMPORT
+    ):
+        return (
+            "chat.api may import only chat.live, what it may import, and "
+            "chat.web.client_address"
+        )
     if any(within(importer, page) for page in PAGES) and any(
         within(imported, engine) for engine in ENGINE_AND_PROTOCOL
     ):

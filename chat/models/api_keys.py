@@ -47,7 +47,12 @@ class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
 class ApiKey(models.Model):
     class Refused(Exception):
         """The request's key cannot be used; `str(exc)` says why, for the
-        client (never whether another user's key exists)."""
+        client (never whether another user's key exists). `forbidden`: the key
+        is good, but the site does not open the API to its owner."""
+
+        def __init__(self, message: str, *, forbidden: bool = False) -> None:
+            super().__init__(message)
+            self.forbidden = forbidden
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys"
@@ -178,7 +183,9 @@ class ApiKey(models.Model):
         if not api_key.user.is_active:
             raise cls.Refused("The account of that API key is switched off.")
         if not api_access_for(api_key.user):
-            raise cls.Refused("API access is not open to you on this site.")
+            raise cls.Refused(
+                "API access is not open to you on this site.", forbidden=True
+            )
         # At most one write a minute per key: a busy script must not turn every
         # request into an UPDATE of the same row.
         last = api_key.last_used_at

@@ -1,0 +1,164 @@
+"""Ollama-compatible endpoints: `GET /api/tags`, `POST /api/show`,
+`POST /api/chat` (NDJSON lines or one JSON object), `GET /api/version`, so any
+Ollama client can point at the site instead of at the model box."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.http import HttpRequest, HttpResponseBase, JsonResponse
+
+from chat.api import endpoint, requests
+from chat.api.answers import ApiAnswer, find_profile
+from chat.api.errors import bad_request
+from chat.models import ApiKey, ModelProfile
+
+# The Ollama API this speaks: thinking apart (`think`, `message.thinking`) came
+# with 0.9, and 0.12.4 made thinking the default for thinking models, which is
+# how `think` left out is read here too.
+OLLAMA_VERSION = "0.12.6"
+NS_PER_MS = 1_000_000
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+
+@endpoint.api_view("ollama", ("GET", "HEAD"))
+async def version(request: HttpRequest, api_key: ApiKey) -> HttpResponseBase:
+    return JsonResponse({"version": OLLAMA_VERSION})
+
+
+@endpoint.api_view("ollama", ("GET", "HEAD"))
+async def tags(request: HttpRequest, api_key: ApiKey) -> HttpResponseBase:
+    profiles = await database_sync_to_async(_usable)(api_key)
+    return JsonResponse({"models": [_tag(p) for p in profiles]})
+
+
+def _usable(api_key: ApiKey) -> list[ModelProfile]:
+    return list(api_key.usable_profiles())
+
+
+def _details(profile: ModelProfile) -> dict[str, Any]:
+    return {
+        "parent_model": "",
+        "format": "gguf",
+        "family": profile.family,
+        "families": [profile.family] if profile.family else None,
+        "parameter_size": profile.parameter_size,
+        "quantization_level": profile.quantization,
+    }
+
+
+def _tag(profile: ModelProfile) -> dict[str, Any]:
+    return {
+        "name": profile.tag,
+        "model": profile.tag,
+        "modified_at": _now(),
+        "size": 0,  # the model box knows; the site does not
+        "digest": hashlib.sha256(profile.tag.encode()).hexdigest(),
+        "details": _details(profile),
+    }
+
+
+@endpoint.api_view("ollama", ("POST",))
+async def show(request: HttpRequest, api_key: ApiKey) -> HttpResponseBase:
+    data = endpoint.body_of(request)
+    name = data.get("model") or data.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise bad_request("Name the model: model is required.")
+    profile = await database_sync_to_async(find_profile)(api_key, name.strip())
+    capabilities = ["completion"]
+    if profile.supports_thinking:
+        capabilities.append("thinking")
+    family = profile.family or "unknown"
+    return JsonResponse(
+        {
+            "modelfile": "",
+            "parameters": _parameters(profile),
+            "template": "",
+            "details": _details(profile),
+            "model_info": {
+                "general.architecture": family,
+                f"{family}.context_length": profile.context_length,
+            },
+            "capabilities": capabilities,
+            "modified_at": _now(),
+        }
+    )
+
+
+def _parameters(profile: ModelProfile) -> str:
+    """The profile's options, one "name value" a line, as Ollama shows them."""
+    lines = [f"num_ctx {profile.context_length}"]
+    for name, value in profile.options.items():
+        values = value if isinstance(value, list) else [value]
+        lines.extend(f"{name} {json.dumps(v)}" for v in values)
+    return "\n".join(lines)
+
+
+@endpoint.api_view("ollama", ("POST",))
+async def chat(request: HttpRequest, api_key: ApiKey) -> HttpResponseBase:
+    chat = requests.ollama_chat(endpoint.body_of(request))
+    answer = await endpoint.begin(request, api_key, chat)
+    if not chat.stream:
+        answer = await endpoint.finished(answer)
+        thinking, content = answer.take()
+        return JsonResponse(_final(answer, content, thinking))
+    # Ollama itself sends nothing until the first token (a model loading, a
+    # request waiting for a slot): neither does this.
+    await endpoint.opened(answer, wait_for_text=True)
+    return endpoint.streaming(_lines(answer), "application/x-ndjson")
+
+
+async def _lines(answer: ApiAnswer) -> AsyncIterator[bytes]:
+    model = json.dumps(answer.model)
+    async for _ in endpoint.updates(answer, b""):
+        thinking, content = answer.take()
+        if thinking or content:
+            message: dict[str, str] = {"role": "assistant", "content": content}
+            if thinking:
+                message["thinking"] = thinking
+            line = json.dumps(message, ensure_ascii=False)
+            yield (
+                f'{{"model":{model},"created_at":"{_now()}","message":{line},'
+                '"done":false}\n'
+            ).encode()
+    if answer.error is not None:
+        # Past the first line the status is sent: Ollama says a fault in the
+        # stream as {"error": ...}, which its clients raise.
+        yield json.dumps(answer.error.ollama_body()).encode() + b"\n"
+    else:
+        yield json.dumps(_final(answer, "", "")).encode() + b"\n"
+
+
+def _final(answer: ApiAnswer, content: str, thinking: str) -> dict[str, Any]:
+    """The last object: the answer's figures in Ollama's names and units."""
+    stats = answer.stats()
+    prompt, output = answer.usage()
+    message: dict[str, str] = {"role": "assistant", "content": content}
+    if thinking:
+        message["thinking"] = thinking
+
+    def ns(name: str) -> int:
+        value = stats.get(name)
+        return int(value * NS_PER_MS) if value else 0
+
+    return {
+        "model": answer.model,
+        "created_at": _now(),
+        "message": message,
+        "done": True,
+        "done_reason": stats.get("done_reason") or "stop",
+        "total_duration": ns("total_ms"),
+        "load_duration": ns("load_ms"),
+        "prompt_eval_count": prompt,
+        "prompt_eval_duration": ns("prompt_eval_ms"),
+        "eval_count": output,
+        "eval_duration": ns("eval_ms"),
+    }
