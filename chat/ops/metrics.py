@@ -42,8 +42,9 @@ REGISTRY = CollectorRegistry()
 _MODEL = ["model"]
 ANSWERS = Counter(
     "chatsite_answers",
-    "Answers finished by this process, by model and final status.",
-    ["model", "status"],
+    "Answers finished by this process, by model, final status and source "
+    "(chat: the site's pages; api: the API, chat.api).",
+    ["model", "status", "source"],
     registry=REGISTRY,
 )
 OUTPUT_TOKENS = Counter(
@@ -98,7 +99,7 @@ def observe_answer(message: Message) -> None:
 
 def _observe(message: Message) -> None:
     model = message.model_tag or "unknown"
-    ANSWERS.labels(model, message.status).inc()
+    ANSWERS.labels(model, message.status, message.source or "chat").inc()
     if message.output_tokens:
         OUTPUT_TOKENS.labels(model).inc(message.output_tokens)
     if message.prompt_tokens:

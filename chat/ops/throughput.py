@@ -195,6 +195,7 @@ def summary(window: Window) -> list[dict[str, Any]]:
         .values("model_tag", "thinking_enabled")
         .annotate(
             answers=Count("pk"),
+            api_answers=Count("pk", filter=Q(source=Message.Source.API)),
             output_tokens=Sum("output_tokens"),
             errors=Count("pk", filter=Q(status=Status.ERROR)),
             stopped=Count("pk", filter=Q(status=Status.STOPPED)),
@@ -234,6 +235,7 @@ CSV_COLUMNS: Sequence[tuple[str, str]] = (
     ("model_tag", "model"),
     ("thinking_enabled", "thinking"),
     ("answers", "answers"),
+    ("api_answers", "API answers"),
     ("output_tokens", "output tokens"),
     ("decode_tps_p50", "decode tok/s p50"),
     ("decode_tps_p95", "decode tok/s p95"),

@@ -109,7 +109,9 @@ def test_active_streams_and_the_queue_are_counted_in_the_database(
 
 def counts_before() -> dict[str, float]:
     return {
-        "done": value("chatsite_answers_total", model=MODEL, status="done"),
+        "done": value(
+            "chatsite_answers_total", model=MODEL, status="done", source="chat"
+        ),
         "tokens": value("chatsite_output_tokens_total", model=MODEL),
         "first": value("chatsite_first_token_seconds_count", model=MODEL),
         "rate": value("chatsite_decode_tokens_per_second_count", model=MODEL),
@@ -144,7 +146,7 @@ async def test_a_finished_answer_is_counted(simulator, alice, demo_profile):
     )
     found = samples(response.content.decode())
     labels = (("model", MODEL),)
-    done = (("model", MODEL), ("status", "done"))
+    done = (("model", MODEL), ("source", "chat"), ("status", "done"))
     assert found[("chatsite_answers_total", done)] == before["done"] + 1
     assert found[("chatsite_output_tokens_total", labels)] == (
         before["tokens"] + answer.output_tokens
@@ -168,7 +170,8 @@ def test_a_stopped_answer_counts_but_its_rate_does_not():
         total_ms=200,
     )
     observe_answer(message)
-    assert value("chatsite_answers_total", model="stop:1b", status="stopped") >= 1
+    stopped = {"model": "stop:1b", "status": "stopped", "source": "chat"}
+    assert value("chatsite_answers_total", **stopped) >= 1
     assert value("chatsite_output_tokens_total", model="stop:1b") >= 5
     assert value("chatsite_decode_tokens_per_second_count", model="stop:1b") == 0
 

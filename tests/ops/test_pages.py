@@ -81,9 +81,9 @@ def test_page_shows_the_last_week_per_model_by_default(admin_client, answers):
     html = response.content.decode()
     rows = re.findall(r"<tr>\s*<th scope=\"row\">(.*?)</th>(.*?)</tr>", html, re.S)
     cells = {tag: re.findall(r"<td>(.*?)</td>", rest) for tag, rest in rows}
-    # Model, thinking, answers, output tokens, decode p50, decode p95, ...
+    # Model, thinking, answers, via the API, output tokens, decode p50, p95, ...
     # 5, 10, 20 and 60 tok/s: p50 15, p95 at 2.85: 20 + 40 * 0.85 = 54.
-    assert cells["a:1b"][:5] == ["on", "4", "95", "15.0", "54.0"]
+    assert cells["a:1b"][:6] == ["on", "4", "0", "95", "15.0", "54.0"]
     assert cells["b:2b"][:2] == ["off", "1"]
     assert cells["b:2b"][-3:] == ["1", "0", "0"]  # errors, stopped, interrupted
 
@@ -167,7 +167,8 @@ def test_csv_has_every_column(admin_client, answers):
     response = admin_client.get(THROUGHPUT, {"range": "30d", "format": "csv"})
     header = response.content.decode().splitlines()[0]
     assert header == (
-        "model,thinking,answers,output tokens,decode tok/s p50,decode tok/s p95,"
+        "model,thinking,answers,API answers,output tokens,decode tok/s p50,"
+        "decode tok/s p95,"
         "prompt tok/s p50,prompt tok/s p95,first token ms p50,first token ms p95,"
         "queue wait ms p50,queue wait ms p95,errors,stopped,interrupted"
     )
