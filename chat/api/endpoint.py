@@ -67,16 +67,27 @@ def _error_response(dialect: Dialect, error: ApiError) -> HttpResponseBase:
 
 
 def body_of(request: HttpRequest) -> dict[str, object]:
-    """The request's JSON object (ApiError 400, 413 otherwise)."""
-    length = request.META.get("CONTENT_LENGTH") or "0"
-    if length.isdigit() and int(length) > requests.max_body_bytes():
-        raise ApiError(
-            413,
-            "request_too_large",
-            f"The request body is {int(length):,} bytes; the limit is "
-            f"{requests.max_body_bytes():,}.",
-        )
-    return requests.decode(request.body)
+    """The request's JSON object (ApiError 400, 413 otherwise). Read from the
+    stream, not `request.body`: Django's own cap on that
+    (DATA_UPLOAD_MAX_MEMORY_SIZE) is the pages', and would answer an API
+    client with an HTML 400."""
+    limit = requests.max_body_bytes()
+    length = str(request.META.get("CONTENT_LENGTH") or "")
+    if length.isdigit() and int(length) > limit:
+        raise _too_large(int(length))
+    body = request.read(limit + 1)
+    if len(body) > limit:
+        raise _too_large(len(body))
+    return requests.decode(body)
+
+
+def _too_large(size: int) -> ApiError:
+    return ApiError(
+        413,
+        "request_too_large",
+        f"The request body is {size:,} bytes or more; the limit is "
+        f"{requests.max_body_bytes():,}.",
+    )
 
 
 def store_asked(request: HttpRequest, api_key: ApiKey) -> bool:

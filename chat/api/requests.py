@@ -15,7 +15,7 @@ from typing import Any
 
 from django.conf import settings
 
-from chat.api.errors import ApiError, bad_request
+from chat.api.errors import bad_request
 
 ROLES = ("system", "user", "assistant")
 # Sampling options a client may set (`num_ctx` is not one: the context is the
@@ -46,14 +46,8 @@ def max_body_bytes() -> int:
 
 
 def decode(body: bytes) -> dict[str, Any]:
-    """The JSON object of a request body; ApiError (400, 413) otherwise."""
-    if len(body) > max_body_bytes():
-        raise ApiError(
-            413,
-            "request_too_large",
-            f"The request body is {len(body):,} bytes; the limit is "
-            f"{max_body_bytes():,}.",
-        )
+    """The JSON object of a request body (its size checked by the caller);
+    ApiError 400 otherwise."""
     try:
         data = json.loads(body)
         # JSON may escape lone surrogates ("\ud800"), which no database stores.
