@@ -8,13 +8,14 @@ import functools
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, Literal
 
+from channels.db import database_sync_to_async
 from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from chat.api import answers, auth, requests
 from chat.api.answers import ApiAnswer
 from chat.api.errors import ApiError
-from chat.models import ApiKey
+from chat.models import ApiKey, ModelProfile
 
 Dialect = Literal["openai", "ollama"]
 View = Callable[..., Coroutine[Any, Any, HttpResponseBase]]
@@ -88,6 +89,11 @@ def _too_large(size: int) -> ApiError:
         f"The request body is {size:,} bytes or more; the limit is "
         f"{requests.max_body_bytes():,}.",
     )
+
+
+async def usable_profiles(api_key: ApiKey) -> list[ModelProfile]:
+    """The models the key may ask (the model lists of both dialects)."""
+    return await database_sync_to_async(lambda: list(api_key.usable_profiles()))()
 
 
 def store_asked(request: HttpRequest, api_key: ApiKey) -> bool:

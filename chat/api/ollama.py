@@ -36,12 +36,8 @@ async def version(request: HttpRequest, api_key: ApiKey) -> HttpResponseBase:
 
 @endpoint.api_view("ollama", ("GET", "HEAD"))
 async def tags(request: HttpRequest, api_key: ApiKey) -> HttpResponseBase:
-    profiles = await database_sync_to_async(_usable)(api_key)
+    profiles = await endpoint.usable_profiles(api_key)
     return JsonResponse({"models": [_tag(p) for p in profiles]})
-
-
-def _usable(api_key: ApiKey) -> list[ModelProfile]:
-    return list(api_key.usable_profiles())
 
 
 def _details(profile: ModelProfile) -> dict[str, Any]:

@@ -9,7 +9,6 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from channels.db import database_sync_to_async
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
 
 from chat.api import endpoint, requests
@@ -22,15 +21,11 @@ SSE_DONE = b"data: [DONE]\n\n"
 
 @endpoint.api_view("openai", ("GET",))
 async def models(request: HttpRequest, api_key: ApiKey) -> HttpResponseBase:
-    profiles = await database_sync_to_async(_usable)(api_key)
+    profiles = await endpoint.usable_profiles(api_key)
     created = int(time.time())
     return JsonResponse(
         {"object": "list", "data": [_model(p, created) for p in profiles]}
     )
-
-
-def _usable(api_key: ApiKey) -> list[ModelProfile]:
-    return list(api_key.usable_profiles())
 
 
 def _model(profile: ModelProfile, created: int) -> dict[str, Any]:
