@@ -35,6 +35,20 @@ from chat.web.signin import ThrottledAdminAuthenticationForm
 admin.site.login_form = ThrottledAdminAuthenticationForm
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Rows written by the product only: listed and viewed here, never added,
+    changed or deleted."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 @admin.register(ModelProfile)
 class ModelProfileAdmin(AuditedAdmin):
     audit_access_m2m = ("teams",)  # audited: chat.ops.admin_audit
@@ -252,10 +266,11 @@ class ApiKeyStateFilter(admin.SimpleListFilter):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class ApiKeyAdmin(ReadOnlyAdmin):
     """Read only: people make their keys on their account page (or an operator
     with `manage.py create_api_key`), and only the owner ever sees one. Staff
-    revoke them here, audited (`ApiKey.revoke`)."""
+    revoke them here, audited (`ApiKey.revoke`); a revoked key stays listed,
+    with who revoked it and when."""
 
     list_display = [
         "name",
@@ -313,20 +328,6 @@ class ApiKeyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def has_revoke_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("chat.change_apikey")
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(
-        self, request: HttpRequest, obj: ApiKey | None = None
-    ) -> bool:
-        return False
-
-    def has_delete_permission(
-        self, request: HttpRequest, obj: ApiKey | None = None
-    ) -> bool:
-        # Revoked, a key stays listed with who revoked it and when.
-        return False
-
 
 # --- Identity: sign-in group rules, the audit log ---
 
@@ -346,7 +347,7 @@ class GroupRuleAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class AuditEventAdmin(ReadOnlyAdmin):
     """Read only: the log is written by `AuditEvent.record`, never edited."""
 
     list_display = ["at", "kind", "actor", "username", "address", "method"]
@@ -363,19 +364,6 @@ class AuditEventAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "method",
         "detail",
     )
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(
-        self, request: HttpRequest, obj: AuditEvent | None = None
-    ) -> bool:
-        return False
-
-    def has_delete_permission(
-        self, request: HttpRequest, obj: AuditEvent | None = None
-    ) -> bool:
-        return False
 
 
 # --- Invitations ---
