@@ -56,8 +56,9 @@ class ApiKeyForm(forms.Form):
     store_conversations = forms.BooleanField(
         required=False,
         label="Keep its answers as conversations",
-        help_text="Listed with your other conversations. Off: answers asked "
-        "with this key are counted, not kept.",
+        help_text="In your list, with the questions sent. Off: they stay out of "
+        "your list (only the last question and the answer are kept, for the "
+        "usage figures).",
     )
 
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:

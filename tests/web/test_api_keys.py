@@ -218,10 +218,10 @@ def test_my_keys_are_listed_with_their_use_and_state(
     assert "bob's own" not in page
     assert "from 192.0.2.44" in rows["used one"]
     assert (
-        "qwen3-demo:8b" in rows["used one"] and "answers not stored" in rows["used one"]
+        "qwen3-demo:8b" in rows["used one"] and "answers not listed" in rows["used one"]
     )
     assert "never" in rows["unused one"] and "all your models" in rows["unused one"]
-    assert "answers stored as conversations" in rows["unused one"]
+    assert "answers kept as conversations" in rows["unused one"]
     assert "Expired" in rows["old one"] and "Revoke" not in rows["old one"]
     assert "Active" in rows["used one"] and revoke_url(used) in rows["used one"]
 
