@@ -43,13 +43,13 @@ def key_digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def _ip(address: str) -> str | None:
-    """`address` as the database gives it back (None: none, or not an IP).
-    Compared with the stored one, a differently written IPv6 address would
-    otherwise count as a new address on every request, and a non-IP would be
-    refused by PostgreSQL's inet column."""
+def _ip(address: str | None) -> str | None:
+    """`address` written one way (None: none, or not an IP). Compared as
+    written, one IPv6 address written two ways (the client's, the database's)
+    would count as a new address on every request; and PostgreSQL's inet
+    column refuses a non-IP."""
     try:
-        return str(ip_address(address))
+        return str(ip_address(address or ""))
     except ValueError:
         return None
 
@@ -222,7 +222,7 @@ class ApiKey(models.Model):
         # not turn every request into an UPDATE of the same row.
         last, ip = api_key.last_used_at, _ip(address)
         stale = last is None or (now - last).total_seconds() >= 60
-        if stale or api_key.last_used_from != ip:
+        if stale or _ip(api_key.last_used_from) != ip:
             api_key.last_used_at, api_key.last_used_from = now, ip
             ApiKey.objects.filter(pk=api_key.pk).update(
                 last_used_at=now, last_used_from=ip

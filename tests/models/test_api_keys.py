@@ -250,6 +250,16 @@ def test_an_ipv6_address_written_differently_is_the_same_address(alice):
     assert api_key.last_used_at == earlier
 
 
+def test_an_ipv4_mapped_address_is_one_address_too(alice):
+    api_key, key = ApiKey.issue(alice, "k")
+    ApiKey.authenticate(key, "::ffff:192.0.2.1")
+    earlier = ago(seconds=30)
+    ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=earlier)
+    ApiKey.authenticate(key, "::ffff:192.0.2.1")
+    api_key.refresh_from_db()
+    assert api_key.last_used_at == earlier
+
+
 def test_a_use_without_an_ip_address_is_noted_without_one(alice):
     api_key, key = ApiKey.issue(alice, "k")
     ApiKey.authenticate(key, "unix-socket")
