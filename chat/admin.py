@@ -6,6 +6,7 @@ from django import forms
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -13,6 +14,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 
 from chat.models import (
+    ApiKey,
     AuditEvent,
     Conversation,
     GroupRule,
@@ -31,6 +33,20 @@ from chat.web.signin import ThrottledAdminAuthenticationForm
 
 # The admin's own sign-in page is throttled like the site's.
 admin.site.login_form = ThrottledAdminAuthenticationForm
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Rows written by the product only: listed and viewed here, never added,
+    changed or deleted."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(ModelProfile)
@@ -134,10 +150,15 @@ class ConversationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 class SiteDefaultsAdmin(AuditedAdmin):
     """One row: it can be changed, not added twice nor deleted."""
 
-    audit_fields = dict.fromkeys(
-        ["quota_period", "user_output_tokens", "user_answers"],
-        AuditEvent.Kind.QUOTA_CHANGED,
-    )
+    audit_fields = {
+        **dict.fromkeys(
+            ["quota_period", "user_output_tokens", "user_answers"],
+            AuditEvent.Kind.QUOTA_CHANGED,
+        ),
+        "api_enabled": AuditEvent.Kind.ACCESS_CHANGED,
+    }
+    audit_access_m2m = ("api_teams",)
+    filter_horizontal = ["api_teams"]
 
     fieldsets = [
         (
@@ -163,6 +184,16 @@ class SiteDefaultsAdmin(AuditedAdmin):
                 "description": "Counted from the stored answers, per UTC day or "
                 "month; a team's own quotas are set on the team. 0: no limit.",
                 "fields": ["quota_period", "user_output_tokens", "user_answers"],
+            },
+        ),
+        (
+            "API",
+            {
+                "description": "The OpenAI- and Ollama-compatible API, used with "
+                "the personal keys people make on their account page (listed "
+                "under API keys). Closing it refuses every key at once; the keys "
+                "are kept.",
+                "fields": ["api_enabled", "api_teams"],
             },
         ),
     ]
@@ -222,6 +253,82 @@ class ShareLinkAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     )
 
 
+class ApiKeyStateFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("active", "active"), ("expired", "expired"), ("revoked", "revoked")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        state = self.value()
+        return queryset.in_state(state) if state else queryset  # type: ignore[attr-defined]
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(ReadOnlyAdmin):
+    """Read only: people make their keys on their account page (or an operator
+    with `manage.py create_api_key`), and only the owner ever sees one. Staff
+    revoke them here, audited (`ApiKey.revoke`); a revoked key stays listed,
+    with who revoked it and when."""
+
+    list_display = [
+        "name",
+        "user",
+        "shown_prefix",
+        "state",
+        "created_at",
+        "expires_at",
+        "last_used_at",
+        "last_used_from",
+    ]
+    list_filter = [ApiKeyStateFilter, ("user", admin.RelatedOnlyFieldListFilter)]
+    list_select_related = ["user"]
+    search_fields = ["user__username", "name", "shown"]
+    date_hierarchy = "created_at"
+    fields = readonly_fields = (
+        "user",
+        "name",
+        "shown_prefix",
+        "state",
+        "profiles",
+        "store_conversations",
+        "created_at",
+        "expires_at",
+        "last_used_at",
+        "last_used_from",
+        "revoked_at",
+        "revoked_by",
+    )
+    actions = ["revoke_selected"]
+
+    @admin.display(description="key", ordering="shown")
+    def shown_prefix(self, api_key: ApiKey) -> str:
+        return f"{api_key.shown}…"
+
+    @admin.display(description="state")
+    def state(self, api_key: ApiKey) -> str:
+        return api_key.state
+
+    @admin.action(description="Revoke selected keys", permissions=["revoke"])
+    def revoke_selected(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+        address = client_address(request)
+        keys = list(queryset.select_related("user"))
+        revoked = sum(
+            api_key.revoke(actor=request.user, address=address, method="admin")
+            for api_key in keys
+        )
+        already = len(keys) - revoked
+        self.message_user(
+            request,
+            f"Revoked {revoked} key{'s' if revoked != 1 else ''}"
+            + (f" ({already} already were)." if already else "."),
+        )
+
+    def has_revoke_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("chat.change_apikey")
+
+
 # --- Identity: sign-in group rules, the audit log ---
 
 # Teams are chatsite's one grouping of people (sign-in group rules map a
@@ -240,7 +347,7 @@ class GroupRuleAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class AuditEventAdmin(ReadOnlyAdmin):
     """Read only: the log is written by `AuditEvent.record`, never edited."""
 
     list_display = ["at", "kind", "actor", "username", "address", "method"]
@@ -257,19 +364,6 @@ class AuditEventAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "method",
         "detail",
     )
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(
-        self, request: HttpRequest, obj: AuditEvent | None = None
-    ) -> bool:
-        return False
-
-    def has_delete_permission(
-        self, request: HttpRequest, obj: AuditEvent | None = None
-    ) -> bool:
-        return False
 
 
 # --- Invitations ---

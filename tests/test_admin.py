@@ -51,6 +51,7 @@ def site_form(**values):
         "quota_period": "day",
         "user_output_tokens": "0",
         "user_answers": "0",
+        "api_enabled": "on",  # a checkbox: left out, it would switch the API off
     }
     data.update({k: str(v) for k, v in values.items()})
     return data

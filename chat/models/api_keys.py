@@ -12,11 +12,12 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from ipaddress import ip_address
+from typing import TYPE_CHECKING, Any, Final
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import models
+from django.db import models, transaction
 from django.utils import timezone
 
 from chat.models.audit import AuditEvent
@@ -33,8 +34,24 @@ KEY_PREFIX = "csk-"
 SHOWN_CHARS = len(KEY_PREFIX) + 6
 
 
+# The default actor of `ApiKey.issue`: the key's owner made it themselves.
+# (None is a real actor there: the system, e.g. `manage.py create_api_key`.)
+OWNER: Final = object()
+
+
 def key_digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
+
+
+def _ip(address: str | None) -> str | None:
+    """`address` written one way (None: none, or not an IP). Compared as
+    written, one IPv6 address written two ways (the client's, the database's)
+    would count as a new address on every request; and PostgreSQL's inet
+    column refuses a non-IP."""
+    try:
+        return str(ip_address(address or ""))
+    except ValueError:
+        return None
 
 
 class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
@@ -42,6 +59,18 @@ class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
         """Neither revoked nor expired."""
         now = timezone.now()
         return self.filter(revoked_at__isnull=True).exclude(expires_at__lte=now)
+
+    def in_state(self, state: str) -> ApiKeyQuerySet:
+        """The keys whose `ApiKey.state` is `state` ("active", "expired",
+        "revoked"; anything else: none)."""
+        if state == "active":
+            return self.active()
+        if state == "expired":
+            expired = models.Q(expires_at__lte=timezone.now())
+            return self.filter(expired, revoked_at__isnull=True)
+        if state == "revoked":
+            return self.filter(revoked_at__isnull=False)
+        return self.none()
 
 
 class ApiKey(models.Model):
@@ -104,32 +133,41 @@ class ApiKey(models.Model):
         expires_at: datetime | None = None,
         profiles: list[ModelProfile] | None = None,
         store_conversations: bool = False,
-        actor: Any = None,
+        actor: Any = OWNER,
         address: str = "",
+        method: str = "",
     ) -> tuple[ApiKey, str]:
-        """A new key for `user`, and the key itself (the only time it is known)."""
+        """A new key for `user`, and the key itself (the only time it is known).
+        `actor`: who made it (by default `user`; None: the system)."""
         key = KEY_PREFIX + secrets.token_urlsafe(32)
-        api_key = cls.objects.create(
-            user=user,
-            name=name.strip(),
-            digest=key_digest(key),
-            shown=key[:SHOWN_CHARS],
-            expires_at=expires_at,
-            store_conversations=store_conversations,
-        )
-        if profiles:
-            api_key.profiles.set(profiles)
-        AuditEvent.record(
-            AuditEvent.Kind.API_KEY_CREATED,
-            actor=actor if actor is not None else user,
-            subject=user,
-            address=address,
-            key=api_key.name,
-            shown=api_key.shown,
-        )
+        # One transaction: a key whose model restriction failed to be saved
+        # would be a key to every model.
+        with transaction.atomic():
+            api_key = cls.objects.create(
+                user=user,
+                name=name.strip(),
+                digest=key_digest(key),
+                shown=key[:SHOWN_CHARS],
+                expires_at=expires_at,
+                store_conversations=store_conversations,
+            )
+            if profiles:
+                api_key.profiles.set(profiles)
+            AuditEvent.record(
+                AuditEvent.Kind.API_KEY_CREATED,
+                actor=user if actor is OWNER else actor,
+                subject=user,
+                address=address,
+                method=method,
+                key=api_key.name,
+                shown=api_key.shown,
+                expires_at=expires_at.isoformat() if expires_at else None,
+                models=sorted(profile.tag for profile in profiles or ()),
+                store_conversations=store_conversations,
+            )
         return api_key, key
 
-    def revoke(self, *, actor: Any = None, address: str = "") -> bool:
+    def revoke(self, *, actor: Any = None, address: str = "", method: str = "") -> bool:
         """Revoke the key (False: it was already)."""
         now = timezone.now()
         changed = ApiKey.objects.filter(pk=self.pk, revoked_at__isnull=True).update(
@@ -143,6 +181,7 @@ class ApiKey(models.Model):
             actor=actor,
             subject=self.user,
             address=address,
+            method=method,
             key=self.name,
             shown=self.shown,
         )
@@ -186,14 +225,14 @@ class ApiKey(models.Model):
             raise cls.Refused(
                 "API access is not open to you on this site.", forbidden=True
             )
-        # At most one write a minute per key: a busy script must not turn every
-        # request into an UPDATE of the same row.
-        last = api_key.last_used_at
+        # At most one write a minute per key and address: a busy script must
+        # not turn every request into an UPDATE of the same row.
+        last, ip = api_key.last_used_at, _ip(address)
         stale = last is None or (now - last).total_seconds() >= 60
-        if stale or api_key.last_used_from != (address or None):
-            api_key.last_used_at, api_key.last_used_from = now, address or None
+        if stale or _ip(api_key.last_used_from) != ip:
+            api_key.last_used_at, api_key.last_used_from = now, ip
             ApiKey.objects.filter(pk=api_key.pk).update(
-                last_used_at=now, last_used_from=address or None
+                last_used_at=now, last_used_from=ip
             )
         return api_key
 
@@ -205,6 +244,8 @@ class ApiKey(models.Model):
         return usable.order_by("pk")
 
     def allows(self, profile: ModelProfile) -> bool:
+        """Whether the key's own model restriction lets `profile` through (the
+        owner's access is `usable_profiles`, or `ModelProfile.allowed_for`)."""
         restricted = self.profiles.all()
         return not restricted.exists() or restricted.filter(pk=profile.pk).exists()
 

@@ -1,6 +1,7 @@
 """The user's own page (`/account/`): display name, theme, the model new
-conversations start with, and what they used this period; and the password
-change of local accounts (provider accounts change it at their provider)."""
+conversations start with, what they used this period and their API keys (made
+and revoked in `chat.web.api_keys`); and the password change of local accounts
+(provider accounts change it at their provider)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from chat.models import (
     quotas,
 )
 from chat.models.quota_periods import QuotaPeriod
+from chat.web.api_key_forms import api_keys_section
 from chat.web.client_address import client_address
 from chat.web.conversations import SignedInRequest
 from chat.web.signin import Attempt, too_many_failures
@@ -88,7 +90,23 @@ def account(request: SignedInRequest) -> HttpResponse:
         form.save()
         messages.success(request, "Your settings are saved.")
         return redirect("account")
-    chosen = mine.default_profile
+    return account_page(request, form=form, status=422 if form.errors else 200)
+
+
+def account_page(
+    request: SignedInRequest,
+    *,
+    form: AccountForm | None = None,
+    api_keys: dict[str, object] | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    """The whole page; `api_keys`: its API keys section as `chat.web.api_keys`
+    answered a form of that section (a new key, or the form's errors)."""
+    if form is None:
+        form = AccountForm(
+            instance=UserSettings.for_user(request.user), user=request.user
+        )
+    chosen = form.instance.default_profile
     unusable = chosen is not None and (
         not usable_profiles(request.user).filter(pk=chosen.pk).exists()
     )
@@ -97,8 +115,8 @@ def account(request: SignedInRequest) -> HttpResponse:
         "unusable_default": chosen if unusable else None,
         "local_password": has_local_password(request.user),
         **_usage(request.user),
+        **(api_keys or api_keys_section(request)),
     }
-    status = 422 if form.errors else 200
     return render(request, "chat/account.html", context, status=status)
 
 

@@ -3,7 +3,14 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from chat.web import account, conversations, invitations, oidc_views, sharing_urls
+from chat.web import (
+    account,
+    api_keys,
+    conversations,
+    invitations,
+    oidc_views,
+    sharing_urls,
+)
 from chat.web.signin import SignInView
 
 urlpatterns = [
@@ -53,13 +60,19 @@ urlpatterns = [
 
 urlpatterns += sharing_urls.urlpatterns
 
-# The user page, password change, invitation links.
+# The user page, password change, API keys, invitation links.
 urlpatterns += [
     path("account/", account.account, name="account"),
     path(
         "account/password/",
         account.ChangePasswordView.as_view(),
         name="change_password",
+    ),
+    path("account/keys/new/", api_keys.create_api_key, name="create_api_key"),
+    path(
+        "account/keys/<int:pk>/revoke/",
+        api_keys.revoke_api_key,
+        name="revoke_api_key",
     ),
     path("invite/<str:token>/", invitations.accept_invitation, name="invitation"),
 ]

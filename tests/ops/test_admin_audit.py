@@ -127,6 +127,45 @@ def test_a_bad_quota_is_refused_and_not_audited(admin_client):
     assert changes() == []
 
 
+# --- The site's API: on or off, and for which teams ---
+
+
+def test_switching_the_api_off_and_limiting_it_to_teams_is_audited(
+    admin_client, admin_user
+):
+    gpu = Team.objects.create(name="GPU")
+    site = SiteDefaults.load()
+    url = reverse("admin:chat_sitedefaults_change", args=[site.pk])
+    data = posted(admin_client.get(url), api_enabled=False, api_teams=[gpu])
+    response = admin_client.post(url, data, REMOTE_ADDR="192.0.2.6")
+    assert response.status_code == 302, response.content.decode()[:2000]
+    site.refresh_from_db()
+    assert not site.api_enabled and list(site.api_teams.all()) == [gpu]
+    switched, teams = changes()
+    assert (switched.kind, switched.actor, switched.address) == (
+        Kind.ACCESS_CHANGED,
+        admin_user,
+        "192.0.2.6",
+    )
+    assert switched.detail["changes"] == {"api_enabled": [True, False]}
+    assert (teams.kind, teams.detail["field"], teams.detail["added"]) == (
+        Kind.ACCESS_CHANGED,
+        "api_teams",
+        ["GPU"],
+    )
+
+
+def test_saving_the_site_defaults_without_touching_the_api_records_nothing(
+    admin_client,
+):
+    site = SiteDefaults.load()
+    url = reverse("admin:chat_sitedefaults_change", args=[site.pk])
+    assert admin_client.post(url, posted(admin_client.get(url))).status_code == 302
+    assert changes() == []
+    site.refresh_from_db()
+    assert site.api_enabled
+
+
 # --- Teams in the admin ---
 
 
