@@ -676,3 +676,21 @@ def test_the_error_body_is_openais_shape(http, alice_key, simulator):
             "code": "model_not_found",
         }
     }
+
+
+def test_a_body_over_the_limit_without_a_length_is_413(http, alice_key, simulator):
+    """Sent in chunks, the body has no Content-Length to refuse it by: it is
+    refused by what was read."""
+    size = max_body_bytes() + 1
+
+    def chunks():
+        yield b'{"model": "qwen3-demo:8b", "pad": "'
+        for _ in range(size // 65536 + 1):
+            yield b"x" * 65536
+        yield b'"}'
+
+    response = http.post(
+        "/v1/chat/completions", headers=alice_key.headers, content=chunks()
+    )
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "request_too_large"
