@@ -8,11 +8,10 @@ the next test's tables)."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-
-import socket
 
 import httpx
 import ollama
