@@ -15,7 +15,6 @@ from django.http import HttpRequest, HttpResponseBase, JsonResponse
 
 from chat.api import endpoint, requests
 from chat.api.answers import ApiAnswer, find_profile
-from chat.api.errors import bad_request
 from chat.models import ApiKey, ModelProfile
 
 # The Ollama API this speaks: thinking apart (`think`, `message.thinking`) came
@@ -65,10 +64,8 @@ def _tag(profile: ModelProfile) -> dict[str, Any]:
 @endpoint.api_view("ollama", ("POST",))
 async def show(request: HttpRequest, api_key: ApiKey) -> HttpResponseBase:
     data = endpoint.body_of(request)
-    name = data.get("model") or data.get("name")
-    if not isinstance(name, str) or not name.strip():
-        raise bad_request("Name the model: model is required.")
-    profile = await database_sync_to_async(find_profile)(api_key, name.strip())
+    name = requests.model_name(data.get("model") or data.get("name"))
+    profile = await database_sync_to_async(find_profile)(api_key, name)
     capabilities = ["completion"]
     if profile.supports_thinking:
         capabilities.append("thinking")

@@ -131,11 +131,18 @@ def ollama_chat(data: dict[str, Any]) -> ChatRequest:
 
 
 def _model(data: dict[str, Any]) -> str:
-    model = data.get("model")
+    return model_name(data.get("model"))
+
+
+def model_name(model: Any) -> str:
+    """A request's model name, trimmed; ApiError 400 for none, or for one no
+    model can have (the database refuses to even look up a NUL character)."""
     if not isinstance(model, str) or not model.strip():
         raise bad_request("Name the model: model is required.", "model")
     if len(model) > 200:
         raise bad_request("model is too long.", "model")
+    if "\x00" in model:
+        raise bad_request("model contains a NUL character.", "model")
     return model.strip()
 
 
