@@ -15,6 +15,21 @@ SCENARIOS = [
     Scenario("1 stream @ 1000 tok/s", streams=1, tps=1000, tokens=3000),
     Scenario("100 streams @ 40 tok/s", streams=100, tps=40, tokens=200),
     Scenario("1 @ 80 tok/s, 100 viewers", streams=1, tps=80, tokens=400, viewers=100),
+    # The same answers asked over the API (docs/latency.md, rule 9).
+    Scenario("API SSE 1 stream @ 80 tok/s", streams=1, tps=80, tokens=400, via="sse"),
+    Scenario(
+        "API NDJSON 1 stream @ 80 tok/s", streams=1, tps=80, tokens=400, via="ndjson"
+    ),
+    Scenario(
+        "API SSE 100 streams @ 40 tok/s", streams=100, tps=40, tokens=200, via="sse"
+    ),
+    Scenario(
+        "API NDJSON 100 streams @ 40 tok/s",
+        streams=100,
+        tps=40,
+        tokens=200,
+        via="ndjson",
+    ),
 ]
 # The budgets for the added latency per token (docs/latency.md), in ms.
 BUDGETS = {
@@ -23,9 +38,14 @@ BUDGETS = {
     "100 streams @ 40 tok/s": {"added_p99_ms": 25.0},
     # The owner's budget holds with a crowd on a live link (docs/latency.md, rule 3).
     "1 @ 80 tok/s, 100 viewers": {"added_p50_ms": 1.0, "added_p99_ms": 5.0},
+    # The API's answers under the sockets' budgets.
+    "API SSE 1 stream @ 80 tok/s": {"added_p50_ms": 1.0, "added_p99_ms": 5.0},
+    "API NDJSON 1 stream @ 80 tok/s": {"added_p50_ms": 1.0, "added_p99_ms": 5.0},
+    "API SSE 100 streams @ 40 tok/s": {"added_p99_ms": 25.0},
+    "API NDJSON 100 streams @ 40 tok/s": {"added_p99_ms": 25.0},
 }
 COLUMNS = [
-    ("scenario", "{:<24}"),
+    ("scenario", "{:<33}"),
     ("tokens", "{:>6}"),
     ("direct_p50_ms", "{:>8.2f}"),
     ("relay_p50_ms", "{:>8.2f}"),
@@ -100,6 +120,11 @@ async def main(
         # One untimed answer first: the first generation of a process pays for
         # imports, template loading and the upstream connection pool.
         await run_scenario(site, Scenario("warm-up", streams=1, tps=0, tokens=20))
+        # The same for the API's first request of each dialect (its modules, the
+        # key's first use).
+        for via in sorted({s.via for s in selected} - {"ws"}):
+            warm_up = Scenario("warm-up", streams=1, tps=0, tokens=20, via=via)
+            await run_scenario(site, warm_up)
         rows = []
         for scenario in selected:
             rows.append(await run_scenario(site, scenario))
@@ -138,7 +163,9 @@ if __name__ == "__main__":
         "--quick", action="store_true", help="single-stream scenarios only, no ramp"
     )
     parser.add_argument(
-        "--only", metavar="TEXT", help="only the scenarios whose name contains TEXT"
+        "--only",
+        metavar="TEXT",
+        help="only the scenarios whose name contains TEXT (any case), e.g. api",
     )
     parser.add_argument(
         "--ramp",
@@ -155,12 +182,13 @@ if __name__ == "__main__":
     )
     args = parser.parse_args()
     chosen = [s for s in SCENARIOS if not (args.quick and (s.streams > 1 or s.viewers))]
-    chosen = [s for s in chosen if args.only is None or args.only in s.name]
+    only = (args.only or "").lower()
+    chosen = [s for s in chosen if only in s.name.lower()]
     ramp = args.ramp if args.ramp is not None else not (args.quick or args.only)
     results, summary = asyncio.run(main(chosen, ramp, args.backend))
     print(
-        "Added latency per token (ms): chatsite's WebSocket minus reading the "
-        "simulator directly, same run."
+        "Added latency per token (ms): chatsite's WebSocket (or its API, for the "
+        "API rows) minus reading the simulator directly, same run."
     )
     print_table(results)
     if summary is not None:

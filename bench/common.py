@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -81,3 +82,38 @@ def wait_until_up(url: str, timeout: float = 30) -> None:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{url} never answered") from None
             time.sleep(0.1)
+
+
+@dataclass
+class StreamResult:
+    key: str  # the question asked: it finds the stream's entry in the simulator log
+    arrivals: list[float] = field(default_factory=list)  # per token, wall clock
+    frames: int = 0
+    started: float = 0.0
+    first_token: float | None = None
+    queue_wait_ms: float | None = None  # chatsite's own figure, from `done`
+    viewer_frames: int = 0  # content frames its live-link viewers got, in all
+
+
+def answer_text(tokens: int) -> str:
+    # Short distinct words: one simulator token each.
+    return " ".join(f"t{i}" for i in range(tokens))
+
+
+def token_ends(tokens: int) -> list[int]:
+    """Cumulative code points of the answer after each token."""
+    ends, total = [], 0
+    for i in range(tokens):
+        total += len(f"t{i}") + (1 if i else 0)
+        ends.append(total)
+    return ends
+
+
+def assign_arrivals(ends: list[int], chunks: list[tuple[float, int]]) -> list[float]:
+    """Per token: the arrival time of the first chunk that completed it."""
+    arrivals, j = [], 0
+    for arrived, cumulative in chunks:
+        while j < len(ends) and ends[j] <= cumulative:
+            arrivals.append(arrived)
+            j += 1
+    return arrivals

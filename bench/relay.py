@@ -18,7 +18,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +26,17 @@ import aiohttp
 import httpx
 import websockets
 
+from bench import api
 from bench.common import (
+    StreamResult,
+    answer_text,
+    assign_arrivals,
     free_port,
     manage,
     percentile,
     spawn,
     spawn_simulator,
+    token_ends,
     wait_until_up,
 )
 
@@ -43,41 +48,9 @@ class Scenario:
     tps: float
     tokens: int
     viewers: int = 0  # signed-out sockets of one live shared link per stream
-
-
-@dataclass
-class StreamResult:
-    key: str  # the question asked: it finds the stream's entry in the simulator log
-    arrivals: list[float] = field(default_factory=list)  # per token, wall clock
-    frames: int = 0
-    started: float = 0.0
-    first_token: float | None = None
-    queue_wait_ms: float | None = None  # chatsite's own figure, from `done`
-    viewer_frames: int = 0  # content frames its live-link viewers got, in all
-
-
-def answer_text(tokens: int) -> str:
-    # Short distinct words: one simulator token each.
-    return " ".join(f"t{i}" for i in range(tokens))
-
-
-def token_ends(tokens: int) -> list[int]:
-    """Cumulative code points of the answer after each token."""
-    ends, total = [], 0
-    for i in range(tokens):
-        total += len(f"t{i}") + (1 if i else 0)
-        ends.append(total)
-    return ends
-
-
-def assign_arrivals(ends: list[int], chunks: list[tuple[float, int]]) -> list[float]:
-    """Per token: the arrival time of the first chunk that completed it."""
-    arrivals, j = [], 0
-    for arrived, cumulative in chunks:
-        while j < len(ends) and ends[j] <= cumulative:
-            arrivals.append(arrived)
-            j += 1
-    return arrivals
+    # How the answers are read: "ws" (the conversation's WebSocket), or over the
+    # API, "sse" (/v1/chat/completions) or "ndjson" (/api/chat).
+    via: str = "ws"
 
 
 class Site:
@@ -91,6 +64,8 @@ class Site:
             "DATABASE_URL": f"sqlite:///{self.tmp.name}/bench.sqlite3",
             "DEBUG": "true",
             "DJANGO_SETTINGS_MODULE": "chatsite.settings",
+            # 100 API streams at once, and again, from one key: no rate limit.
+            "API_REQUESTS_PER_MINUTE": "0",
         }
         self.env.pop("REDIS_URL", None)
         self.sim_port, self.web_port = free_port(), free_port()
@@ -123,7 +98,7 @@ class Site:
         )
         wait_until_up(f"{self.sim_url}/api/version")
         wait_until_up(f"http://127.0.0.1:{self.web_port}/login/")
-        self.cookie = self._setup_data()
+        self.cookie, self.api_key = self._setup_data()
 
     @property
     def daphne_pid(self) -> int:
@@ -140,11 +115,17 @@ class Site:
             process.wait(10)
         self.tmp.cleanup()
 
-    def _setup_data(self) -> str:
+    @property
+    def web_url(self) -> str:
+        return f"http://127.0.0.1:{self.web_port}"
+
+    def _setup_data(self) -> tuple[str, str]:
+        """The session cookie of the user who asks every question, and an API
+        key of theirs."""
         script = (
             "from django.contrib.auth.models import User;"
             "from django.contrib.sessions.backends.db import SessionStore;"
-            "from chat.models import ModelProfile, SiteDefaults;"
+            "from chat.models import ApiKey, ModelProfile, SiteDefaults;"
             "u = User.objects.create_user('bench', password='x');"
             # One user streams every answer: no per-user limit.
             "SiteDefaults(generations_per_user=0).save();"
@@ -153,9 +134,10 @@ class Site:
             "s = SessionStore(); s['_auth_user_id'] = str(u.pk);"
             "s['_auth_user_backend'] = 'django.contrib.auth.backends.ModelBackend';"
             "s['_auth_user_hash'] = u.get_session_auth_hash(); s.create();"
-            "print(s.session_key)"
+            "print(s.session_key, ApiKey.issue(u, 'bench')[1])"
         )
-        return "sessionid=" + manage(self.env, "shell", "-v", "0", "-c", script).strip()
+        session, key = manage(self.env, "shell", "-v", "0", "-c", script).split()
+        return "sessionid=" + session, key
 
     def new_conversations(self, count: int) -> list[int]:
         script = (
@@ -291,6 +273,16 @@ def _openai_text(line: bytes) -> str:
     return str(choices[0].get("delta", {}).get("content") or "")
 
 
+def reader_session() -> aiohttp.ClientSession:
+    """The HTTP client of the baseline and of the API streams. It must cost
+    little: with 100 streams, httpx's CPU per read and a new client (SSL context)
+    per stream delayed the baseline more than chatsite."""
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0),
+        timeout=aiohttp.ClientTimeout(total=60),
+    )
+
+
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -346,20 +338,15 @@ async def run_scenario(site: Site, scenario: Scenario) -> dict[str, Any]:
         answer_text=answer_text(scenario.tokens),
         ttft_ms=0,
     )
-    # The baseline reader must cost little: with 100 streams, httpx's CPU per read
-    # and a new client (SSL context) per stream delayed it more than chatsite.
-    session = aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=0),
-        timeout=aiohttp.ClientTimeout(total=60),
-    )
-    async with session:
+    async with reader_session() as session:
         with gc_paused():
             baseline = await asyncio.gather(
                 *(direct(site, ends, session, i) for i in range(scenario.streams))
             )
     base_lat = latencies(list(baseline), site.sim_log())
 
-    conversations = site.new_conversations(scenario.streams)
+    via_socket = scenario.via == "ws"
+    conversations = site.new_conversations(scenario.streams) if via_socket else []
     tokens_of = site.live_links(conversations) if scenario.viewers else []
     site.configure(
         tps=scenario.tps,
@@ -372,18 +359,34 @@ async def run_scenario(site: Site, scenario: Scenario) -> dict[str, Any]:
     client_before = client_cpu_seconds()
     began = time.monotonic()
     with gc_paused():
-        relayed = await asyncio.gather(
-            *(
-                with_viewers(
-                    site,
-                    pk,
-                    tokens_of[i] if tokens_of else None,
-                    scenario.viewers,
-                    ends,
+        if via_socket:
+            relayed = await asyncio.gather(
+                *(
+                    with_viewers(
+                        site,
+                        pk,
+                        tokens_of[i] if tokens_of else None,
+                        scenario.viewers,
+                        ends,
+                    )
+                    for i, pk in enumerate(conversations)
                 )
-                for i, pk in enumerate(conversations)
             )
-        )
+        else:
+            async with reader_session() as session:
+                relayed = await asyncio.gather(
+                    *(
+                        api.through_api(
+                            site.web_url,
+                            site.api_key,
+                            scenario.via,
+                            f"bench api {i}",
+                            ends,
+                            session,
+                        )
+                        for i in range(scenario.streams)
+                    )
+                )
     elapsed = time.monotonic() - began
     cpu_used = cpu_seconds(site.daphne_pid) - cpu_before
     sim_used = cpu_seconds(site.sim_pid) - sim_before
