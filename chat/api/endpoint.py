@@ -75,20 +75,13 @@ def body_of(request: HttpRequest) -> dict[str, object]:
     limit = requests.max_body_bytes()
     length = str(request.META.get("CONTENT_LENGTH") or "")
     if length.isdigit() and int(length) > limit:
-        raise _too_large(int(length))
-    body = request.read(limit + 1)
-    if len(body) > limit:
-        raise _too_large(len(body))
-    return requests.decode(body)
-
-
-def _too_large(size: int) -> ApiError:
-    return ApiError(
-        413,
-        "request_too_large",
-        f"The request body is {size:,} bytes or more; the limit is "
-        f"{requests.max_body_bytes():,}.",
-    )
+        raise ApiError(
+            413,
+            "request_too_large",
+            f"The request body is {int(length):,} bytes; the limit is {limit:,}.",
+        )
+    # A byte past the limit is enough for `decode` to refuse it.
+    return requests.decode(request.read(limit + 1))
 
 
 async def usable_profiles(api_key: ApiKey) -> list[ModelProfile]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.conf import settings
 
-from chat.api.errors import bad_request
+from chat.api.errors import ApiError, bad_request
 
 ROLES = ("system", "user", "assistant")
 # Sampling options a client may set (`num_ctx` is not one: the context is the
@@ -46,8 +46,15 @@ def max_body_bytes() -> int:
 
 
 def decode(body: bytes) -> dict[str, Any]:
-    """The JSON object of a request body (its size checked by the caller);
-    ApiError 400 otherwise."""
+    """The JSON object of a request body; ApiError 413 over the limit, 400
+    otherwise."""
+    if len(body) > max_body_bytes():
+        raise ApiError(
+            413,
+            "request_too_large",
+            f"The request body is {len(body):,} bytes or more; the limit is "
+            f"{max_body_bytes():,}.",
+        )
     try:
         data = json.loads(body)
         # JSON may escape lone surrogates ("\ud800"), which no database stores.
