@@ -179,3 +179,17 @@ def test_csv_has_every_column(admin_client, answers):
     assert (a["decode tok/s p50"], a["decode tok/s p95"]) == ("15.000", "54.000")
     assert a["prompt tok/s p50"] == ""  # never reported: empty, not 0
     assert a["first token ms p50"] == "200.000"
+
+
+def test_answers_asked_over_the_api_are_counted_apart(admin_client, answers):
+    alice, _ = answers
+    scripted = Conversation.objects.create(owner=alice, listed=False)
+    answer(scripted, ago=timedelta(hours=1), model_tag="a:1b", thinking_enabled=True,
+           output_tokens=30, eval_ms=1000, source=Message.Source.API)  # fmt: skip
+    response = admin_client.get(THROUGHPUT, {"format": "csv"})
+    a = next(r for r in csv_rows(response) if r["model"] == "a:1b")
+    assert (a["answers"], a["API answers"]) == ("5", "1")
+    html = admin_client.get(THROUGHPUT).content.decode()
+    rows = re.findall(r"<tr>\s*<th scope=\"row\">(.*?)</th>(.*?)</tr>", html, re.S)
+    cells = {tag: re.findall(r"<td>(.*?)</td>", rest) for tag, rest in rows}
+    assert cells["a:1b"][1:3] == ["5", "1"]  # answers, via the API
