@@ -5,16 +5,21 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from django.urls import path, re_path
+from django.views.decorators.csrf import csrf_exempt
 
 from chat.api import ollama, openai
 from chat.api.errors import ApiError
 
 
+# No CSRF: a client POSTing to a path the API lacks gets a 404 in its shape,
+# not the pages' CSRF page.
+@csrf_exempt
 def unknown_openai(request: HttpRequest) -> HttpResponse:
     error = ApiError(404, "not_found", f"{request.path} is not part of this API.")
     return error.openai_response()
 
 
+@csrf_exempt
 def unknown_ollama(request: HttpRequest) -> HttpResponse:
     error = ApiError(404, "not_found", f"{request.path} is not part of this API.")
     return error.ollama_response()
