@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Final
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import models, transaction
+from django.db.models.signals import pre_delete
+from django.dispatch import receiver
 from django.utils import timezone
 
 from chat.models.audit import AuditEvent
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
 KEY_PREFIX = "csk-"
 # How much of the key is kept in the clear, to tell one's keys apart.
 SHOWN_CHARS = len(KEY_PREFIX) + 6
+# A key is 47 characters; anything much longer is not one.
+MAX_KEY_CHARS: Final = 200
 
 
 # The default actor of `ApiKey.issue`: the key's owner made it themselves.
@@ -199,14 +203,22 @@ class ApiKey(models.Model):
     # ---- using -----------------------------------------------------------
 
     @classmethod
-    def authenticate(cls, key: str, address: str = "") -> ApiKey:
-        """The active key `key`, its user selected, its use noted; raises
-        Refused with the reason."""
+    def screen(cls, key: str) -> None:
+        """Raise Refused for what cannot be a key (none, another scheme's, too
+        long), with no database: a flood of junk costs no query."""
         if not key:
             raise cls.Refused(
                 "No API key: send it as 'Authorization: Bearer <key>'. Create one "
                 "on your account page."
             )
+        if not key.startswith(KEY_PREFIX) or len(key) > MAX_KEY_CHARS:
+            raise cls.Refused("That API key is not valid.")
+
+    @classmethod
+    def authenticate(cls, key: str, address: str = "") -> ApiKey:
+        """The active key `key`, its user selected, its use noted; raises
+        Refused with the reason."""
+        cls.screen(key)
         api_key = (
             cls.objects.select_related("user").filter(digest=key_digest(key)).first()
         )
@@ -258,3 +270,16 @@ def api_access_for(user: User | AbstractBaseUser) -> bool:
         return False
     teams = site.api_teams.all()
     return not teams.exists() or Team.objects.of(user).filter(pk__in=teams).exists()  # type: ignore[arg-type]
+
+
+@receiver(pre_delete, sender=ModelProfile)
+def _revoke_keys_left_without_a_model(
+    sender: type[ModelProfile], instance: ModelProfile, **kwargs: Any
+) -> None:
+    """A key restricted to the deleted profile alone is revoked: its
+    restriction would otherwise empty, and an empty one means every model."""
+    restricted = ApiKey.objects.active().filter(profiles=instance)
+    for api_key in restricted:
+        if api_key.profiles.exclude(pk=instance.pk).exists():
+            continue
+        api_key.revoke()

@@ -283,3 +283,16 @@ def test_a_restricted_key_asks_only_its_models_that_its_owner_still_may(
     # Alice leaves the team: the key loses that model with her.
     gpu_team.memberships.filter(user=alice).delete()
     assert list(api_key.usable_profiles()) == [big]
+
+
+def test_a_key_for_a_deleted_model_alone_is_revoked_not_opened_to_all(alice):
+    one = ModelProfile.objects.create(tag="one:1b", base_url="http://127.0.0.1:9")
+    two = ModelProfile.objects.create(tag="two:1b", base_url="http://127.0.0.1:9")
+    alone, _ = ApiKey.issue(alice, "alone", profiles=[one])
+    both, _ = ApiKey.issue(alice, "both", profiles=[one, two])
+    one.delete()
+    alone.refresh_from_db()
+    both.refresh_from_db()
+    assert alone.state == "revoked"
+    assert both.state == "active"
+    assert list(both.usable_profiles()) == [two]
