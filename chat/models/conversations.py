@@ -326,6 +326,7 @@ class Conversation(models.Model):
                 content=m["content"],
                 source=Message.Source.API,
                 api_key=api_key,
+                written_by_asker=m["role"] == Message.Role.ASSISTANT,
             )
             for m in kept
         )

@@ -15,6 +15,11 @@ if TYPE_CHECKING:
 
 
 class MessageQuerySet(models.QuerySet["Message"]):
+    def answers(self) -> MessageQuerySet:
+        """Answers a model gave here: what quotas and throughput count. An
+        assistant turn the asker wrote (an API request's history) is not one."""
+        return self.filter(role=Message.Role.ASSISTANT, written_by_asker=False)
+
     def orphans(self, *, older_than: timedelta) -> MessageQuerySet:
         """Streaming answers whose owner stopped checkpointing (the heartbeat):
         their process died."""
@@ -116,6 +121,10 @@ class Message(models.Model):
         on_delete=models.SET_NULL,
         related_name="messages",
     )
+
+    # An assistant turn sent as history in an API request and stored with it:
+    # kept to show the conversation, never counted as an answer given here.
+    written_by_asker = models.BooleanField(default=False)
 
     # Replaced by a regenerate or an edit: kept, not shown, never sent.
     replaced = models.BooleanField(default=False)

@@ -103,9 +103,11 @@ def answer_tokens() -> Any:
 def counted_answers(start: datetime, end: datetime) -> Any:
     """The answers a quota counts, asked in [start, end)."""
     refused = Q(status=Message.Status.ERROR, content="", thinking="")
-    return Message.objects.filter(
-        role=Message.Role.ASSISTANT, created_at__gte=start, created_at__lt=end
-    ).exclude(refused)
+    return (
+        Message.objects.answers()
+        .filter(created_at__gte=start, created_at__lt=end)
+        .exclude(refused)
+    )
 
 
 def _used(answers: Any) -> tuple[int, int]:

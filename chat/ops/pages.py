@@ -60,7 +60,7 @@ class ThroughputFilter(forms.Form):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         tags = (
-            Message.objects.filter(role=Message.Role.ASSISTANT)
+            Message.objects.answers()
             .exclude(model_tag="")
             .values_list("model_tag", flat=True)
             .distinct()

@@ -161,11 +161,11 @@ class Window:
     model_tag: str = ""
 
     def answers(self) -> QuerySet[Message]:
-        answers = Message.objects.filter(
-            role=Message.Role.ASSISTANT,
-            created_at__gte=self.start,
-            created_at__lt=self.end,
-        ).exclude(status=Message.Status.STREAMING)
+        answers = (
+            Message.objects.answers()
+            .filter(created_at__gte=self.start, created_at__lt=self.end)
+            .exclude(status=Message.Status.STREAMING)
+        )
         if self.user_id is not None:
             answers = answers.filter(conversation__owner_id=self.user_id)
         if self.model_tag:

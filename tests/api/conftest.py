@@ -116,7 +116,8 @@ def http(live_server_url: str) -> Iterator[httpx.Client]:
 
 def api_answers() -> list[Message]:
     return list(
-        Message.objects.filter(source=Message.Source.API, role=Message.Role.ASSISTANT)
+        Message.objects.answers()
+        .filter(source=Message.Source.API)
         .select_related("conversation", "api_key")
         .order_by("pk")
     )

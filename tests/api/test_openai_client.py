@@ -19,6 +19,7 @@ from django.utils import timezone
 from chat.api.auth import RATE_WINDOW_SECONDS
 from chat.api.requests import max_body_bytes
 from chat.models import Conversation, Message, SiteDefaults, quotas
+from chat.ops.throughput import Window, summary
 from chat.simulator.script import reply_script
 from tests.api.conftest import (
     ASK,
@@ -440,6 +441,28 @@ def test_an_unknown_model_is_404(oa, simulator, model):
 
 
 # ---- refusals: quotas and the request rate -----------------------------------
+
+
+def test_history_stored_with_the_answer_counts_as_one_answer(oa, alice, simulator):
+    """The assistant turns a request sends are the asker's text: stored to
+    show the conversation, never counted as answers given here."""
+    messages = [
+        {"role": "user", "content": "One"},
+        {"role": "assistant", "content": "First"},
+        {"role": "user", "content": "Two"},
+        {"role": "assistant", "content": "Second"},
+        {"role": "user", "content": "Three"},
+    ]
+    ask(oa, messages=messages, extra_headers={"X-Chatsite-Store": "yes"})
+    answer = stored_answer(Message.Status.DONE)
+    stored = list(answer.conversation.messages.values_list("role", "content"))
+    assert stored[:-1] == [(m["role"], m["content"]) for m in messages]
+    assert stored[-1] == ("assistant", answer.content)
+    assert quotas.usage(alice, "day")[0] == 1
+    now = timezone.now()
+    window = Window(now - timedelta(hours=1), now + timedelta(hours=1))
+    [row] = summary(window)
+    assert row["answers"] == 1
 
 
 def seconds_to_midnight() -> float:
