@@ -12,8 +12,6 @@ from typing import Any
 from django.http import JsonResponse
 from django.utils import timezone
 
-from chat.upstream import UpstreamError
-
 # OpenAI's `type` for each status (its clients map the status to an exception
 # class; the type is for people reading the body).
 _TYPES = {
@@ -58,13 +56,6 @@ class ApiError(Exception):
     def from_upstream(cls, code: str, detail: str) -> ApiError:
         """An answer's failure (its `error` frame) as the API says it."""
         return cls(_STATUS_OF_CODE.get(code, 500), code, detail)
-
-    @classmethod
-    def from_upstream_error(cls, error: UpstreamError) -> ApiError:
-        api_error = cls.from_upstream(error.code, error.detail)
-        if error.retry_after is not None:
-            api_error.retry_after = math.ceil(error.retry_after)
-        return api_error
 
     def openai_body(self) -> dict[str, Any]:
         return {

@@ -12,7 +12,6 @@ from django.test import AsyncClient
 from django.utils import timezone
 
 from chat.api.errors import ApiError, bad_request, seconds_until
-from chat.upstream import UpstreamError
 
 pytestmark = pytest.mark.smoke
 
@@ -105,15 +104,6 @@ def test_a_model_server_fault_gets_its_status(code, status):
         "detail for the client",
     )
     assert error.param is None and error.retry_after is None
-
-
-def test_a_model_servers_retry_after_is_passed_on_in_whole_seconds():
-    busy = UpstreamError("upstream_busy", "Busy.", status=503)
-    busy.retry_after = 1.2
-    error = ApiError.from_upstream_error(busy)
-    assert (error.status, error.retry_after) == (503, 2)
-    unknown = ApiError.from_upstream_error(UpstreamError("upstream_error", "Oops."))
-    assert (unknown.status, unknown.retry_after) == (502, None)
 
 
 def test_seconds_until():
