@@ -44,8 +44,8 @@ def show_version(
     conversation_id: int, switch: VersionSwitch
 ) -> list[frames.ServerFrame]:
     """From a page's request (a sync view): the frames that swap in the version
-    of the last answer `switch` shows, sent to the conversation's sockets when
-    it replaced messages; returned for the asking page."""
+    of a turn `switch` shows and the branch below it, sent to the conversation's
+    sockets when it replaced messages; returned for the asking page."""
     sent = frames.version_shown(switch)
     if switch.removed:
         async_to_sync(runner.tell)(conversation_id, sent)

@@ -4,8 +4,11 @@ Client -> server:
   {"type": "send", "content": "...", "client_id": "<uuid>"}
   {"type": "stop"}
   {"type": "resume", "message_id": N, "offset": K, "thinking_offset": T}
-  {"type": "regenerate"}                       ask the last question again
-  {"type": "edit", "message_id": N, "content": "..."}   change the last question
+  {"type": "regenerate", "message_id": N}     ask answer N's question again (a new
+                                               version of its turn); without
+                                               message_id, the last question
+  {"type": "edit", "message_id": N, "content": "..."}   ask shown question N again
+                                               with new text (a new version)
   {"type": "preload"}          the user opened the conversation or started typing:
                                load its model now (at most once a minute per model)
 Server -> client:
@@ -15,11 +18,11 @@ Server -> client:
   {"type": "done", "message_id": N, "status": "done" | "stopped" | "error", "stats": {}}
   {"type": "error", "message_id": N | null, "code": "...", "detail": "..."}
   {"type": "conversation", "id": N, "title": "..."}   the conversation was renamed
-  {"type": "removed", "message_ids": [N, ...]}  messages replaced by a regenerate,
-                                                an edit (their new turn follows) or
-                                                another version of the last answer
-                                                (its question and answer follow as
-                                                `message` frames)
+  {"type": "removed", "message_ids": [N, ...]}  messages taken off the shown branch
+                                                by a regenerate, an edit (their new
+                                                turn follows) or another version of
+                                                a turn (its question and the branch
+                                                below it follow as `message` frames)
   {"type": "queued", "message_id": N, "position": P}  after `start`, while the answer
       waits for a model slot (P = 1 is next); sent again when P changes
   {"type": "model", "state": "loading" | "ready" | "error", "model": "...",
@@ -77,6 +80,7 @@ class ResumeFrame(TypedDict):
 
 class RegenerateFrame(TypedDict):
     type: Literal["regenerate"]
+    message_id: NotRequired[int]
 
 
 class EditFrame(TypedDict):
@@ -139,7 +143,10 @@ def parse(text: str | None) -> ClientFrame:
             thinking_offset=_non_negative_int(data, "thinking_offset", default=0),
         )
     if kind == "regenerate":
-        return RegenerateFrame(type="regenerate")
+        regenerate = RegenerateFrame(type="regenerate")
+        if data.get("message_id") is not None:
+            regenerate["message_id"] = _non_negative_int(data, "message_id")
+        return regenerate
     if kind == "edit":
         return EditFrame(
             type="edit",
@@ -358,8 +365,9 @@ def removed(message_ids: list[int]) -> RemovedFrame:
 
 
 def version_shown(switch: VersionSwitch) -> list[ServerFrame]:
-    """Another version of the last answer chosen: what it replaces, then it."""
-    return [removed(switch.removed), *(message(m) for m in switch.shown.messages)]
+    """Another version of a turn chosen: what it replaces, then it and the
+    branch below it."""
+    return [removed(switch.removed), *(message(m) for m in switch.shown)]
 
 
 class Shown(Protocol):

@@ -25,7 +25,7 @@ from chat.models.shared_messages import SharedMessage
 from chat.models.sharing import ShareLink
 from chat.models.site import SiteDefaults
 from chat.models.teams import Membership, Team
-from chat.models.versions import Version, Versions
+from chat.models.versions import Versions
 
 __all__ = [
     "ApiKey",
@@ -59,7 +59,6 @@ __all__ = [
     "ThinkTags",
     "Ticket",
     "Turn",
-    "Version",
     "Versions",
     "VersionSwitch",
 ]

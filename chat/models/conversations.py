@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.conf import settings
 from django.db import models, transaction
+from django.db.models import Q
 from django.urls import reverse
+from django.utils import timezone
 
 from chat.models.effective import Effective, EffectiveSettings, History, Level
 from chat.models.history import Prompt, build_prompt, estimate_tokens, message_chars
@@ -17,7 +19,12 @@ from chat.models.notices import SettingsChange
 from chat.models.paging import Page, newest_before
 from chat.models.profiles import HistoryPolicy, ModelProfile, ThinkingMode
 from chat.models.site import SiteDefaults
-from chat.models.versions import Version, place_of, versions_in
+from chat.models.versions import (
+    branch_above,
+    branch_below,
+    place,
+    siblings_by_parent,
+)
 
 if TYPE_CHECKING:
     from chat.models.api_keys import ApiKey
@@ -37,7 +44,7 @@ class Conversation(models.Model):
     class NothingToRegenerate(Exception):
         pass
 
-    class NotLastQuestion(Exception):
+    class NotAQuestion(Exception):
         pass
 
     class NotAVersion(Exception):
@@ -228,9 +235,7 @@ class Conversation(models.Model):
         )
 
     @transaction.atomic
-    def begin_turn(
-        self, content: str, client_id: str = "", version_of: int | None = None
-    ) -> Turn:
+    def begin_turn(self, content: str, client_id: str = "") -> Turn:
         """Store the user's message and a streaming placeholder for the answer;
         return both, the model to ask and the history to send it.
 
@@ -244,13 +249,11 @@ class Conversation(models.Model):
         quotas.lock(self.owner)
         quotas.check(self.owner)
         question = self.messages.create(
-            role=Message.Role.USER,
-            content=content,
-            client_id=client_id,
-            version_of_id=version_of,
+            role=Message.Role.USER, content=content, client_id=client_id
         )
         prompt = self.build_prompt(profile)
         answer = self.messages.create(
+            parent=question,
             role=Message.Role.ASSISTANT,
             status=Message.Status.STREAMING,
             model_tag=profile.tag,
@@ -319,19 +322,22 @@ class Conversation(models.Model):
             title=cls.title_from(first),
         )
         kept = turns if store else turns[-1:]
-        rows = conversation.messages.bulk_create(
-            Message(
-                conversation=conversation,
-                role=m["role"],
-                content=m["content"],
-                source=Message.Source.API,
-                api_key=api_key,
-                written_by_asker=m["role"] == Message.Role.ASSISTANT,
-            )
-            for m in kept
+        rows = Message.objects.append_branch(
+            [
+                Message(
+                    conversation=conversation,
+                    role=m["role"],
+                    content=m["content"],
+                    source=Message.Source.API,
+                    api_key=api_key,
+                    written_by_asker=m["role"] == Message.Role.ASSISTANT,
+                )
+                for m in kept
+            ]
         )
         chars = sum(message_chars(m["content"]) for m in messages)
         answer = conversation.messages.create(
+            parent=rows[-1] if rows else None,
             role=Message.Role.ASSISTANT,
             status=Message.Status.STREAMING,
             model_tag=profile.tag,
@@ -358,14 +364,11 @@ class Conversation(models.Model):
     ) -> Page[Message | SettingsChange]:
         """A page of messages (the newest below the message id `before`, or the
         newest of all) with the settings-change notices between them, in order;
-        the last answer knows its versions. A notice goes after the messages
+        each answer knows its turn's versions. A notice goes after the messages
         stored before it (or with it), so each is on exactly one page."""
         page = newest_before(self.messages.all(), before)
         shown = page.items
-        if before is None:
-            answers = [m for m in shown if m.role == Message.Role.ASSISTANT]
-            if answers:
-                self.place_answer(answers[-1])
+        self.place_answers(shown)
         notices = self.settings_changes.all()
         if page.older is not None:
             notices = notices.filter(created_at__gte=shown[0].created_at)
@@ -379,11 +382,23 @@ class Conversation(models.Model):
         return Page(items, page.older)
 
     @transaction.atomic
-    def begin_regenerate(self) -> Retry:
-        """Ask the last question again: its answer is replaced (kept, marked
-        `replaced`, no longer shown) and a new turn begins, so the replaced answer
-        is not in the history sent to the model."""
-        question = self._last_question_for_retry()
+    def begin_regenerate(self, answer_id: int | None = None) -> Retry:
+        """Ask a shown answer's question again (the last one's by default): the
+        question, its answer and everything after them leave the shown branch
+        (kept: `replaced`), and a new version of the turn begins beside them,
+        so what was replaced is not in the history sent to the model."""
+        self._check_before_retry()
+        if answer_id is None:
+            question = self.messages.filter(role=Message.Role.USER).last()
+        else:
+            answer = self.messages.filter(
+                pk=answer_id, role=Message.Role.ASSISTANT
+            ).first()
+            question = answer.parent if answer is not None else None
+            if question is None or question.role != Message.Role.USER:
+                raise Conversation.NothingToRegenerate(
+                    "That answer is not one of this conversation's to regenerate."
+                )
         if question is None:
             raise Conversation.NothingToRegenerate(
                 "There is no answer to regenerate yet."
@@ -392,10 +407,14 @@ class Conversation(models.Model):
 
     @transaction.atomic
     def begin_edit(self, message_id: int, content: str) -> Retry:
-        """Replace the last question's text and its answer with a new turn."""
-        question = self._last_question_for_retry()
-        if question is None or question.pk != message_id:
-            raise Conversation.NotLastQuestion("Only your last message can be edited.")
+        """Ask a shown question again with new text: a new version of its turn,
+        the old one and what followed it kept on their own branch."""
+        self._check_before_retry()
+        question = self.messages.filter(pk=message_id, role=Message.Role.USER).first()
+        if question is None:
+            raise Conversation.NotAQuestion(
+                "Only your own questions in this conversation can be edited."
+            )
         return self._retry(question, content)
 
     def _lock_when_idle(self) -> None:
@@ -405,68 +424,94 @@ class Conversation(models.Model):
         if self.messages.filter(status=Message.Status.STREAMING).exists():
             raise Conversation.Busy("Wait for the current answer, or stop it.")
 
-    def _last_question(self) -> Message | None:
-        return self.messages.filter(role=Message.Role.USER).order_by("pk").last()
-
-    def _last_question_for_retry(self) -> Message | None:
-        # Checked before the row lock too, so a missing model deletes nothing.
+    def _check_before_retry(self) -> None:
+        # The model first, so a missing one changes nothing; then the lock.
         self.model_for_next_answer()
         self._lock_when_idle()
-        return self._last_question()
 
     def _retry(self, question: Message, content: str) -> Retry:
-        """The question and everything after it make way for a new turn (the
-        question is stored again, as the newest message, with `content`). They
-        are kept, marked replaced: if the new answer fails, nothing is lost, and
-        they stay one of the turn's versions (`show_version`)."""
-        replaced = self.messages.filter(pk__gte=question.pk)
-        removed = sorted(replaced.values_list("pk", flat=True))
-        replaced.update(replaced=True)
-        first = question.version_of_id or question.pk
-        turn = self.begin_turn(content, question.client_id, version_of=first)
-        self.place_answer(turn.answer)
+        """The question and everything after it on the shown branch make way
+        for a new version of its turn: they are kept, marked replaced, so if
+        the new answer fails nothing is lost, and they stay reachable with the
+        turn's version control (`show_version`). The new question follows the
+        old one's parent: after the others leave, it is the branch's last."""
+        hidden = self.messages.filter(pk__gte=question.pk)
+        removed = sorted(hidden.values_list("pk", flat=True))
+        hidden.update(replaced=True)
+        turn = self.begin_turn(content, question.client_id)
+        self.place_answers([turn.answer])
         return Retry(turn, removed)
 
-    def last_turn_versions(self) -> list[Version]:
-        """Every question and answer asked at the last question's place (each
-        regenerate or edit made one), oldest first; the shown one among them."""
-        last = self._last_question()
-        if last is None:
-            return []
-        first = last.version_of_id or last.pk
-        rows = Message.objects.filter(conversation=self, pk__gte=first).order_by("pk")
-        return versions_in(rows, first)
-
-    def place_answer(self, answer: Message) -> None:
-        """Tell the last answer where it stands among its turn's versions (its
-        `versions`), for the control that switches between them."""
-        versions = self.last_turn_versions()
-        shown = next((v for v in versions if v.shown), None)
-        if shown is not None and shown.answer_id == answer.pk:
-            answer.versions = place_of(versions, shown)
+    def place_answers(self, shown: list[Message]) -> None:
+        """Tell each answer among `shown` (messages on the shown branch) where
+        its question stands among its turn's versions, for the "‹ 2 / 3 ›"
+        control: set on the answers of turns with more than one."""
+        answers = [m for m in shown if m.role == Message.Role.ASSISTANT]
+        if not answers:
+            return
+        question_ids = {a.parent_id for a in answers if a.parent_id is not None}
+        parents = dict(
+            Message.objects.filter(
+                pk__in=question_ids, role=Message.Role.USER
+            ).values_list("pk", "parent_id")
+        )
+        if not parents:
+            return
+        above = {p for p in parents.values() if p is not None}
+        same_parent = Q(parent_id__in=above)
+        if None in parents.values():
+            same_parent |= Q(parent__isnull=True)
+        siblings = siblings_by_parent(
+            Message.objects.filter(same_parent, conversation=self, role="user")
+            .order_by("pk")
+            .values_list("pk", "parent_id")
+        )
+        for answer in answers:
+            question_id = answer.parent_id
+            if question_id in parents:
+                group = siblings.get(parents[question_id], [])
+                answer.versions = place(question_id, group)
 
     @transaction.atomic
     def show_version(self, question_id: int) -> VersionSwitch:
-        """Show another version of the last turn: the shown question and answer
-        are marked replaced (kept), the chosen ones shown again. Only the last
-        turn has versions to choose from, so nothing else moves."""
+        """Show another version of a shown turn: the shown version and
+        everything below it leave the shown branch (kept), and the chosen
+        question comes back with the branch last viewed below it (the newest
+        one if it was never left)."""
         self._lock_when_idle()
-        versions = self.last_turn_versions()
-        chosen = next((v for v in versions if v.question.pk == question_id), None)
-        if chosen is None:
-            raise Conversation.NotAVersion("That is not a version of the last answer.")
+        chosen = Message.objects.filter(
+            conversation=self, pk=question_id, role=Message.Role.USER
+        ).first()
+        shown = None
+        if chosen is not None:
+            shown = self.messages.filter(
+                role=Message.Role.USER, parent_id=chosen.parent_id
+            ).first()
+        if chosen is None or shown is None:
+            raise Conversation.NotAVersion(
+                "That is not a version of a question shown in this conversation."
+            )
         removed: list[int] = []
-        if not chosen.shown:
-            shown = next(v for v in versions if v.shown)  # the last question's
-            hidden = self.messages.filter(pk__gte=shown.question.pk)
+        if shown.pk != chosen.pk:
+            hidden = self.messages.filter(pk__gte=shown.pk)
             removed = sorted(hidden.values_list("pk", flat=True))
             hidden.update(replaced=True)
-            Message.objects.filter(pk__in=chosen.ids).update(replaced=False)
-            for message in chosen.messages:
-                message.replaced = False
-        if chosen.answer is not None:
-            chosen.answer.versions = place_of(versions, chosen)
-        return VersionSwitch(removed, chosen)
+            below = Message.objects.filter(conversation=self, pk__gt=chosen.pk)
+            path = branch_below(
+                chosen.pk, below.values_list("pk", "parent_id", "shown_at")
+            )
+            Message.objects.filter(pk__in=path).update(
+                replaced=False, shown_at=timezone.now()
+            )
+        messages = list(self.messages.filter(pk__gte=chosen.pk).order_by("pk"))
+        self.place_answers(messages)
+        return VersionSwitch(removed, messages)
+
+    def branch_to(self, leaf_id: int) -> list[int]:
+        """The ids of the branch from the first question down to `leaf_id`,
+        shown or not (a snapshot link keeps the branch shown when it was made)."""
+        rows = Message.objects.filter(conversation=self, pk__lte=leaf_id)
+        return branch_above(leaf_id, dict(rows.values_list("pk", "parent_id")))
 
     def history_for_prompt(self) -> list[dict[str, str]]:
         """The messages to send with the newest question: the system prompt, then
@@ -489,7 +534,7 @@ class Turn(NamedTuple):
 
 class VersionSwitch(NamedTuple):
     removed: list[int]  # the messages the chosen version replaces, oldest first
-    shown: Version  # the chosen version, its answer placed among the others
+    shown: list[Message]  # the chosen question and the branch below it, answers placed
 
 
 class Retry(NamedTuple):

@@ -15,6 +15,20 @@ if TYPE_CHECKING:
 
 
 class MessageQuerySet(models.QuerySet["Message"]):
+    def append_branch(self, rows: list[Message]) -> list[Message]:
+        """Store new rows of one conversation as one branch, in a few queries
+        however many: each follows the row before it, the first (unless told
+        its parent) the conversation's last shown message."""
+        if not rows:
+            return []
+        if rows[0].parent_id is None:
+            rows[0].parent_id = Message.last_shown_id(rows[0].conversation_id)
+        stored = self.bulk_create(rows)
+        for parent, row in zip(stored, stored[1:], strict=False):
+            row.parent = parent
+        self.bulk_update(stored[1:], ["parent"], batch_size=1000)
+        return stored
+
     def answers(self) -> MessageQuerySet:
         """Answers a model gave here: what quotas and throughput count. An
         assistant turn the asker wrote (an API request's history) is not one."""
@@ -126,23 +140,30 @@ class Message(models.Model):
     # kept to show the conversation, never counted as an answer given here.
     written_by_asker = models.BooleanField(default=False)
 
-    # Replaced by a regenerate or an edit: kept, not shown, never sent.
-    replaced = models.BooleanField(default=False)
-    # On a regenerate's or an edit's question: its turn's first question (this
-    # question and its answer are a version of that turn: `chat.models.versions`).
-    version_of = models.ForeignKey(
+    # The conversation is a tree: each message's parent is the one it follows
+    # (a question's, the answer before it; an answer's, its question). An edit
+    # or a regenerate adds a sibling question under the same parent, a version
+    # of that turn (`chat.models.versions`).
+    parent = models.ForeignKey(
         "self",
         null=True,
         blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
+        on_delete=models.CASCADE,
+        related_name="children",
     )
+    # Off the branch shown: kept (nothing is lost, the figures still count it),
+    # not shown, never sent. The shown branch is the rows without this mark;
+    # as a child's id is always above its parent's, they read in id order.
+    replaced = models.BooleanField(default=False)
+    # When this message was last put on the shown branch: switching to a turn's
+    # version shows below it the branch last viewed there.
+    shown_at = models.DateTimeField(default=timezone.now)
 
     shown = ShownMessages()  # first: the default manager
     objects = MessageQuerySet.as_manager()  # every row
 
-    # Set on the last answer where it has other versions (the "‹ 2 / 3 ›" control):
-    # see `Conversation.last_turn_versions`.
+    # Set on a shown answer whose turn has other versions (the "‹ 2 / 3 ›"
+    # control): see `Conversation.place_answers`.
     versions: Versions | None = None
 
     class Meta:
@@ -158,6 +179,21 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role} #{self.pk}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """A new message follows the shown branch's last one, unless told its
+        parent: an edit or a regenerate first takes the turn and what follows
+        off the branch (`Conversation.retry`), so its question lands beside the
+        old one."""
+        if self._state.adding and self.parent_id is None:
+            self.parent_id = Message.last_shown_id(self.conversation_id)
+        super().save(*args, **kwargs)
+
+    @staticmethod
+    def last_shown_id(conversation_id: int) -> int | None:
+        """The shown branch's last message: where a new one goes."""
+        shown = Message.shown.filter(conversation_id=conversation_id)
+        return shown.order_by("-pk").values_list("pk", flat=True).first()
 
     @property
     def dom_id(self) -> str:
@@ -192,9 +228,8 @@ class Message(models.Model):
     def place_among_versions(self) -> None:
         """An answer sent on its own (a resume from the store) learns where it
         stands among its turn's versions, for its control
-        (`Conversation.place_answer`)."""
-        if self.role == Message.Role.ASSISTANT:
-            self.conversation.place_answer(self)
+        (`Conversation.place_answers`)."""
+        self.conversation.place_answers([self])
 
     def stats(self) -> dict[str, Any]:
         return {

@@ -166,15 +166,19 @@ class ShareLink(models.Model):
             logger.warning("closing the sockets of %s failed", self, exc_info=True)
 
     def visible_messages(self) -> models.QuerySet[Message]:
-        """What a viewer sees: everything of a live link; a snapshot's finished
-        messages up to its point."""
+        """What a viewer sees: everything shown of a live link; a snapshot's
+        finished messages on the branch that was shown when it was made or
+        updated, up to its point (a version switched to since leaves it be)."""
         messages = self.conversation.messages.order_by("pk")
         if self.is_live:
             return messages
         if self.snapshot_upto is None:
             return messages.none()
-        return messages.filter(pk__lte=self.snapshot_upto).exclude(
-            status=Message.Status.STREAMING
+        branch = self.conversation.branch_to(self.snapshot_upto)
+        return (
+            Message.objects.filter(pk__in=branch)
+            .exclude(status=Message.Status.STREAMING)
+            .order_by("pk")
         )
 
 

@@ -1,39 +1,20 @@
-"""The versions of a turn: every question and answer a regenerate or an edit
-produced at the same place in a conversation, oldest first."""
+"""The versions of a turn, and the branch below one.
+
+A conversation is a tree of messages (`Message.parent`). A turn's versions are
+the questions under one parent, oldest first: each edit or regenerate of that
+turn added one. Only one of them is on the shown branch at a time.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-from chat.models.messages import Message
-
-
-@dataclass
-class Version:
-    question: Message
-    answer: Message | None = None
-
-    @property
-    def answer_id(self) -> int | None:
-        return self.answer.pk if self.answer is not None else None
-
-    @property
-    def messages(self) -> list[Message]:
-        return [m for m in (self.question, self.answer) if m is not None]
-
-    @property
-    def ids(self) -> list[int]:
-        return [m.pk for m in self.messages]
-
-    @property
-    def shown(self) -> bool:
-        return not self.question.replaced
+from datetime import datetime
 
 
 @dataclass(frozen=True)
 class Versions:
-    """Where a shown answer stands among its turn's versions."""
+    """Where a shown answer's question stands among its turn's versions."""
 
     question_ids: tuple[int, ...]  # each version's question, oldest first
     index: int  # the shown one's
@@ -56,28 +37,45 @@ class Versions:
         return self.question_ids[after] if after < self.count else None
 
 
-def versions_in(rows: Iterable[Message], first_id: int) -> list[Version]:
-    """The versions of the turn whose first question is `first_id`, from the
-    conversation's rows (every one, replaced or not) in id order from it on.
-
-    A version is its question and the answer after it: a turn's question and
-    answer are stored together (`Conversation.begin_turn`), so the rows up to
-    the next question are that version's."""
-    versions: list[Version] = []
-    current: Version | None = None
-    for row in rows:
-        if row.role == Message.Role.USER:
-            is_version = row.pk == first_id or row.version_of_id == first_id
-            current = Version(row) if is_version else None
-            if current is not None:
-                versions.append(current)
-        elif current is not None and current.answer is None:
-            current.answer = row
-    return versions
+def siblings_by_parent(
+    questions: Iterable[tuple[int, int | None]],
+) -> dict[int | None, list[int]]:
+    """(question id, parent id) pairs in id order, grouped by parent."""
+    groups: dict[int | None, list[int]] = {}
+    for pk, parent_id in questions:
+        groups.setdefault(parent_id, []).append(pk)
+    return groups
 
 
-def place_of(versions: list[Version], version: Version) -> Versions | None:
-    """Where `version` stands among `versions`; None when it is the only one."""
-    if len(versions) < 2:
+def place(question_id: int, siblings: list[int]) -> Versions | None:
+    """Where the question stands among its siblings; None when it is alone."""
+    if len(siblings) < 2:
         return None
-    return Versions(tuple(v.question.pk for v in versions), versions.index(version))
+    return Versions(tuple(siblings), siblings.index(question_id))
+
+
+def branch_below(
+    top: int, rows: Iterable[tuple[int, int | None, datetime]]
+) -> list[int]:
+    """The ids from `top` down to a leaf, choosing at each message the child
+    last shown (the newest on a tie): the branch that was on screen below it
+    when it was last left, or the newest one. `rows` are (id, parent id,
+    shown_at) of the conversation's messages, any order."""
+    children: dict[int, list[tuple[datetime, int]]] = {}
+    for pk, parent_id, shown_at in rows:
+        if parent_id is not None:
+            children.setdefault(parent_id, []).append((shown_at, pk))
+    path = [top]
+    while kids := children.get(path[-1]):
+        path.append(max(kids)[1])
+    return path
+
+
+def branch_above(leaf: int, parents: dict[int, int | None]) -> list[int]:
+    """The ids from the root down to `leaf`, given each message's parent."""
+    path: list[int] = []
+    current: int | None = leaf
+    while current is not None:
+        path.append(current)
+        current = parents.get(current)
+    return path[::-1]

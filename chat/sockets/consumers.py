@@ -34,7 +34,7 @@ REFUSALS: dict[type[Exception], str] = {
     QuotaReached: "quota_reached",
     Conversation.Busy: "busy",
     Conversation.NothingToRegenerate: "nothing_to_regenerate",
-    Conversation.NotLastQuestion: "not_last_question",
+    Conversation.NotAQuestion: "not_a_question",
 }
 
 
@@ -80,7 +80,10 @@ class ChatConsumer(SessionBound, LiveSocket):
                 frame["message_id"], frame["offset"], frame["thinking_offset"]
             )
         elif frame["type"] == "regenerate":
-            await self.start_answer("", "", retry=Conversation.begin_regenerate)
+            answer_id = frame.get("message_id")
+            await self.start_answer(
+                "", "", retry=lambda c: c.begin_regenerate(answer_id)
+            )
         elif frame["type"] == "edit":
             message_id, content = frame["message_id"], frame["content"]
             await self.start_answer(

@@ -303,9 +303,10 @@ def message_source(request: SignedInRequest, pk: int, message_id: int) -> HttpRe
 @login_required
 @require_POST
 def show_version(request: SignedInRequest, pk: int, message_id: int) -> HttpResponse:
-    """Show another version of the last answer (its "‹ 2 / 3 ›" control), the one
-    `message_id` asked: the frames that swap it in, which the conversation's
-    other tabs are sent too. Refused while an answer is being written."""
+    """Show another version of a shown turn (its answer's "‹ 2 / 3 ›" control),
+    the question `message_id`, with the branch last viewed below it: the frames
+    that swap them in, which the conversation's other tabs are sent too.
+    Refused while an answer is being written."""
     current = _owned(request, pk)
     try:
         switch = current.show_version(message_id)

@@ -1,5 +1,5 @@
 // The owner's composer (send, stop, the model's name) and the actions on the
-// messages in the list: copy, regenerate, edit, versions of the last answer.
+// messages in the list: copy, regenerate, edit, the versions of a turn.
 
 import { copyToClipboard } from "./clipboard.js";
 import { followNewest, liveAnswer, rememberThinking } from "./live_answer.js";
@@ -87,8 +87,9 @@ export function wireOwner() {
 
 // ---------------------------------------------------------------- regenerate, edit
 
-// A turn that replaces the last one: the server refuses it with an error frame
-// (nothing changed) when it cannot be done.
+// A new version of a turn (it and what follows leave the page, kept on their
+// branch): the server refuses it with an error frame (nothing changed) when it
+// cannot be done.
 function sendReplacing(frame) {
   if (isBusy()) {
     showAlert("Wait for the current answer, or stop it.");
@@ -105,8 +106,9 @@ function sendReplacing(frame) {
   return true;
 }
 
-function regenerate() {
-  if (sendReplacing({ type: "regenerate" })) owner.input.focus({ preventScroll: true });
+function regenerate(article) {
+  const frame = { type: "regenerate", message_id: Number(article.dataset.messageId) };
+  if (sendReplacing(frame)) owner.input.focus({ preventScroll: true });
 }
 
 // The question's text as typed (the server's partial breaks lines with <br>).
@@ -114,7 +116,8 @@ function typedText(element) {
   return Array.from(element.childNodes, (node) => (node.nodeName === "BR" ? "\n" : node.textContent)).join("");
 }
 
-// The last question becomes a field: Enter resends it, Esc gives it back.
+// A question becomes a field: Enter resends it (a new version of its turn), Esc
+// gives it back.
 function startEditing(article) {
   if (article.classList.contains("editing")) return;
   const form = document.getElementById("edit-template").content.firstElementChild.cloneNode(true);
@@ -156,7 +159,7 @@ function resendEdited(article, content) {
   sendReplacing({ type: "edit", message_id: Number(article.dataset.messageId), content });
 }
 
-// ---------------------------------------------------------------- versions of the last answer
+// ---------------------------------------------------------------- versions of a turn
 
 function csrfToken() {
   try {
@@ -167,8 +170,9 @@ function csrfToken() {
 }
 
 // "‹ 2 / 3 ›": the server shows the chosen version and answers with the frames it
-// sends the conversation's other tabs too (`removed`, then the version's question
-// and answer), so this tab changes the same way with or without its socket.
+// sends the conversation's other tabs too (`removed`, then the version's question,
+// its answer and the branch below), so this tab changes the same way with or
+// without its socket.
 async function showVersion(button) {
   if (isBusy()) {
     showAlert("Wait for the current answer, or stop it.");
@@ -190,10 +194,13 @@ async function showVersion(button) {
     return;
   }
   showAlert("");
-  for (const frame of (await response.json()).frames) handlers[frame.type]?.(frame);
-  // The pressed button was replaced with its answer: the same step keeps focus
-  // (or the other, at either end), so the arrows can be pressed again.
-  const control = list.querySelector("article:last-of-type .versions");
+  const { frames } = await response.json();
+  for (const frame of frames) handlers[frame.type]?.(frame);
+  // The pressed button was replaced with its answer's (the second message sent,
+  // after its question): the same step keeps focus (or the other, at either
+  // end), so the arrows can be pressed again.
+  const answer = frames.filter((frame) => frame.type === "message")[1];
+  const control = answer && document.getElementById(`message-${answer.message.id}`)?.querySelector(".versions");
   if (!control) return;
   const steps = control.querySelectorAll(".version-step:not(:disabled)");
   const same = control.querySelector(`.version-step[data-step="${button.dataset.step}"]:not(:disabled)`);
@@ -232,7 +239,7 @@ export function wireList() {
     } else if (button?.classList.contains("copy-answer")) {
       copyFrom(button, answerSource(button));
     } else if (owner && button?.classList.contains("regenerate")) {
-      regenerate();
+      regenerate(button.closest("article"));
     } else if (owner && button?.classList.contains("version-step")) {
       showVersion(button);
     } else if (owner && button?.classList.contains("edit-message")) {

@@ -29,14 +29,16 @@ def test_scrolling_up_inserts_older_messages_above_without_a_jump(
 ):
     conversation = Conversation.objects.create(owner=alice, model_profile=demo_profile)
     count = 3 * page_size()
-    Message.objects.bulk_create(
-        Message(
-            conversation=conversation,
-            role="assistant" if n % 2 else "user",
-            content=f"m{n}\n\nA second paragraph.\n\n- and\n- a list",
-            model_tag="qwen3-demo:8b",
-        )
-        for n in range(count)
+    Message.objects.append_branch(
+        [
+            Message(
+                conversation=conversation,
+                role="assistant" if n % 2 else "user",
+                content=f"m{n}\n\nA second paragraph.\n\n- and\n- a list",
+                model_tag="qwen3-demo:8b",
+            )
+            for n in range(count)
+        ]
     )
     ids = list(conversation.messages.values_list("pk", flat=True))
     login(page, alice)

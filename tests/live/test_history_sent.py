@@ -107,8 +107,9 @@ async def test_the_history_sent_follows_the_version_shown(
     await communicator.send_json_to({"type": "regenerate"})
     await frames_until(communicator, "done")
     await simulator.wait_for_end()
-    first = (await database_sync_to_async(conversation.last_turn_versions)())[0]
-    await database_sync_to_async(conversation.show_version)(first.question.pk)
+    questions = Message.objects.filter(conversation=conversation, role="user")
+    first = await questions.order_by("pk").values_list("pk", flat=True).afirst()
+    await database_sync_to_async(conversation.show_version)(first)
 
     await send(communicator, "question 2")
     await frames_until(communicator, "done")
@@ -119,3 +120,65 @@ async def test_the_history_sent_follows_the_version_shown(
         {"role": "assistant", "content": "The first answer."},
         {"role": "user", "content": "question 2"},
     ]
+
+
+async def ask(communicator, simulator, frame: dict, answer: str) -> list[dict]:
+    """One turn (a send, an edit or a regenerate) answered with `answer`: the
+    messages the model server received for it."""
+    simulator.config.answer_text = answer
+    await communicator.send_json_to(frame)
+    await frames_until(communicator, "done")
+    await communicator.receive_json_from(timeout=5)  # the stored answer
+    return (await simulator.wait_for_end()).body["messages"]
+
+
+async def question_id(content: str) -> int:
+    return (await Message.objects.filter(role="user", content=content).alast()).pk
+
+
+async def answer_id(content: str) -> int:
+    return (await Message.objects.filter(content=content).alast()).pk
+
+
+@pytest.mark.parametrize(
+    ("policy", "last_n", "kept"),
+    [("all", None, None), ("last_n", 3, 4), ("fit", None, None), ("none", None, 1)],
+)
+async def test_the_history_sent_follows_the_branch_of_a_three_level_tree(
+    alice, conversation, simulator, policy, last_n, kept
+):
+    """q1 → q2 → q3; q2 edited (q2b → q3b); back at q2, q3's answer regenerated;
+    then a new question on each branch: each request holds its branch only, cut
+    by the policy."""
+    conversation.history_policy, conversation.history_last_n = policy, last_n
+    await conversation.asave()
+    communicator = await connect(alice, conversation)
+
+    def send_frame(text: str) -> dict:
+        return {"type": "send", "content": text, "client_id": text}
+
+    def branch(*texts: str) -> list[dict]:
+        every = [
+            {"role": "user" if n % 2 == 0 else "assistant", "content": text}
+            for n, text in enumerate(texts)
+        ]
+        return every[-kept:] if kept else every
+
+    for n in (1, 2, 3):
+        await ask(communicator, simulator, send_frame(f"q{n}"), f"a{n}")
+    edit = {"type": "edit", "message_id": await question_id("q2"), "content": "q2b"}
+    assert await ask(communicator, simulator, edit, "a2b") == branch("q1", "a1", "q2b")
+    sent = await ask(communicator, simulator, send_frame("q3b"), "a3b")
+    assert sent == branch("q1", "a1", "q2b", "a2b", "q3b")
+
+    await database_sync_to_async(conversation.show_version)(await question_id("q2"))
+    regenerate = {"type": "regenerate", "message_id": await answer_id("a3")}
+    sent = await ask(communicator, simulator, regenerate, "a3, again")
+    assert sent == branch("q1", "a1", "q2", "a2", "q3")
+    sent = await ask(communicator, simulator, send_frame("q4"), "a4")
+    assert sent == branch("q1", "a1", "q2", "a2", "q3", "a3, again", "q4")
+
+    await database_sync_to_async(conversation.show_version)(await question_id("q2b"))
+    sent = await ask(communicator, simulator, send_frame("q4b"), "a4b")
+    await communicator.disconnect()
+    assert sent == branch("q1", "a1", "q2b", "a2b", "q3b", "a3b", "q4b")

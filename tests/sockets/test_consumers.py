@@ -544,7 +544,7 @@ async def test_regenerate_and_edit_are_refused_while_an_answer_streams(
     assert len(simulator.log) == 1
 
 
-async def test_editing_a_message_that_is_not_the_last_question_is_refused(
+async def test_editing_what_is_not_a_shown_question_is_refused(
     alice, bob, conversation, simulator
 ):
     communicator = await connect(alice, conversation)
@@ -553,15 +553,62 @@ async def test_editing_a_message_that_is_not_the_last_question_is_refused(
     elsewhere = await Conversation.objects.acreate(owner=bob)
     theirs = await elsewhere.messages.acreate(role="user", content="bob's")
     codes = []
-    for message_id in (first[0]["message"]["id"], first[2]["message_id"], theirs.pk):
+    for message_id in (first[2]["message_id"], theirs.pk, 10**12):
         frames = await refused(
             communicator, {"type": "edit", "message_id": message_id, "content": "x"}
         )
         codes.append((frames[-1]["code"], len(frames)))
+    for message_id in (first[0]["message"]["id"], theirs.pk):
+        frames = await refused(
+            communicator, {"type": "regenerate", "message_id": message_id}
+        )
+        codes.append((frames[-1]["code"], len(frames)))
     await communicator.disconnect()
-    assert codes == [("not_last_question", 1)] * 3
+    assert codes == [("not_a_question", 1)] * 3 + [("nothing_to_regenerate", 1)] * 2
     assert await conversation.messages.acount() == 4
     assert await Message.objects.filter(pk=theirs.pk, content="bob's").aexists()
+    assert len(simulator.log) == 2
+
+
+async def test_editing_the_first_of_two_questions_starts_a_branch(
+    alice, conversation, simulator
+):
+    communicator = await connect(alice, conversation)
+    first = await answered_once(communicator, "first question")
+    second = await answered_once(communicator, "second question")
+    await communicator.send_json_to(
+        {"type": "edit", "message_id": first[0]["message"]["id"], "content": "reworded"}
+    )
+    frames = await frames_until(communicator, "done")
+    await communicator.disconnect()
+    old = [
+        first[0]["message"]["id"],
+        first[2]["message_id"],
+        second[0]["message"]["id"],
+        second[2]["message_id"],
+    ]
+    assert frames[0] == {"type": "removed", "message_ids": old}
+    assert frames[1]["message"]["content"] == "reworded"
+    request = (await simulator.wait_for_end()).body
+    assert request["messages"] == [{"role": "user", "content": "reworded"}]
+    assert await Message.objects.filter(pk__in=old, replaced=True).acount() == 4
+
+
+async def test_regenerating_the_first_of_two_answers_starts_a_branch(
+    alice, conversation, simulator
+):
+    communicator = await connect(alice, conversation)
+    first = await answered_once(communicator, "first question")
+    await answered_once(communicator, "second question")
+    await communicator.send_json_to(
+        {"type": "regenerate", "message_id": first[2]["message_id"]}
+    )
+    frames = await frames_until(communicator, "done")
+    await communicator.disconnect()
+    assert len(frames[0]["message_ids"]) == 4
+    assert frames[1]["message"]["content"] == "first question"
+    request = (await simulator.wait_for_end()).body
+    assert request["messages"] == [{"role": "user", "content": "first question"}]
 
 
 @pytest.mark.parametrize(

@@ -54,7 +54,7 @@ ERROR_CODES = {
     "malformed",
     "internal_error",
     "nothing_to_regenerate",
-    "not_last_question",
+    "not_a_question",
     "queue_unavailable",
     "save_failed",
     "bad_offset",

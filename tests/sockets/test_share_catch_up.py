@@ -36,10 +36,12 @@ def share_log():
 
 
 def _long_conversation(conversation) -> str:
-    Message.objects.bulk_create(
-        Message(conversation=conversation, role=role, content=f"message {i}")
-        for i in range(MESSAGES)
-        for role in ["user" if i % 2 == 0 else "assistant"]
+    Message.objects.append_branch(
+        [
+            Message(conversation=conversation, role=role, content=f"message {i}")
+            for i in range(MESSAGES)
+            for role in ["user" if i % 2 == 0 else "assistant"]
+        ]
     )
     _, token = ShareLink.create_for(conversation, mode=ShareLink.Mode.LIVE)
     return token

@@ -351,10 +351,11 @@ async def test_a_regenerate_or_another_version_replaces_the_answer_for_a_viewer(
 
     # The owner goes back to the first version: the viewer follows, with no
     # control to switch (nor the owner's ids) on the page.
-    versions = await database_sync_to_async(conversation.last_turn_versions)()
+    questions = Message.objects.filter(conversation=conversation, role="user")
+    oldest = await questions.order_by("pk").values_list("pk", flat=True).afirst()
     client = AsyncClient()
     await client.aforce_login(alice)
-    url = reverse("show_version", args=[conversation.pk, versions[0].question.pk])
+    url = reverse("show_version", args=[conversation.pk, oldest])
     assert (await client.post(url)).status_code == 200
     switched = [await viewer.receive_json_from(timeout=5) for _ in range(3)]
     await owner.disconnect()

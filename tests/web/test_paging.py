@@ -23,15 +23,17 @@ WALKED = 260  # five pages and a part: walked back page by page
 
 def add_messages(conversation: Conversation, count: int, start: int = 0) -> list[int]:
     """`count` questions and answers, in bulk; their ids, oldest first."""
-    Message.objects.bulk_create(
-        Message(
-            conversation=conversation,
-            role="assistant" if n % 2 else "user",
-            content=f"**m{n}**" if n % 2 else f"m{n}",
-            thinking=f"thought {n}" if n % 2 else "",
-            model_tag="qwen3-demo:8b",
-        )
-        for n in range(start, start + count)
+    Message.objects.append_branch(
+        [
+            Message(
+                conversation=conversation,
+                role="assistant" if n % 2 else "user",
+                content=f"**m{n}**" if n % 2 else f"m{n}",
+                thinking=f"thought {n}" if n % 2 else "",
+                model_tag="qwen3-demo:8b",
+            )
+            for n in range(start, start + count)
+        ]
     )
     ids = conversation.messages.order_by("pk").values_list("pk", flat=True)
     return list(ids)[-count:]
@@ -156,13 +158,13 @@ def test_the_last_answer_keeps_its_versions_control(alice_client, walked_talk):
     conversation, ids = walked_talk
     question, answer = Message.objects.filter(pk__in=ids[-2:]).order_by("pk")
     Message.objects.filter(pk__in=ids[-2:]).update(replaced=True)
-    Message.objects.bulk_create(
+    Message.objects.append_branch(
         [
             Message(
                 conversation=conversation,
                 role="user",
                 content=question.content,
-                version_of=question,
+                parent_id=question.parent_id,
             ),
             Message(conversation=conversation, role="assistant", content="again"),
         ]
