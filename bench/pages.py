@@ -1,10 +1,13 @@
-"""Page cost of a very long conversation: its chat, team and shared pages.
+"""Page cost of a very long conversation: its chat, team and shared pages; and
+of a deeply branched one: its chat page and a switch between versions.
 
 One conversation of 100,000 messages (``--messages``), made on a throwaway SQLite
-database with ``bulk_create``, shared with a team and by a live link; each page is
-then fetched with Django's test client, each in a fresh process, and the table
-gives the time to render it, the growth of the process's peak RSS while it did,
-the page's size and the messages in it.
+database in bulk, shared with a team and by a live link; and one of 200 turns
+with 50 versions of turn 100 (each an edit, its answer and nothing below), the
+first version shown. Each page is then fetched with Django's test client (the
+switch: a POST showing the newest version of turn 100, then back), each in a
+fresh process, and the table gives the time to render it, the growth of the
+process's peak RSS while it did, the page's size and the messages in it.
 
 Run alone: ``python -m bench.pages [--messages N]``; ``make bench`` runs it too.
 """
@@ -24,7 +27,8 @@ from typing import Any
 
 from bench.common import ROOT
 
-PAGES = ("chat", "team", "shared")
+PAGES = ("chat", "team", "shared", "branched", "switch")
+DEPTH, WIDTH = 200, 50  # the branched conversation's turns, and versions at its middle
 ANSWER = (
     "Here is **the answer** to question {n}, with `code` and a list:\n\n"
     "- one\n- two\n\n```python\nprint({n})\n```\n"
@@ -64,24 +68,39 @@ def make_conversation(count: int) -> dict[str, str]:
     team = Team.objects.create(name="bench")
     team.members.add(owner, reader)
     team.conversations.add(conversation)
-    Message.objects.bulk_create(
-        (
-            Message(
-                conversation=conversation,
-                role=Message.Role.ASSISTANT if n % 2 else Message.Role.USER,
-                content=ANSWER.format(n=n) if n % 2 else f"Question {n}?",
-                model_tag="bench",
-            )
-            for n in range(count)
-        ),
-        batch_size=5000,
-    )
+    Message.objects.append_branch([_message(conversation, n) for n in range(count)])
     _, token = ShareLink.create_for(conversation, mode=ShareLink.Mode.LIVE)
+    branched = Conversation.objects.create(owner=owner, title="A branched one")
+    rows = Message.objects.append_branch(
+        [_message(branched, n) for n in range(2 * DEPTH)]
+    )
+    middle = rows[DEPTH]  # turn 100's question
+    for _ in range(WIDTH - 1):
+        question, _ = Message.objects.append_branch(
+            [_message(branched, n, replaced=True) for n in (DEPTH, DEPTH + 1)]
+        )
+        question.parent_id = middle.parent_id
+        question.save(update_fields=["parent"])
     return {
         "chat": conversation.get_absolute_url(),
         "team": f"/team/c/{conversation.pk}/",
         "shared": f"/s/{token}/",
+        "branched": branched.get_absolute_url(),
+        "switch": f"{branched.get_absolute_url()}messages/{question.pk}/show/"
+        f" {branched.get_absolute_url()}messages/{middle.pk}/show/",
     }
+
+
+def _message(conversation: Any, n: int, **fields: Any) -> Any:
+    from chat.models import Message
+
+    return Message(
+        conversation=conversation,
+        role=Message.Role.ASSISTANT if n % 2 else Message.Role.USER,
+        content=ANSWER.format(n=n) if n % 2 else f"Question {n}?",
+        model_tag="bench",
+        **fields,
+    )
 
 
 def measure(url: str, as_user: str) -> dict[str, Any]:
@@ -95,8 +114,14 @@ def measure(url: str, as_user: str) -> dict[str, Any]:
     client.get("/")  # imports and template loading are not the page's cost
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()
-    response = client.get(url)
-    seconds = time.perf_counter() - started
+    if " " in url:  # a version switch there and back: the mean of the two
+        there, back = url.split()
+        client.post(there)
+        response = client.post(back)
+        seconds = (time.perf_counter() - started) / 2
+    else:
+        response = client.get(url)
+        seconds = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     body = response.content
     return {
@@ -104,7 +129,9 @@ def measure(url: str, as_user: str) -> dict[str, Any]:
         "seconds": seconds,
         "rss_growth_mib": (after - before) / 1024,
         "page_kib": len(body) / 1024,
-        "messages_in_page": body.count(b" data-message-id="),
+        "messages_in_page": body.count(b" data-message-id=")
+        or body.count(b'\\"type\\": \\"message\\"')
+        or body.count(b'"type": "message"'),
     }
 
 
@@ -122,7 +149,7 @@ def run(count: int) -> list[dict[str, Any]]:
         urls = json.loads(made.stdout)
         rows = []
         for page in PAGES:
-            user = {"chat": "owner", "team": "reader", "shared": ""}[page]
+            user = {"team": "reader", "shared": ""}.get(page, "owner")
             done = subprocess.run(
                 [sys.executable, "-m", "bench.pages", "--measure", urls[page], user],
                 cwd=ROOT,
@@ -131,7 +158,10 @@ def run(count: int) -> list[dict[str, Any]]:
                 capture_output=True,
                 text=True,
             )
-            rows.append({"page": page, "messages": count, **json.loads(done.stdout)})
+            messages = (
+                count if page in ("chat", "team", "shared") else 2 * (DEPTH + WIDTH - 1)
+            )
+            rows.append({"page": page, "messages": messages, **json.loads(done.stdout)})
         return rows
 
 

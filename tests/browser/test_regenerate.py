@@ -1,4 +1,5 @@
-"""Regenerate, edit and resend, in headless Chromium, with a second tab watching."""
+"""Regenerate, edit and resend any turn, and walk between branches, in headless
+Chromium, with a second tab watching."""
 
 from __future__ import annotations
 
@@ -42,20 +43,18 @@ def test_regenerate_replaces_the_answer_on_screen_in_both_tabs(
     wait_until_done(first, 2)
     wait_until_done(second, 2)
     old = Message.objects.filter(role="assistant").last()
-    # Only the last answer offers to be regenerated.
-    expect(first.locator(".regenerate:visible")).to_have_count(1)
-    last = first.locator("article.assistant").last
-    expect(last.locator(".regenerate")).to_be_visible()
+    # Every answer offers to be regenerated.
+    expect(first.locator(".regenerate:visible")).to_have_count(2)
 
     simulator.config.answer_text = "A fresh answer."
-    first.locator(".regenerate:visible").click()
+    first.locator("article.assistant").last.locator(".regenerate").click()
     for page in (first, second):
         expect(page.locator(f"#message-{old.pk}")).to_have_count(0)
         expect(shown_answer(page)).to_have_text(["The old answer.", "A fresh answer."])
         expect(page.locator("article.user .user-text")).to_have_text(
             ["first question", "second question"]
         )
-        expect(page.locator(".regenerate:visible")).to_have_count(1)
+        expect(page.locator(".version-number")).to_have_text(["2 / 2"])
     assert len(answers_asked(simulator)) == 3
     assert simulator.log[-1].body["messages"] == [
         {"role": "user", "content": "first question"},
@@ -75,10 +74,9 @@ def test_edit_and_resend_the_last_question_by_keyboard(
     wait_until_done(first)
     ask(first, "secnd\nquestion")
     wait_until_done(first, 2)
-    # Only the last question offers an edit.
-    edit = first.locator(".edit-message:visible")
-    expect(edit).to_have_count(1)
-    expect(first.locator("article.user").last.locator(".edit-message")).to_be_visible()
+    # Every question offers an edit.
+    expect(first.locator(".edit-message:visible")).to_have_count(2)
+    edit = first.locator("article.user").last.locator(".edit-message")
 
     edit.focus()
     first.keyboard.press("Enter")
@@ -118,7 +116,9 @@ def test_edit_and_resend_the_last_question_by_keyboard(
     ]
 
 
-def test_a_refused_edit_keeps_the_field_and_its_text(two_tabs, conversation, simulator):
+def test_an_edit_refused_while_another_tab_streams_keeps_its_text(
+    two_tabs, conversation, simulator
+):
     simulator.config.think_tokens = 0
     first, second = two_tabs
     ask(first, "question")
@@ -134,16 +134,23 @@ def test_a_refused_edit_keeps_the_field_and_its_text(two_tabs, conversation, sim
     expect(first.locator("#alert")).to_have_text(
         "Wait for the current answer, or stop it."
     )
+    expect(first.locator(".edit-input")).to_have_value("question, reworded")
     second.locator("#stop-button").click()
     expect(first.locator('article.assistant[data-status="stopped"]')).to_have_count(1)
-    # No longer the last question: the server refuses, the text stays.
+    # No longer the last question, but any question can be asked again: the
+    # other tab's question stays on the old branch.
+    simulator.config.tps = 0
+    simulator.config.answer_text = "Reworded, answered."
     first.locator(".edit-resend").click()
-    expect(first.locator("#alert")).to_have_text(
-        "Only your last message can be edited."
-    )
-    expect(first.locator(".edit-input")).to_have_value("question, reworded")
-    assert Message.objects.filter(content="question").exists()
-    assert len(answers_asked(simulator)) == 2
+    for page in (first, second):
+        expect(page.locator("article.user .user-text")).to_have_text(
+            ["question, reworded"]
+        )
+        expect(shown_answer(page)).to_have_text(["Reworded, answered."])
+    assert simulator.log[-1].body["messages"] == [
+        {"role": "user", "content": "question, reworded"}
+    ]
+    assert Message.objects.filter(content="another question", replaced=True).exists()
 
 
 @pytest.fixture
@@ -193,6 +200,66 @@ def test_choose_a_version_of_the_answer_by_keyboard_and_keep_it_after_a_reload(
         "question",
         "The first answer.",
     ]
+
+
+@pytest.fixture
+def five_turns(conversation):
+    """Five questions answered, stored before the tabs open."""
+    for n in range(1, 6):
+        conversation.messages.create(role="user", content=f"q{n}")
+        conversation.messages.create(role="assistant", content=f"a{n}")
+
+
+def turns(page):
+    return page.locator("article.user .user-text, article.assistant .answer")
+
+
+def test_edit_the_second_of_five_questions_then_walk_back_to_the_old_branch(
+    five_turns, two_tabs, simulator
+):
+    first, second = two_tabs
+    old_branch = [f"{kind}{n}" for n in range(1, 6) for kind in "qa"]
+    expect(turns(first)).to_have_text(old_branch)
+    expect(first.locator(".versions")).to_have_count(0)
+    simulator.config.think_tokens = 0
+
+    # Edit question two: a new branch, asked with the history above it only.
+    simulator.config.answer_text = "a2b"
+    first.locator("article.user").nth(1).locator(".edit-message").click()
+    first.locator(".edit-input").fill("q2b")
+    first.locator(".edit-input").press("Enter")
+    for page in (first, second):
+        expect(turns(page)).to_have_text(["q1", "a1", "q2b", "a2b"])
+        expect(page.locator(".version-number")).to_have_text(["2 / 2"])
+    assert simulator.log[-1].body["messages"] == [
+        {"role": "user", "content": "q1"},
+        {"role": "assistant", "content": "a1"},
+        {"role": "user", "content": "q2b"},
+    ]
+
+    # Back at turn two with its version control: turns three to five return.
+    first.get_by_role("button", name="Version 2 of 2, previous version").click()
+    for page in (first, second):
+        expect(turns(page)).to_have_text(old_branch)
+        expect(page.locator(".version-number")).to_have_text(["1 / 2"])
+    expect(
+        first.get_by_role("button", name="Version 1 of 2, next version")
+    ).to_be_focused()
+    first.reload()
+    expect(turns(first)).to_have_text(old_branch)
+    expect(first.locator(".version-number")).to_have_text(["1 / 2"])
+    expect(first.locator("#chat")).to_have_attribute("data-connected", "1")
+
+    # A question on the old branch is asked with that branch's history.
+    simulator.config.answer_text = "a6"
+    ask(first, "q6")
+    for page in (first, second):
+        expect(turns(page)).to_have_text([*old_branch, "q6", "a6"])
+    assert [m["content"] for m in simulator.log[-1].body["messages"]] == [
+        *old_branch,
+        "q6",
+    ]
+    assert len(answers_asked(simulator)) == 2  # switching asks the model nothing
 
 
 MATRIX_ANSWER = r"""A matrix:

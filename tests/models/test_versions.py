@@ -79,6 +79,9 @@ def test_editing_the_second_of_five_questions_keeps_the_old_branch(five):
         {"role": "user", "content": "q2, reworded"},
     ]
     assert len(retry.turn.history) == 3
+    # The footer's "what was sent" counts the branch only.
+    answer = retry.turn.answer
+    assert (answer.history_sent, answer.history_total) == (3, 3)
     new = finish(retry, "a2'")
     assert new.question.parent_id == old.parent_id
     assert shown(five) == ["q1", "a1", "q2, reworded", "a2'"]
