@@ -242,8 +242,9 @@ def team_conversations(
 def copy_conversation(
     source: Conversation, owner: User, *, include_thinking: bool
 ) -> Conversation:
-    """A new conversation of `owner`'s with `source`'s finished messages: their
-    answer text, and their thinking only where the reader was shown it."""
+    """A new conversation of `owner`'s with `source`'s finished messages on its
+    shown branch (one branch, the other versions left behind): their answer
+    text, and their thinking only where the reader was shown it."""
     copy = Conversation.objects.create(
         owner=owner,
         title=source.title_from(f"{source.display_title} (copy)"),
@@ -255,18 +256,20 @@ def copy_conversation(
         temperature=source.temperature,
     )
     finished = source.messages.exclude(status=Message.Status.STREAMING).order_by("pk")
-    Message.objects.bulk_create(
-        Message(
-            conversation=copy,
-            role=message.role,
-            content=message.content,
-            thinking=message.thinking if include_thinking else "",
-            status=message.status,
-            error_code=message.error_code,
-            error_detail=message.error_detail,
-            model_tag=message.model_tag,
-            thinking_enabled=message.thinking_enabled,
-        )
-        for message in finished
+    Message.objects.append_branch(
+        [
+            Message(
+                conversation=copy,
+                role=message.role,
+                content=message.content,
+                thinking=message.thinking if include_thinking else "",
+                status=message.status,
+                error_code=message.error_code,
+                error_detail=message.error_detail,
+                model_tag=message.model_tag,
+                thinking_enabled=message.thinking_enabled,
+            )
+            for message in finished
+        ]
     )
     return copy

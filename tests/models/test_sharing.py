@@ -134,3 +134,28 @@ def test_a_copy_keeps_answer_text_and_thinking_only_when_shown(
     with_thinking = copy_conversation(conversation, bob, include_thinking=True)
     assert with_thinking.messages.last().thinking == "Hmm."
     assert conversation.messages.count() == 3  # the source is untouched
+
+
+def test_a_copy_is_the_shown_branch_and_can_branch_itself(alice, bob, conversation):
+    make_turn(conversation, "One?", "First.")
+    make_turn(conversation, "Two?", "Second.")
+    question = conversation.messages.get(content="Two?")
+    conversation.begin_edit(question.pk, "Two, reworded?")
+    conversation.messages.filter(status=Message.Status.STREAMING).update(
+        status=Message.Status.DONE, content="Second, again."
+    )
+    copy = copy_conversation(conversation, bob, include_thinking=False)
+    rows = list(copy.messages.order_by("pk"))
+    assert [m.content for m in rows] == [
+        "One?",
+        "First.",
+        "Two, reworded?",
+        "Second, again.",
+    ]
+    assert [m.parent_id for m in rows] == [None, *(m.pk for m in rows[:-1])]
+    # The copy's own versions work as any conversation's.
+    copy.begin_edit(rows[2].pk, "Two, copied?")
+    copy.messages.filter(status=Message.Status.STREAMING).update(status="done")
+    switch = copy.show_version(rows[2].pk)
+    assert [m.content for m in switch.shown] == ["Two, reworded?", "Second, again."]
+    assert switch.shown[1].versions.count == 2
