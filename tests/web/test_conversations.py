@@ -427,7 +427,7 @@ def test_show_version_is_refused_while_an_answer_is_written(client, alice, regen
 def test_show_version_of_something_else_is_not_found(client, alice, regenerated):
     earlier = regenerated.messages.create(role="assistant", content="not a question")
     client.force_login(alice)
-    for message_id in (earlier.pk, 10_000):
+    for message_id in (earlier.pk, 10_000, 2**70):
         url = reverse("show_version", args=[regenerated.pk, message_id])
         response = client.post(url)
         assert response.status_code == 404
