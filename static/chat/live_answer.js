@@ -93,13 +93,20 @@ class LiveAnswer {
     this.firstDeltaAt = null;
     this.thinkingStart = null;
     this.thinkingEnd = null;
-    this.deltas = 0;
+    this.deltas = 0; // tokens arrived (one delta each), for the rate
+    this.pendingDeltas = 0; // of those, the ones whose text is not drawn yet
+    this.shownTokens = 0; // the ones whose text is on the page
+    // A reload mid-answer starts from its checkpoint, drawn by the server: its
+    // tokens are estimated as the model servers panel does (characters / 4).
+    this.checkpointTokens = this.fresh ? 0 : Math.round((this.thinkingLength + this.contentLength) / 4);
+    this.rateText = "";
     this.figuresAt = 0;
     if (!this.answering && thinkingPreference() === "closed") this.details.open = false;
   }
 
   add(kind, text, now) {
     this.deltas++;
+    this.pendingDeltas++;
     if (this.firstDeltaAt === null) {
       this.firstDeltaAt = now;
       showModelState("ready"); // text is coming: the model is loaded
@@ -119,7 +126,9 @@ class LiveAnswer {
     return this.pendingThinking.length + this.pendingContent.length > 0;
   }
 
-  // Puts the waiting text in the DOM; true if anything changed.
+  // Puts the waiting text in the DOM, and counts its tokens as shown once all
+  // of it is there (a long backlog is drawn over several frames); true if
+  // anything changed.
   apply() {
     let changed = false;
     if (this.pendingThinking) {
@@ -134,6 +143,11 @@ class LiveAnswer {
       this.appendContent(this.pendingContent.slice(0, end));
       this.pendingContent = this.pendingContent.slice(end);
       changed = true;
+    }
+    if (changed && !this.pending) {
+      this.shownTokens += this.pendingDeltas;
+      this.pendingDeltas = 0;
+      this.showFigures();
     }
     return changed;
   }
@@ -174,15 +188,24 @@ class LiveAnswer {
     if (this.label.textContent !== text) this.label.textContent = text;
   }
 
+  // The rate a few times a second (it needs a span of time to mean anything).
   updateFigures(now) {
     if (!this.figures || this.firstDeltaAt === null) return;
-    const parts = [];
     const elapsed = now - this.firstDeltaAt;
     if (this.deltas > 2 && elapsed > 300) {
-      parts.push(`≈ ${Math.round(((this.deltas - 1) * 1000) / elapsed)} tok/s`);
+      this.rateText = `≈ ${Math.round(((this.deltas - 1) * 1000) / elapsed)} tok/s`;
     }
+    this.showFigures();
+  }
+
+  // The count with the text it counts, in the same frame: it says what is on
+  // the page, never what is still on its way or what was there a moment ago.
+  showFigures() {
+    if (!this.figures || this.firstDeltaAt === null) return;
+    const parts = this.rateText ? [this.rateText] : [];
     if (this.sentAt !== null) parts.push(`first token ${seconds(this.firstDeltaAt - this.sentAt)}`);
-    parts.push(`${plural(this.deltas, "token")} so far`);
+    const count = plural(this.shownTokens + this.checkpointTokens, "token");
+    parts.push(this.checkpointTokens ? `≈ ${count} so far` : `${count} so far`);
     const text = parts.join(" · ");
     if (this.figures.textContent !== text) this.figures.textContent = text;
   }

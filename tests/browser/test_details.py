@@ -101,3 +101,35 @@ def test_one_token_is_one_token(
     shown = page.locator("article.assistant .figures")
     expect(shown).to_contain_text(re.compile(r"· 1 token\b(?!s)"))
     expect(shown).to_contain_text(re.compile(r"1 of 1 message\b(?!s)"))
+
+
+# Read in one task, so the count and the text are seen as the same frame drew them.
+COUNT_AND_WORDS = """() => {
+  const article = document.querySelector('article.assistant[data-status="streaming"]');
+  if (!article) return null;
+  const figures = article.querySelector(".live-figures").textContent;
+  const count = figures.match(/(\\d+) tokens? so far/);
+  const words = article.querySelector(".answer").textContent.split(/\\s+/).filter(Boolean);
+  return [count ? Number(count[1]) : null, words.length];
+}"""
+
+
+def test_the_live_count_is_the_tokens_on_the_page(
+    live_server_url, page, login, conversation, alice, simulator
+):
+    """Each word is one token: at any moment the count says how many are shown
+    (not how many arrived a quarter of a second ago)."""
+    simulator.config.tps = 40
+    simulator.config.think_tokens = 0
+    simulator.config.answer_text = " ".join(f"w{n}" for n in range(120))
+    open_conversation(page, login, live_server_url, conversation, alice)
+    ask(page)
+    streaming = page.locator('article.assistant[data-status="streaming"]')
+    snapshots = []
+    for word in ("w10", "w30", "w50", "w70"):
+        expect(streaming.locator(".answer")).to_contain_text(word, timeout=15_000)
+        snapshots.append(page.evaluate(COUNT_AND_WORDS))
+    page.click("#stop-button")
+    expect(page.locator('article.assistant[data-status="stopped"]')).to_be_visible()
+    assert all(s is not None and s[0] == s[1] for s in snapshots), snapshots
+    assert snapshots[-1][1] > snapshots[0][1]
