@@ -72,3 +72,98 @@ def test_runsite_starts_the_site_and_the_demo_model_without_ollama(tmp_path):
     for port in (web, demo):
         with pytest.raises(httpx.HTTPError):
             httpx.get(f"http://127.0.0.1:{port}/", timeout=1)
+
+
+def daphne_children(parent: int) -> set[int]:
+    """The Daphne processes `parent` started (Linux's /proc)."""
+    children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+    found = set()
+    for pid in children:
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except FileNotFoundError:  # exited meanwhile
+            continue
+        if b"daphne" in command:
+            found.add(int(pid))
+    return found
+
+
+def until(condition, process: subprocess.Popen, timeout: float = 120):
+    """Poll `condition` (a bound for a loaded machine, not a budget)."""
+    deadline = time.monotonic() + timeout
+    while not (result := condition()):
+        assert process.poll() is None, "runsite exited early"
+        assert time.monotonic() < deadline, "never happened"
+        time.sleep(0.2)
+    return result
+
+
+@pytest.mark.django_db(transaction=True)
+def test_several_processes_share_one_port_and_a_dead_one_is_replaced():
+    from tests.daphnes import daphne_env
+
+    port = free_port()
+    env = {**daphne_env(), "OLLAMA_BASE_URL": "http://127.0.0.1:9"}
+    command = [sys.executable, "manage.py", "runsite", "--no-simulator"]
+    process = subprocess.Popen(
+        [*command, "--port", str(port), "--processes", "2"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}/login/"
+    try:
+        first = until(
+            lambda: len(found := daphne_children(process.pid)) == 2 and found, process
+        )
+        assert wait_for(url, process).status_code == 200
+        victim = min(first)
+        os.kill(victim, signal.SIGKILL)
+        # Another takes its place, and the port keeps answering meanwhile and after.
+        assert wait_for(url, process).status_code == 200
+        second = until(
+            lambda: (
+                len(found := daphne_children(process.pid)) == 2
+                and victim not in found
+                and found
+            ),
+            process,
+        )
+        assert second - first and max(first) in second
+        for _ in range(20):  # whichever process the kernel hands each one to
+            assert httpx.get(url, timeout=10).status_code == 200
+    finally:
+        process.send_signal(signal.SIGTERM)
+        output = process.communicate(timeout=30)[0].decode()
+    assert "(2 processes)" in output
+    assert f"Server process {victim} exited (-9); starting another." in output
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(url, timeout=1)
+
+
+@pytest.mark.smoke
+@pytest.mark.parametrize(
+    ("processes", "error"),
+    [
+        ("2", "--processes above 1 needs PostgreSQL and Redis"),
+        ("0", "--processes must be 1 or more."),
+    ],
+)
+def test_processes_that_cannot_share_the_work_are_refused(tmp_path, processes, error):
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp_path}/site.sqlite3",
+        "OLLAMA_BASE_URL": "http://127.0.0.1:9",
+    }
+    env.pop("REDIS_URL", None)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "runsite", "--processes", processes],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert error in done.stderr

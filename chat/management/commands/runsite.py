@@ -1,21 +1,25 @@
-"""Start the site the way `make run` does: Daphne, and the demo model when no
-Ollama answers."""
+"""Start the site the way `make run` does: Daphne (one process, or several on
+one port), and the demo model when no Ollama answers."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import ctypes
+import ipaddress
+import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+from collections import deque
 from datetime import timedelta
 from typing import Any
 
 import httpx
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from chat.live import frames
 from chat.models import Message
@@ -23,6 +27,11 @@ from chat.ops.discovery import fetch_ollama_models, sync_profiles
 from chat.upstream import UpstreamError
 
 DEMO_FLAGS = ["--tps", "60", "--ttft-ms", "350", "--think-tokens", "60"]
+# A server process that keeps dying soon after its start is a broken setup, not
+# bad luck: after this many exits within CRASH_WINDOW seconds, runsite gives up.
+CRASHES_TO_GIVE_UP = 5
+CRASH_WINDOW = 60.0
+SUPERVISE_EVERY = 0.5  # seconds between looks at the server processes
 
 
 class Command(BaseCommand):
@@ -35,10 +44,23 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-simulator", action="store_true", help="Never start the demo model."
         )
+        parser.add_argument(
+            "--processes",
+            type=int,
+            default=None,
+            metavar="N",
+            help="Server processes sharing the port (they need PostgreSQL and "
+            "Redis). Default: one per core with DEBUG off and both configured, "
+            "else one.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        # One process owns every generation here, so nothing can still be
-        # streaming from before this start.
+        processes = _processes(options["processes"])
+        host, port = options["host"], options["port"]
+        # The processes started here own every generation on this database
+        # (runsite serves one host; several hosts run Daphne under systemd:
+        # deploy/chatsite.service), so nothing can still be streaming from
+        # before this start.
         Message.objects.mark_orphans_interrupted(older_than=timedelta(0))
         # SIGTERM, and SIGINT (which a background shell job starts with
         # ignored), end the site and its children cleanly.
@@ -51,17 +73,18 @@ class Command(BaseCommand):
                     self.stderr.write(f"No Ollama at {settings.OLLAMA_BASE_URL}.")
                 else:
                     children.append(self._start_simulator(options["simulator_port"]))
-            host, port = options["host"], str(options["port"])
-            size = str(frames.max_frame_bytes())
-            daphne = _spawn(
-                ["-m", "daphne", "-b", host, "-p", port]
-                + ["--websocket-max-message-size", size]
-                + ["--websocket-max-frame-size", size]
-                + ["chatsite.asgi:application"]
-            )
-            children.append(daphne)
-            self.stdout.write(f"chatsite is running at http://{host}:{port}/")
-            daphne.wait()
+            if processes == 1:
+                daphne = _spawn(_daphne_args(["-b", host, "-p", str(port)]))
+                children.append(daphne)
+                self.stdout.write(f"chatsite is running at http://{host}:{port}/")
+                daphne.wait()
+            else:
+                listener = _listen(host, port)
+                self.stdout.write(
+                    f"chatsite is running at http://{host}:{port}/ "
+                    f"({processes} processes)"
+                )
+                self._supervise(processes, listener, children)
         except KeyboardInterrupt:
             pass
         finally:
@@ -69,6 +92,43 @@ class Command(BaseCommand):
                 child.terminate()
             for child in children:
                 child.wait(10)
+
+    def _supervise(
+        self,
+        count: int,
+        listener: socket.socket,
+        children: list[subprocess.Popen[bytes]],
+    ) -> None:
+        """Run `count` Daphne processes on the one listening socket (the kernel
+        hands each connection to one of them), starting another whenever one
+        exits. Its answers are marked interrupted by the others' orphan sweep
+        (chat/live/checkpoints.py), as after any process's death."""
+        fd = listener.fileno()
+
+        def start() -> subprocess.Popen[bytes]:
+            return _spawn(_daphne_args(["--fd", str(fd)]), pass_fds=(fd,))
+
+        workers = [start() for _ in range(count)]
+        children.extend(workers)
+        exits: deque[float] = deque(maxlen=CRASHES_TO_GIVE_UP)
+        while True:
+            time.sleep(SUPERVISE_EVERY)
+            for i, worker in enumerate(workers):
+                code = worker.poll()
+                if code is None:
+                    continue
+                now = time.monotonic()
+                exits.append(now)
+                if len(exits) == CRASHES_TO_GIVE_UP and now - exits[0] < CRASH_WINDOW:
+                    raise CommandError(
+                        f"Server processes exited {CRASHES_TO_GIVE_UP} times within "
+                        f"{CRASH_WINDOW:.0f} s; stopping. See the errors above."
+                    )
+                self.stderr.write(
+                    f"Server process {worker.pid} exited ({code}); starting another."
+                )
+                workers[i] = start()
+                children.append(workers[i])
 
     def _sync(self, base_url: str, *, is_demo: bool) -> bool:
         try:
@@ -101,6 +161,57 @@ class Command(BaseCommand):
         return process
 
 
+def _processes(asked: int | None) -> int:
+    """How many server processes: as asked, else one per core where several can
+    share the work (production settings, PostgreSQL and Redis), else one."""
+    shared = settings.DATABASES["default"][
+        "ENGINE"
+    ] == "django.db.backends.postgresql" and bool(settings.REDIS_URL)
+    if asked is None:
+        return (os.cpu_count() or 1) if shared and not settings.DEBUG else 1
+    if asked < 1:
+        raise CommandError("--processes must be 1 or more.")
+    if asked > 1 and not shared:
+        # Each process would have its own in-memory channel layer (a tab on one
+        # would not hear answers run by another) and SQLite's locks do not
+        # make the fair queue's admission global.
+        raise CommandError(
+            "--processes above 1 needs PostgreSQL and Redis "
+            "(DATABASE_URL=postgres://..., REDIS_URL=redis://...)."
+        )
+    return asked
+
+
+def _daphne_args(bind: list[str]) -> list[str]:
+    size = str(frames.max_frame_bytes())
+    return (
+        ["-m", "daphne", *bind]
+        + ["--websocket-max-message-size", size]
+        + ["--websocket-max-frame-size", size]
+        + ["chatsite.asgi:application"]
+    )
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The port's one listening socket, inherited by every server process
+    (Daphne's --fd adopts it as an IPv4 socket)."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    if address is not None and address.version != 4:
+        raise CommandError("--processes above 1 needs an IPv4 --host.")
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as exc:
+        raise CommandError(f"Cannot listen on {host}:{port}: {exc.strerror}.") from None
+    listener.listen(1024)
+    listener.set_inheritable(True)
+    return listener
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -111,7 +222,10 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
 
 
-def _spawn(args: list[str]) -> subprocess.Popen[bytes]:
+def _spawn(args: list[str], pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, *args], cwd=settings.BASE_DIR, preexec_fn=_die_with_parent
+        [sys.executable, *args],
+        cwd=settings.BASE_DIR,
+        preexec_fn=_die_with_parent,
+        pass_fds=pass_fds,
     )
