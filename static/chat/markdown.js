@@ -290,10 +290,18 @@ function highlight(code) {
 // ---------------------------------------------------------------- block scanner
 
 const FENCE_OPEN = /^(`{3,}|~{3,})(.*)$/;
-const PLAIN_WORDS = /^ [^\s\\`*_~[\]<>&$]+$/u;
+const PLAIN_TEXT = /^[^\n\r\\`*_~[\]()<>&$]+$/u;
 const PROSE_LINE = /^(?:\p{L}|[*_"'(][^\s*_]|\*\*[^\s*]|__[^\s_])/u;
 const LIST_ITEM = /^(?:([-*+])|(\d{1,9})[.)])(?:[ \t]|$)/;
 const HEADING = /^#{1,6}(?:[ \t]|$)/;
+
+// Where `text` ends without the spaces and tabs markdown trims from the end of a
+// paragraph (only those: a no-break or ideographic space stays).
+function trimmedEnd(text) {
+  let end = text.length;
+  while (end > 0 && (text[end - 1] === " " || text[end - 1] === "\t")) end--;
+  return end;
+}
 
 // Finds the boundaries in a growing text. Lines are classified once, when their
 // newline arrives; only the first character of an incomplete line is looked at.
@@ -307,7 +315,16 @@ class BlockScanner {
     this.list = null; // "bullet" | "ordered": inside a top-level list
   }
 
-  scan(text) {
+  // `added`: what `text` gained since the last scan. A piece without a newline,
+  // on a line whose first character was already seen, changes nothing; it is
+  // settled without reading `text`, which a string grown piece by piece would
+  // have to copy whole (flatten) first: that would cost each token the
+  // answer's length.
+  scan(text, added = null) {
+    if (added !== null && !added.includes("\n") && this.lineStart < text.length - added.length) {
+      this.scanned = text.length;
+      return this.boundary;
+    }
     let newline;
     while ((newline = text.indexOf("\n", this.scanned)) !== -1) {
       this.line(text.slice(this.lineStart, newline), this.lineStart, newline + 1);
@@ -415,14 +432,16 @@ export class IncrementalMarkdown {
     this.tail = null;
     this.tailSource = null;
     this.codeTail = null; // {node, end, fence}: an open fence being appended to
+    this.prose = null; // {node, held}: the tail's one paragraph line (`proseTail`)
   }
 
   append(text) {
     if (!text) return;
     if (!this.tail) this.start();
     this.source += text;
-    const boundary = this.scanner.scan(this.source);
+    const boundary = this.scanner.scan(this.source, text);
     if (boundary > this.frozenEnd) this.freeze(boundary);
+    else if (this.appendText(text)) return;
     this.renderTail();
   }
 
@@ -445,6 +464,7 @@ export class IncrementalMarkdown {
     this.frozenEnd = end;
     this.tailSource = null;
     this.codeTail = null;
+    this.prose = null;
     const fragment = render(chunk, false);
     decorate(fragment, true);
     if (LIST_ITEM.test(chunk)) mergeList(this.lastFrozenElement(), fragment);
@@ -462,6 +482,7 @@ export class IncrementalMarkdown {
   }
 
   renderTail() {
+    this.prose = null;
     const fence = this.scanner.openFenceAt(this.frozenEnd);
     if (fence) {
       this.appendCode(fence);
@@ -469,33 +490,45 @@ export class IncrementalMarkdown {
     }
     const text = this.source.slice(this.frozenEnd);
     if (text === this.tailSource) return;
-    const previous = this.tailSource;
     this.tailSource = text;
-    if (previous !== null && this.appendWords(previous, text)) return;
     this.codeTail = null;
     const fragment = render(text, true);
     decorate(fragment, false);
     if (LIST_ITEM.test(text)) continueList(this.lastFrozenElement(), fragment);
     markHeadings(this.tail, fragment);
     this.tail.replaceChildren(fragment);
+    this.prose = this.proseTail(text);
   }
 
-  // The usual token, " word", continuing a paragraph line: markdown would render
-  // the tail exactly as it is now plus those characters, so append them as text.
-  // The line starts like prose (so it is no list item, heading, break, fence or
-  // table row, with or without the words); a space first settles any emphasis
-  // before it; no newline, and none of the characters that open or close inline
-  // syntax.
-  appendWords(previous, text) {
-    const added = text.slice(previous.length);
-    if (!PLAIN_WORDS.test(added) || /\s$/.test(previous) || !text.startsWith(previous)) {
-      return false;
-    }
-    if (!PROSE_LINE.test(previous.slice(previous.lastIndexOf("\n") + 1))) return false;
+  // Whether the tail is one paragraph that plain text may simply extend: its
+  // last line starts like prose (so it is no list item, heading, break, fence
+  // or table row, with or without more words), and its DOM is that paragraph,
+  // ending in text. Then {node, held}: `held` is its trailing whitespace, which
+  // markdown trims from a paragraph's end until more text follows it.
+  proseTail(text) {
+    if (!PROSE_LINE.test(text.slice(text.lastIndexOf("\n") + 1))) return null;
     const last = this.tail.lastElementChild;
-    const node = last && /^(P|H[1-6])$/.test(last.tagName) ? last.lastChild : null;
-    if (!node || node.nodeType !== Node.TEXT_NODE) return false;
-    node.appendData(added);
+    const node = last && last.tagName === "P" && last === this.tail.firstElementChild ? last.lastChild : null;
+    if (!node || node.nodeType !== Node.TEXT_NODE) return null;
+    return { node, held: text.slice(trimmedEnd(text)) };
+  }
+
+  // The usual token (" word", "word ", a few CJK characters) continuing the
+  // tail's paragraph line: markdown would render the tail exactly as it is now
+  // plus those characters, so they are appended as text, in time that does not
+  // grow with the paragraph. Not for a newline, nor any character that opens or
+  // closes inline syntax; the whitespace markdown would trim at the end is held
+  // back until text follows it.
+  appendText(added) {
+    const prose = this.prose;
+    this.prose = null; // settled again below, or by the next full render
+    if (!prose || this.codeTail || !PLAIN_TEXT.test(added)) return false;
+    if (prose.node.parentNode?.parentNode !== this.tail) return false; // re-rendered since
+    const combined = prose.held + added;
+    const end = trimmedEnd(combined);
+    if (end > 0) prose.node.appendData(combined.slice(0, end));
+    this.prose = { node: prose.node, held: combined.slice(end) };
+    this.tailSource = null; // the tail's source is read again only for a full render
     return true;
   }
 

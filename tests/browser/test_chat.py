@@ -612,6 +612,14 @@ DOCUMENTS = [
     '_emph_ words and __strong__x words ok\n\n"Quoted" text (aside) words.\n\n'
     "2024 was a year\n2024. was\n\nSetext words\n--- more\n\nA | B\n--|--\nc | d\n\n"
     "Words then\n=== and\n\n(Paren) words  \nhard break words\n",
+    # One long paragraph, as models write it: tokens with their space after,
+    # runs of spaces and tabs, spaces markdown trims (no-break, ideographic),
+    # soft breaks, and Chinese without any space.
+    "Tokens with the space after them " * 12
+    + "then  two\tspaces and a tab, \u00a0nbsp\u3000ideographic\u00a0 end.\n"
+    + "A soft break, then more words " * 6
+    + "\n\n这是一个很长的中文段落，模型一个字一个字地写出来，没有空格。" * 4
+    + "Mixed 中文 and English words, 还有标点！？\u3000\n\nLast words.   ",
 ]
 
 

@@ -109,7 +109,8 @@ COUNT_AND_WORDS = """() => {
   if (!article) return null;
   const figures = article.querySelector(".live-figures").textContent;
   const count = figures.match(/(\\d+) tokens? so far/);
-  const words = article.querySelector(".answer").textContent.split(/\\s+/).filter(Boolean);
+  const text = article.querySelector(".answer").textContent;
+  const words = text.split(/\\s+/).filter(Boolean);
   return [count ? Number(count[1]) : null, words.length];
 }"""
 
