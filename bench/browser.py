@@ -70,6 +70,12 @@ class Scenario:
     tps: float
     tokens: int
     per_paragraph: int = 40  # words; as many as `tokens`: one long paragraph
+    chinese: bool = False  # one paragraph of Chinese characters (`chinese_answer`)
+
+    @property
+    def stride(self) -> int:
+        """Tokens per marker word `w<i>`."""
+        return 2 if self.chinese else 1
 
 
 SCENARIOS = [
@@ -77,6 +83,7 @@ SCENARIOS = [
     # Chinese answers often come as one long paragraph: a token's cost must not
     # grow with the paragraph it lands in.
     Scenario("1 tab @ 80 tok/s, one paragraph", 1, 80, 400, per_paragraph=400),
+    Scenario("1 tab @ 80 tok/s, one Chinese paragraph", 1, 80, 400, chinese=True),
     Scenario("1 tab @ 400 tok/s", tabs=1, tps=400, tokens=2000),
     Scenario("1 tab @ 1000 tok/s", tabs=1, tps=1000, tokens=3000),
     Scenario("10 tabs @ 80 tok/s", tabs=10, tps=80, tokens=400),
@@ -91,6 +98,7 @@ LONG_HISTORY = 200
 BUDGETS: dict[str, dict[str, float]] = {
     "1 tab @ 80 tok/s": {"p99_ms": 10},
     "1 tab @ 80 tok/s, one paragraph": {"p99_ms": 10},
+    "1 tab @ 80 tok/s, one Chinese paragraph": {"p99_ms": 10},
     "1 tab @ 400 tok/s": {"p99_ms": 30},
     "10 tabs @ 80 tok/s": {"p99_ms": 300},
     "Enter -> first token": {"ttft_added_p50_ms": 30},
@@ -230,6 +238,16 @@ def plain_answer(tokens: int, per_paragraph: int = 40) -> str:
         ("\n\n" if i and i % per_paragraph == 0 else " " if i else "") + f"w{i}"
         for i in range(tokens)
     )
+
+
+CHINESE = "流式输出的每个字都应该立刻显示在页面上不要等待也不要合并"
+
+
+def chinese_answer(tokens: int) -> str:
+    """One paragraph without spaces, as Chinese is written: ``w0流w1式…``, a
+    character between markers, each its own token (the simulator splits CJK
+    text a character at a time): marker i is token 2i."""
+    return "".join(f"w{i}{CHINESE[i % len(CHINESE)]}" for i in range(tokens // 2))
 
 
 _WORDS = [
@@ -527,10 +545,17 @@ def entry_for(log: list[dict[str, Any]], text: str) -> dict[str, Any]:
     )
 
 
-def token_latencies(stamps: list[list[float]], entry: dict[str, Any]) -> list[float]:
-    """Per token: stamped in the page minus sent by the simulator, in ms."""
+def token_latencies(
+    stamps: list[list[float]], entry: dict[str, Any], stride: int = 1
+) -> list[float]:
+    """Per marker token (marker i is token i * stride): stamped in the page
+    minus sent by the simulator, in ms."""
     sent = entry["times"]
-    return [(at - sent[int(i)] * 1000) for i, at in stamps if i < len(sent)]
+    return [
+        (at - sent[int(i) * stride] * 1000)
+        for i, at in stamps
+        if i * stride < len(sent)
+    ]
 
 
 async def measure_streams(
@@ -538,7 +563,9 @@ async def measure_streams(
 ) -> dict:
     site.configure(
         tps=scenario.tps,
-        answer_text=plain_answer(scenario.tokens, scenario.per_paragraph),
+        answer_text=chinese_answer(scenario.tokens)
+        if scenario.chinese
+        else plain_answer(scenario.tokens, scenario.per_paragraph),
         ttft_ms=0,
     )
     conversations = site.new_conversations(scenario.tabs)
@@ -560,8 +587,8 @@ async def measure_streams(
     for page, text in zip(pages, texts, strict=True):
         bench = await page.evaluate("window.__bench")
         entry = entry_for(log, text)
-        latencies += token_latencies(bench["visible"], entry)
-        arrivals += token_latencies(bench["arrived"], entry)
+        latencies += token_latencies(bench["visible"], entry, scenario.stride)
+        arrivals += token_latencies(bench["arrived"], entry, scenario.stride)
         seen += len(bench["visible"])
         await page.context.close()
     row: dict[str, Any] = {"scenario": scenario.name, "tokens": seen}
@@ -570,8 +597,9 @@ async def measure_streams(
     # The part of it before the page: the server and the network.
     row["socket_p50_ms"] = percentile(arrivals, 0.5)
     row["socket_p99_ms"] = percentile(arrivals, 0.99)
-    row.update({k: v / max(seen, 1) * 1000 for k, v in used.items()})
-    row["complete"] = seen == scenario.tabs * scenario.tokens
+    tokens = max(seen * scenario.stride, 1)
+    row.update({k: v / tokens * 1000 for k, v in used.items()})
+    row["complete"] = seen == scenario.tabs * scenario.tokens // scenario.stride
     row["all_visible"] = all(v == "visible" for v in visibility)
     return row
 

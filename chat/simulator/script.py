@@ -96,11 +96,15 @@ _CLOSINGS = (
     "If anything is unclear, just ask and I'll expand on it.",
 )
 
-_WORD_RE = re.compile(r"\s*\S+|\s+")
+# A word with the whitespace before it; Chinese, Japanese and Korean text (no
+# spaces between words) a character at a time, as real tokenizers emit it.
+_CJK = "\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef"
+_WORD_RE = re.compile(rf"\s*[{_CJK}]|\s*[^\s{_CJK}]+|\s+")
 
 
 def split_tokens(text: str) -> list[str]:
-    """Split text into word tokens (each with its leading whitespace), losslessly."""
+    """Split text into word tokens (each with its leading whitespace; CJK text a
+    character at a time), losslessly."""
     return _WORD_RE.findall(text)
 
 

@@ -231,6 +231,7 @@ def test_answer_text_override_is_split_by_words(
     contents = [c["message"]["content"] for c in lines[2:-1]]
     assert contents == ["Hello,", " wörld", " —", " 🙂", " done."]
     assert split_tokens(" a  b\n") == [" a", "  b", "\n"]
+    assert split_tokens("中文 text，好。") == ["中", "文", " text", "，", "好", "。"]
 
 
 def test_num_predict_stops_with_length(client: httpx.Client) -> None:
