@@ -79,6 +79,7 @@ run: venv vendor
 
 bench: venv chromium
 	$(PY) -m bench
+	$(PY) -m bench.processes
 	$(PY) -m bench.load $(LOAD_ARGS)
 	$(PY) -m bench.browser
 	$(PY) -m bench.rendering

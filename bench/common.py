@@ -54,6 +54,17 @@ def spawn(env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
     )
 
 
+def terminate(processes: list[subprocess.Popen[bytes]], wait: float = 20) -> None:
+    """Ask each process to end, then kill those still running after `wait` s."""
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        try:
+            process.wait(wait)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
 def spawn_simulator(
     env: dict[str, str], port: int, *options: str
 ) -> subprocess.Popen[bytes]:

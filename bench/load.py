@@ -38,7 +38,14 @@ import psycopg
 import websockets
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from bench.common import ROOT, free_port, manage, spawn_simulator, wait_until_up
+from bench.common import (
+    ROOT,
+    free_port,
+    manage,
+    spawn_simulator,
+    terminate,
+    wait_until_up,
+)
 
 USERS = 20
 SOCKETS_PER_USER = 10
@@ -177,13 +184,7 @@ class Site:
     def stop(self) -> None:
         from tests import servers
 
-        for process in self.processes:
-            process.terminate()
-        for process in self.processes:
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        terminate(self.processes)
         servers.stop_servers()
         self.tmp.cleanup()
 

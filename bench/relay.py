@@ -105,6 +105,11 @@ class Site:
         return self.processes[1].pid
 
     @property
+    def server_pids(self) -> list[int]:
+        """The processes serving the site (one Daphne here)."""
+        return [self.daphne_pid]
+
+    @property
     def sim_pid(self) -> int:
         return self.processes[0].pid
 
@@ -354,7 +359,8 @@ async def run_scenario(site: Site, scenario: Scenario) -> dict[str, Any]:
         answer_text=answer_text(scenario.tokens),
         ttft_ms=0,
     )
-    cpu_before = cpu_seconds(site.daphne_pid)
+    servers = site.server_pids
+    cpu_before = sum(map(cpu_seconds, servers))
     sim_before = cpu_seconds(site.sim_pid)
     client_before = client_cpu_seconds()
     began = time.monotonic()
@@ -388,7 +394,7 @@ async def run_scenario(site: Site, scenario: Scenario) -> dict[str, Any]:
                     )
                 )
     elapsed = time.monotonic() - began
-    cpu_used = cpu_seconds(site.daphne_pid) - cpu_before
+    cpu_used = sum(map(cpu_seconds, servers)) - cpu_before
     sim_used = cpu_seconds(site.sim_pid) - sim_before
     client_used = client_cpu_seconds() - client_before
     log = site.sim_log()
@@ -416,7 +422,7 @@ async def run_scenario(site: Site, scenario: Scenario) -> dict[str, Any]:
     # The simulator and this load client share the machine with Daphne.
     row["sim_cpu_s_per_1k_tokens"] = sim_used / max(tokens, 1) * 1000
     row["client_cpu_s_per_1k_tokens"] = client_used / max(tokens, 1) * 1000
-    row["daphne_rss_mib"] = rss_mib(site.daphne_pid)
+    row["daphne_rss_mib"] = sum(map(rss_mib, servers))
     row["offered_tps"] = scenario.streams * scenario.tps
     row["delivered_tps"] = tokens / elapsed
     # Admission (no limits here): the time from the question to the upstream request.
