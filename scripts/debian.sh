@@ -29,3 +29,16 @@ apt_install() {
   "${SUDO[@]}" apt-get -o DPkg::Lock::Timeout=600 -q install -y \
     --no-install-recommends "$@"
 }
+
+# refuse_service_starts: after use_root, until the script exits, a package
+# being installed may not start its service (the tests start their own).
+# invoke-rc.d and deb-systemd-invoke ask policy-rc.d; 101 means "do not start".
+# Only when the machine has no policy of its own, and removed again after.
+refuse_service_starts() {
+  local policy=/usr/sbin/policy-rc.d
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee "$policy" >/dev/null
+    "${SUDO[@]}" chmod 755 "$policy"
+    trap '"${SUDO[@]}" rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
+}

@@ -25,14 +25,7 @@ use_root ensure-slapd \
   "  (or set SLAPD=/path/to/slapd). The LDAP tests will be skipped."
 echo "slapd slapd/no_configuration boolean true" | "${SUDO[@]}" debconf-set-selections
 
-# invoke-rc.d and deb-systemd-invoke ask policy-rc.d; 101 means "do not start".
-# Only when the machine has no policy of its own, and removed again after.
-policy=/usr/sbin/policy-rc.d
-if [[ ! -e $policy ]]; then
-  printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee "$policy" >/dev/null
-  "${SUDO[@]}" chmod 755 "$policy"
-  trap '"${SUDO[@]}" rm -f "$policy"' EXIT
-fi
+refuse_service_starts
 
 apt_update
 apt_install slapd
