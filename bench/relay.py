@@ -51,6 +51,7 @@ class Scenario:
     # How the answers are read: "ws" (the conversation's WebSocket), or over the
     # API, "sse" (/v1/chat/completions) or "ndjson" (/api/chat).
     via: str = "ws"
+    nginx: bool = False  # the socket through nginx running deploy/nginx.conf
 
 
 class Site:
@@ -70,6 +71,7 @@ class Site:
         self.env.pop("REDIS_URL", None)
         self.sim_port, self.web_port = free_port(), free_port()
         self.processes: list[subprocess.Popen[bytes]] = []
+        self.nginx: Any = None  # tests.nginx.Nginx, once `start_nginx` ran
 
     @property
     def sim_url(self) -> str:
@@ -100,6 +102,18 @@ class Site:
         wait_until_up(f"http://127.0.0.1:{self.web_port}/login/")
         self.cookie, self.api_key = self._setup_data()
 
+    def start_nginx(self) -> int:
+        """Debian's nginx with the shipped deploy/nginx.conf in front of the
+        Daphne process (tests/nginx.py); its port."""
+        from tests.nginx import Nginx, render
+
+        directory = Path(self.tmp.name) / "nginx"
+        directory.mkdir()
+        port = free_port()
+        self.nginx = Nginx(directory, port, render(directory, port, [self.web_port]))
+        self.nginx.start()
+        return port
+
     @property
     def daphne_pid(self) -> int:
         return self.processes[1].pid
@@ -114,6 +128,8 @@ class Site:
         return self.processes[0].pid
 
     def stop(self) -> None:
+        if self.nginx is not None:
+            self.nginx.stop()
         for process in self.processes:
             process.terminate()
         for process in self.processes:
@@ -175,12 +191,15 @@ class Site:
 
 
 async def through_chatsite(
-    site: Site, conversation_id: int, ends: list[int]
+    site: Site, conversation_id: int, ends: list[int], port: int | None = None
 ) -> StreamResult:
+    """The answer over the conversation's socket, on Daphne's port or `port`
+    (nginx's)."""
     result = StreamResult(key=f"bench conversation {conversation_id}")
     chunks: list[tuple[float, int]] = []
-    url = f"ws://127.0.0.1:{site.web_port}/ws/conversations/{conversation_id}/"
-    headers = {"Cookie": site.cookie, "Origin": f"http://127.0.0.1:{site.web_port}"}
+    port = port or site.web_port
+    url = f"ws://127.0.0.1:{port}/ws/conversations/{conversation_id}/"
+    headers = {"Cookie": site.cookie, "Origin": f"http://127.0.0.1:{port}"}
     async with websockets.connect(url, additional_headers=headers, max_size=None) as ws:
         result.started = time.time()
         await ws.send(
@@ -220,7 +239,12 @@ async def watch_link(site: Site, token: str, opened: asyncio.Event) -> int:
 
 
 async def with_viewers(
-    site: Site, conversation_id: int, token: str | None, count: int, ends: list[int]
+    site: Site,
+    conversation_id: int,
+    token: str | None,
+    count: int,
+    ends: list[int],
+    port: int | None = None,
 ) -> StreamResult:
     """The owner's stream, with `count` viewers of a live link watching it (a
     share socket subscribes before its handshake ends: once open, it hears all)."""
@@ -229,7 +253,7 @@ async def with_viewers(
         opened = asyncio.Event()
         viewers.append(asyncio.create_task(watch_link(site, token or "", opened)))
         await opened.wait()
-    result = await through_chatsite(site, conversation_id, ends)
+    result = await through_chatsite(site, conversation_id, ends, port)
     result.viewer_frames = sum(await asyncio.gather(*viewers))
     return result
 
@@ -374,6 +398,7 @@ async def run_scenario(site: Site, scenario: Scenario) -> dict[str, Any]:
                         tokens_of[i] if tokens_of else None,
                         scenario.viewers,
                         ends,
+                        site.nginx.port if scenario.nginx else None,
                     )
                     for i, pk in enumerate(conversations)
                 )
