@@ -367,6 +367,48 @@ async def test_a_regenerate_or_another_version_replaces_the_answer_for_a_viewer(
     assert "versions" not in answer["html"] and "show/" not in answer["html"]
 
 
+async def test_a_viewer_follows_an_edit_of_an_earlier_turn_and_the_walk_back(
+    alice, conversation, simulator
+):
+    """Three turns; the owner edits the first question, then shows its first
+    version again: the viewer's page loses and regains the later turns, with
+    the ordinals a reload would give."""
+    _, token = await make_link(conversation)
+    viewer = await ready(await open_viewer(token))
+    owner = await connect(alice, conversation)
+    for n in (1, 2, 3):
+        simulator.config.answer_text = f"answer {n}"
+        await send(owner, f"question {n}")
+        await frames_until(owner, "done")
+        await frames_until(viewer, "done")
+        await viewer.receive_json_from(timeout=5)  # the stored answer
+    first = await Message.objects.filter(content="question 1").afirst()
+    simulator.config.answer_text = "answer 1b"
+    await owner.send_json_to(
+        {"type": "edit", "message_id": first.pk, "content": "question 1b"}
+    )
+    await frames_until(owner, "done")
+    edited = await frames_until(viewer, "done")
+    await viewer.receive_json_from(timeout=5)
+    assert edited[0] == {"type": "removed", "message_ids": [1, 2, 3, 4, 5, 6]}
+    assert edited[1]["message"]["id"] == 1
+    assert edited[1]["message"]["content"] == "question 1b"
+    assert ids_in(edited[1:]) == {1, 2}
+
+    client = AsyncClient()
+    await client.aforce_login(alice)
+    url = reverse("show_version", args=[conversation.pk, first.pk])
+    assert (await client.post(url)).status_code == 200
+    back = [await viewer.receive_json_from(timeout=5) for _ in range(7)]
+    await owner.disconnect()
+    await viewer.disconnect()
+    assert back[0] == {"type": "removed", "message_ids": [1, 2]}
+    assert [f["message"]["id"] for f in back[1:]] == [1, 2, 3, 4, 5, 6]
+    assert [f["message"]["content"] for f in back[1:]] == [
+        "question 1", "answer 1", "question 2", "answer 2", "question 3", "answer 3",
+    ]  # fmt: skip
+
+
 async def test_a_flooding_viewer_is_closed_with_4429(alice, conversation, settings):
     from chat.sockets.close_codes import CLOSE_RATE_LIMITED
 
