@@ -70,9 +70,39 @@ class Conversation(models.Model):
     # False for an answer asked over the API and kept only for its figures
     # (`chat.api`): not in the owner's list, never shared.
     listed = models.BooleanField(default=True)
+    # The sidebar (chat.web.sidebar): pinned on top, archived out of the list
+    # (still found by search), or filed in one of the owner's folders. Set with
+    # .update() so that filing a conversation does not count as activity.
+    pinned_at = models.DateTimeField(null=True, blank=True)
+    archived_at = models.DateTimeField(null=True, blank=True)
+    folder = models.ForeignKey(
+        "chat.Folder",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="conversations",
+    )
+    # An imported conversation (chat.transfer): where it came from, and the key
+    # that makes a second import of the same file create nothing new.
+    imported_from = models.CharField(max_length=20, blank=True)
+    import_key = models.CharField(max_length=200, blank=True)
 
     class Meta:
         ordering = ["-updated_at", "-pk"]
+        indexes = [
+            # The sidebar's page: one owner's listed conversations by activity.
+            models.Index(
+                fields=["owner", "listed", "archived_at", "-updated_at", "-id"],
+                name="conversation_sidebar",
+            ),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "import_key"],
+                condition=~models.Q(import_key=""),
+                name="conversation_import_once",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.display_title
