@@ -4,6 +4,7 @@
 #   make test     lint + type check + the whole suite on real PostgreSQL and Redis,
 #                 then the smoke tests again on the zero-config SQLite defaults
 #   make test-real  a real small model (SmolLM2 on llama.cpp) chatted with through the site
+#   make bench-data  search, the sidebar and import with 1,000,000 messages on PostgreSQL
 #   make lint / format / bench / vendor / clean / distclean
 #
 # Variables: HOST, PORT, RUNSITE_ARGS (run), e.g. RUNSITE_ARGS=--no-simulator;
@@ -27,7 +28,7 @@ PYTEST_WORKERS ?= 2
 LOAD_ARGS ?=
 RUNSITE_ARGS ?=
 
-.PHONY: help venv vendor chromium oidc-provider slapd nginx llm run test test-real lint format bench clean distclean
+.PHONY: help venv vendor chromium oidc-provider slapd nginx llm run test test-real lint format bench bench-data clean distclean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -89,6 +90,10 @@ bench: venv chromium nginx
 	$(PY) -m bench.browser
 	$(PY) -m bench.rendering
 	$(PY) -m bench.pages
+
+# Slow to seed (a few minutes), so apart from `make bench`.
+bench-data: venv
+	$(PY) -m bench.data
 
 # ---------------------------------------------------------------- checks
 
