@@ -39,6 +39,12 @@ export function open(text) {
 }
 
 function onKey(event) {
+  if (event.key === "Escape") {
+    // Closes at once, keeping the text (a search box would clear it first).
+    event.preventDefault();
+    dialog.close();
+    return;
+  }
   const all = hits();
   if (event.key === "ArrowDown" || event.key === "ArrowUp") {
     if (!all.length) return;

@@ -90,13 +90,17 @@ def test_a_longer_chinese_phrase(alice: Any, library: Any) -> None:
     assert [t for t, _ in _found(alice, "用肺呼吸")] == ["海洋"]
     assert _found(alice, "用鳃呼吸") == []
     # Punctuation splits a phrase into terms, each to be found.
-    assert _found(alice, "哺乳动物，用肺") == [("海洋", "是的，鲸鱼是哺乳动物，用肺呼吸。")]
+    assert _found(alice, "哺乳动物，用肺") == [
+        ("海洋", "是的，鲸鱼是哺乳动物，用肺呼吸。")
+    ]
 
 
 def test_mixed_english_and_chinese(alice: Any, library: Any) -> None:
     # "GPU" sits inside Chinese text with no space around it.
     assert _found(alice, "GPU 加速") == [("GPU", "怎么用GPU加速推理？")]
-    assert _found(alice, "cuda 显存") == [("GPU", "把模型放进显存，然后用CUDA内核运行。")]
+    assert _found(alice, "cuda 显存") == [
+        ("GPU", "把模型放进显存，然后用CUDA内核运行。")
+    ]
 
 
 def test_titles_match_first(alice: Any, library: Any) -> None:
@@ -131,9 +135,7 @@ def test_thinking_is_searched_only_when_asked(alice: Any) -> None:
     ]
 
 
-def test_archived_conversations_are_found_and_say_so(
-    alice: Any, library: Any
-) -> None:
+def test_archived_conversations_are_found_and_say_so(alice: Any, library: Any) -> None:
     Conversation.objects.filter(pk=library["sea"].pk).update(
         archived_at=library["sea"].created_at
     )
@@ -163,9 +165,7 @@ def test_a_message_edited_after_is_found_by_its_new_text(
     assert [t for t, _ in _found(alice, "squids")] == ["Sea life"]
 
 
-def test_a_deleted_conversation_leaves_nothing_behind(
-    alice: Any, library: Any
-) -> None:
+def test_a_deleted_conversation_leaves_nothing_behind(alice: Any, library: Any) -> None:
     library["sea"].delete()
     assert _found(alice, "octopuses") == []
 
