@@ -16,7 +16,7 @@ from chat.models.effective import Effective, EffectiveSettings, History, Level
 from chat.models.history import Prompt, build_prompt, estimate_tokens, message_chars
 from chat.models.messages import Message
 from chat.models.notices import SettingsChange
-from chat.models.paging import Page, newest_before
+from chat.models.paging import Page, newest_before, page_size
 from chat.models.profiles import HistoryPolicy, ModelProfile, ThinkingMode
 from chat.models.site import SiteDefaults
 from chat.models.versions import (
@@ -28,6 +28,12 @@ from chat.models.versions import (
 
 if TYPE_CHECKING:
     from chat.models.api_keys import ApiKey
+
+
+# A search hit this many pages above the newest message or fewer opens on a page
+# that reaches the newest (Conversation.timeline_around); one further up opens
+# on a page of its own, and the composer waits for the newest.
+AROUND_PAGES = 4
 
 
 class Conversation(models.Model):
@@ -390,13 +396,13 @@ class Conversation(models.Model):
         return self.timeline_page().items
 
     def timeline_page(
-        self, before: int | None = None
+        self, before: int | None = None, size: int | None = None
     ) -> Page[Message | SettingsChange]:
         """A page of messages (the newest below the message id `before`, or the
         newest of all) with the settings-change notices between them, in order;
         each answer knows its turn's versions. A notice goes after the messages
         stored before it (or with it), so each is on exactly one page."""
-        page = newest_before(self.messages.all(), before)
+        page = newest_before(self.messages.all(), before, size)
         shown = page.items
         self.place_answers(shown)
         notices = self.settings_changes.all()
@@ -410,6 +416,23 @@ class Conversation(models.Model):
         messages: list[Message | SettingsChange] = list(shown)
         items = list(heapq.merge(messages, list(notices), key=_created_at))
         return Page(items, page.older)
+
+    def timeline_around(
+        self, message_id: int
+    ) -> tuple[Page[Message | SettingsChange], bool]:
+        """The page that shows the message `message_id` (a search hit) with half
+        a page above it: down to the newest message when those below it fit in
+        AROUND_PAGES pages, else half a page below it and True (the newest are
+        not on it). The newest page if the message is not a shown one."""
+        shown = self.messages.all()
+        if not shown.filter(pk=message_id).exists():
+            return self.timeline_page(), False
+        size = page_size()
+        below = shown.filter(pk__gt=message_id).order_by("pk")
+        later = list(below.values_list("pk", flat=True)[: AROUND_PAGES * size + 1])
+        if len(later) <= AROUND_PAGES * size:
+            return self.timeline_page(size=len(later) + 1 + size // 2), False
+        return self.timeline_page(later[size // 2], size=size), True
 
     @transaction.atomic
     def begin_regenerate(self, answer_id: int | None = None) -> Retry:
