@@ -8,6 +8,7 @@ from chat.models.api_keys import ApiKey
 from chat.models.audit import AuditEvent
 from chat.models.conversations import Conversation, Retry, Turn, VersionSwitch
 from chat.models.effective import Effective, EffectiveSettings, History, Level
+from chat.models.folders import Folder
 from chat.models.group_rules import GroupRule
 from chat.models.history import Prompt
 from chat.models.messages import Message, MessageQuerySet
@@ -39,6 +40,7 @@ __all__ = [
     "UserSettings",
     "Conversation",
     "Effective",
+    "Folder",
     "EffectiveSettings",
     "History",
     "Level",

@@ -16,7 +16,7 @@ from chat.models.effective import Effective, EffectiveSettings, History, Level
 from chat.models.history import Prompt, build_prompt, estimate_tokens, message_chars
 from chat.models.messages import Message
 from chat.models.notices import SettingsChange
-from chat.models.paging import Page, newest_before
+from chat.models.paging import Page, newest_before, page_size
 from chat.models.profiles import HistoryPolicy, ModelProfile, ThinkingMode
 from chat.models.site import SiteDefaults
 from chat.models.versions import (
@@ -28,6 +28,12 @@ from chat.models.versions import (
 
 if TYPE_CHECKING:
     from chat.models.api_keys import ApiKey
+
+
+# A search hit this many pages above the newest message or fewer opens on a page
+# that reaches the newest (Conversation.timeline_around); one further up opens
+# on a page of its own, and the composer waits for the newest.
+AROUND_PAGES = 4
 
 
 class Conversation(models.Model):
@@ -70,9 +76,39 @@ class Conversation(models.Model):
     # False for an answer asked over the API and kept only for its figures
     # (`chat.api`): not in the owner's list, never shared.
     listed = models.BooleanField(default=True)
+    # The sidebar (chat.web.sidebar): pinned on top, archived out of the list
+    # (still found by search), or filed in one of the owner's folders. Set with
+    # .update() so that filing a conversation does not count as activity.
+    pinned_at = models.DateTimeField(null=True, blank=True)
+    archived_at = models.DateTimeField(null=True, blank=True)
+    folder = models.ForeignKey(
+        "chat.Folder",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="conversations",
+    )
+    # An imported conversation (chat.transfer): where it came from, and the key
+    # that makes a second import of the same file create nothing new.
+    imported_from = models.CharField(max_length=20, blank=True)
+    import_key = models.CharField(max_length=200, blank=True)
 
     class Meta:
         ordering = ["-updated_at", "-pk"]
+        indexes = [
+            # The sidebar's page: one owner's listed conversations by activity.
+            models.Index(
+                fields=["owner", "listed", "archived_at", "-updated_at", "-id"],
+                name="conversation_sidebar",
+            ),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "import_key"],
+                condition=~models.Q(import_key=""),
+                name="conversation_import_once",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.display_title
@@ -360,13 +396,13 @@ class Conversation(models.Model):
         return self.timeline_page().items
 
     def timeline_page(
-        self, before: int | None = None
+        self, before: int | None = None, size: int | None = None
     ) -> Page[Message | SettingsChange]:
         """A page of messages (the newest below the message id `before`, or the
         newest of all) with the settings-change notices between them, in order;
         each answer knows its turn's versions. A notice goes after the messages
         stored before it (or with it), so each is on exactly one page."""
-        page = newest_before(self.messages.all(), before)
+        page = newest_before(self.messages.all(), before, size)
         shown = page.items
         self.place_answers(shown)
         notices = self.settings_changes.all()
@@ -380,6 +416,23 @@ class Conversation(models.Model):
         messages: list[Message | SettingsChange] = list(shown)
         items = list(heapq.merge(messages, list(notices), key=_created_at))
         return Page(items, page.older)
+
+    def timeline_around(
+        self, message_id: int
+    ) -> tuple[Page[Message | SettingsChange], bool]:
+        """The page that shows the message `message_id` (a search hit) with half
+        a page above it: down to the newest message when those below it fit in
+        AROUND_PAGES pages, else half a page below it and True (the newest are
+        not on it). The newest page if the message is not a shown one."""
+        shown = self.messages.all()
+        if not shown.filter(pk=message_id).exists():
+            return self.timeline_page(), False
+        size = page_size()
+        below = shown.filter(pk__gt=message_id).order_by("pk")
+        later = list(below.values_list("pk", flat=True)[: AROUND_PAGES * size + 1])
+        if len(later) <= AROUND_PAGES * size:
+            return self.timeline_page(size=len(later) + 1 + size // 2), False
+        return self.timeline_page(later[size // 2], size=size), True
 
     @transaction.atomic
     def begin_regenerate(self, answer_id: int | None = None) -> Retry:

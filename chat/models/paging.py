@@ -33,11 +33,12 @@ class Page(Generic[T]):
 
 
 def newest_before(
-    messages: QuerySet[Message], before: int | None = None
+    messages: QuerySet[Message], before: int | None = None, size: int | None = None
 ) -> Page[Message]:
-    """The newest messages of `messages` with an id below `before` (all, if None);
-    the cursor of the page before is the oldest one's id."""
-    size = page_size()
+    """The newest `size` (a page's, by default) messages of `messages` with an
+    id below `before` (all, if None); the cursor of the page before is the
+    oldest one's id."""
+    size = size or page_size()
     rows = messages.order_by("-pk")
     if before is not None:
         rows = rows.filter(pk__lt=before)

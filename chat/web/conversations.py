@@ -51,7 +51,7 @@ def _text(content: str, status: int = 200) -> HttpResponse:
     )
 
 
-def _sidebar(request: HttpRequest) -> dict[str, object]:
+def sidebar_context(request: HttpRequest) -> dict[str, object]:
     return {
         "conversations": Conversation.objects.filter(
             owner_id=request.user.pk, listed=True
@@ -66,7 +66,7 @@ def home(request: HttpRequest) -> HttpResponse:
     if not request.user.is_authenticated:
         return redirect("login")
     context = {
-        **_sidebar(request),
+        **sidebar_context(request),
         "default_model": Conversation.site_model_for(request.user),
     }
     return render(request, "chat/index.html", context)
@@ -94,10 +94,17 @@ def new_conversation(request: SignedInRequest) -> HttpResponseRedirect:
 @require_GET
 def conversation(request: SignedInRequest, pk: int) -> HttpResponse:
     current = _owned(request, pk)
-    timeline = current.timeline_page()
+    target = _message_id(request.GET.get("message"))
+    reading_earlier = False
+    if target is None:
+        timeline = current.timeline_page()
+    else:
+        timeline, reading_earlier = current.timeline_around(target)
     context = {
-        **_sidebar(request),
+        **sidebar_context(request),
         "conversation": current,
+        "target_message": target,
+        "reading_earlier": reading_earlier,
         "chat_messages": timeline.items,
         "older_url": _older_url(current, timeline.older),
         "thinking_form": ThinkingForm(instance=current),
@@ -105,6 +112,14 @@ def conversation(request: SignedInRequest, pk: int) -> HttpResponse:
         **_settings_context(current, SettingsForm(instance=current)),
     }
     return render(request, "chat/conversation.html", context)
+
+
+def _message_id(raw: str | None) -> int | None:
+    """A message id from the query string (a search hit's link); anything else
+    is ignored: the page opens at its newest message."""
+    if raw is None or not raw.isascii() or not raw.isdigit() or len(raw) > 18:
+        return None
+    return int(raw)
 
 
 @login_required

@@ -9,6 +9,7 @@ from chat.web import (
     conversations,
     invitations,
     oidc_views,
+    search,
     sharing_urls,
 )
 from chat.web.signin import SignInView
@@ -22,6 +23,7 @@ urlpatterns = [
     path("oidc/authenticate/", oidc_views.start, name="oidc_authentication_init"),
     path("oidc/callback/", oidc_views.callback, name="oidc_authentication_callback"),
     path("c/new/", conversations.new_conversation, name="new_conversation"),
+    path("search/", search.search, name="search"),
     path("quota/line/", conversations.quota_line, name="quota_line"),
     path("c/<int:pk>/", conversations.conversation, name="conversation"),
     path("c/<int:pk>/thinking/", conversations.set_thinking, name="set_thinking"),

@@ -410,6 +410,15 @@ export function followNewest() {
   drawing.following = true;
 }
 
+// A message asked for by a search hit: in view and marked, the newest not followed
+// (again after the next frame, once answers rendered as markdown have their height).
+export function showMessage(article) {
+  drawing.following = false;
+  article.classList.add("search-target");
+  article.scrollIntoView({ block: "center" });
+  requestAnimationFrame(() => article.scrollIntoView({ block: "center" }));
+}
+
 // Whether the bottom is in view comes from an IntersectionObserver (no layout
 // reads of ours); scrolling up by wheel, touch or keys stops following at once.
 export function watchScrolling() {

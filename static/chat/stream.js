@@ -6,7 +6,7 @@
 // close_codes.js, markdown.js. Protocol: README.md and chat/live/frames.py.
 
 import { wireList, wireOwner } from "./composer.js";
-import { liveFor, requestFrame, watchScrolling } from "./live_answer.js";
+import { liveFor, requestFrame, showMessage, watchScrolling } from "./live_answer.js";
 import { enhanceAnswer } from "./markdown.js";
 import { chat, list, owner } from "./page.js";
 import { connect, reconnectNow } from "./socket.js";
@@ -40,10 +40,12 @@ function start() {
     liveFor(Number(article.dataset.messageId));
     setBusy(true);
   }
-  list.scrollTop = list.scrollHeight;
+  const target = chat.dataset.targetMessage && document.getElementById(`message-${chat.dataset.targetMessage}`);
+  if (target) showMessage(target); // a search hit (chat/web/search.py)
+  else list.scrollTop = list.scrollHeight;
   requestFrame(); // render a checkpointed answer as markdown; scroll once laid out
   // Ready to type, except on touch screens, where that would open the keyboard.
-  if (window.matchMedia("(hover: hover) and (min-width: 761px)").matches) owner?.input.focus();
+  if (!target && window.matchMedia("(hover: hover) and (min-width: 761px)").matches) owner?.input.focus();
   window.addEventListener("online", reconnectNow);
   document.addEventListener("visibilitychange", () => {
     if (document.visibilityState === "visible") reconnectNow();

@@ -1,0 +1,90 @@
+// Search over one's conversations (chat/web/search.py): Ctrl+K (⌘K) or the
+// sidebar's search box opens the dialog; typing asks the server (htmx, the
+// form's hx-sync drops a stale request); ↑ ↓ move through the results and
+// Enter opens one, at its message.
+
+const dialog = document.getElementById("search-dialog");
+const input = document.getElementById("search-input");
+const form = document.getElementById("search-form");
+const results = document.getElementById("search-results");
+const sidebarBox = document.getElementById("conversation-search");
+
+function hits() {
+  return [...results.querySelectorAll(".search-hit")];
+}
+
+function activeIndex() {
+  return hits().findIndex((hit) => hit.classList.contains("active"));
+}
+
+function activate(index) {
+  const all = hits();
+  all.forEach((hit, n) => {
+    hit.classList.toggle("active", n === index);
+    if (n === index) {
+      hit.setAttribute("aria-current", "true");
+      hit.scrollIntoView({ block: "nearest" });
+    } else hit.removeAttribute("aria-current");
+  });
+}
+
+export function open(text) {
+  if (!dialog.open) dialog.showModal();
+  if (typeof text === "string" && text !== input.value) {
+    input.value = text;
+    htmx.trigger(input, "input");
+  }
+  input.focus();
+  input.select();
+}
+
+function onKey(event) {
+  if (event.key === "Escape") {
+    // Closes at once, keeping the text (a search box would clear it first).
+    event.preventDefault();
+    dialog.close();
+    return;
+  }
+  const all = hits();
+  if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+    if (!all.length) return;
+    event.preventDefault();
+    const step = event.key === "ArrowDown" ? 1 : -1;
+    const next = (activeIndex() + step + all.length) % all.length;
+    activate(next);
+  } else if (event.key === "Enter" && event.target === input && all.length) {
+    event.preventDefault();
+    const chosen = all[Math.max(0, activeIndex())];
+    window.location.assign(chosen.href);
+  }
+}
+
+function wire() {
+  document.addEventListener("keydown", (event) => {
+    if ((event.ctrlKey || event.metaKey) && !event.altKey && event.key.toLowerCase() === "k") {
+      event.preventDefault();
+      open();
+    }
+  });
+  dialog.addEventListener("keydown", onKey);
+  // A click on the backdrop (the dialog itself, outside its content) closes it.
+  dialog.addEventListener("click", (event) => {
+    if (event.target === dialog) dialog.close();
+  });
+  // New results: the first is the one Enter opens.
+  results.addEventListener("htmx:afterSwap", () => activate(0));
+  form.addEventListener("htmx:afterSwap", () => activate(0));
+  if (sidebarBox) {
+    sidebarBox.setAttribute("aria-haspopup", "dialog");
+    // Not on focus: closing the dialog gives the focus back to this box.
+    const handOver = () => {
+      const text = sidebarBox.value;
+      sidebarBox.value = "";
+      open(text || undefined);
+    };
+    sidebarBox.addEventListener("click", handOver);
+    sidebarBox.addEventListener("input", handOver);
+  }
+}
+
+if (dialog) wire();
