@@ -12,7 +12,6 @@ the answer that follows it. Structure: tests/transfer/samples/chatgpt-README.md.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
 from typing import Any
 
 from chat.transfer.incoming import (
@@ -20,6 +19,8 @@ from chat.transfer.incoming import (
     IncomingConversation,
     IncomingMessage,
     Summary,
+    branch_to,
+    each,
     finite,
     from_epoch,
     one_branch,
@@ -32,16 +33,7 @@ _SILENT = {"user_editable_context", "reasoning_recap", "model_editable_context"}
 
 
 def read(conversations: list[Any], summary: Summary) -> Incoming:
-    return Incoming(SOURCE, _conversations(conversations, summary))
-
-
-def _conversations(
-    items: list[Any], summary: Summary
-) -> Iterator[IncomingConversation]:
-    for item in items:
-        conversation = _conversation(item, summary)
-        if conversation is not None:
-            yield conversation
+    return Incoming(SOURCE, each(conversations, _conversation, summary))
 
 
 def _conversation(item: Any, summary: Summary) -> IncomingConversation | None:
@@ -53,7 +45,14 @@ def _conversation(item: Any, summary: Summary) -> IncomingConversation | None:
     created = from_epoch(item.get("create_time")) or summary.now
     messages: list[IncomingMessage] = []
     thoughts: list[str] = []
-    for node in _branch(mapping, item.get("current_node"), summary):
+    branch = branch_to(
+        mapping,
+        item.get("current_node"),
+        "parent",
+        newest=_created,
+        summary=summary,
+    )
+    for node in branch:
         message = _message(node.get("message"), created, thoughts, summary)
         if message is not None:
             messages.append(message)
@@ -84,34 +83,6 @@ def _id(item: dict[str, Any]) -> str:
     # Older exports had no id: the tree's node ids identify it as well.
     nodes = ",".join(sorted(str(k) for k in item["mapping"]))
     return "tree-" + hashlib.sha256(nodes.encode()).hexdigest()[:32]
-
-
-def _branch(
-    mapping: dict[str, Any], current: Any, summary: Summary
-) -> list[dict[str, Any]]:
-    """The nodes from the root down to `current`. Without a `current_node`,
-    the newest message's branch."""
-    if current not in mapping:
-        dated = [
-            n
-            for n in mapping.values()
-            if isinstance(n, dict) and isinstance(n.get("message"), dict)
-        ]
-        if not dated:
-            return []
-        summary.warn("Conversations without a current node: their newest branch taken")
-        newest = max(dated, key=lambda n: finite(n["message"].get("create_time")) or 0)
-        current = newest.get("id")
-    path: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    while isinstance(current, str) and current in mapping and current not in seen:
-        seen.add(current)
-        node = mapping[current]
-        if not isinstance(node, dict):
-            break
-        path.append(node)
-        current = node.get("parent")
-    return path[::-1]
 
 
 def _message(
@@ -189,3 +160,9 @@ def _thoughts(content: dict[str, Any]) -> list[str]:
             parts = [thought.get("summary"), thought.get("content")]
             texts.append("\n\n".join(p for p in parts if isinstance(p, str) and p))
     return [t for t in texts if t]
+
+
+def _created(node: dict[str, Any]) -> float:
+    message = node.get("message")
+    created = message.get("create_time") if isinstance(message, dict) else None
+    return finite(created) or 0.0

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -169,3 +169,48 @@ def finite(value: Any) -> float | None:
     except OverflowError:  # an integer of hundreds of digits
         return None
     return number if number - number == 0 else None
+
+
+def each(
+    items: Iterable[Any],
+    read: Callable[[Any, Summary], IncomingConversation | None],
+    summary: Summary,
+) -> Iterator[IncomingConversation]:
+    """The conversations `read` makes of `items`, one at a time, leaving out
+    those it skips (it says why in the summary)."""
+    for item in items:
+        conversation = read(item, summary)
+        if conversation is not None:
+            yield conversation
+
+
+def branch_to(
+    nodes: dict[str, Any],
+    current: Any,
+    parent_key: str,
+    *,
+    newest: Callable[[dict[str, Any]], float],
+    summary: Summary,
+) -> list[dict[str, Any]]:
+    """The nodes of a tree (id → node, each naming its parent under
+    `parent_key`) from the root down to `current`, the end of the branch on
+    screen. Without a `current`, the branch of the node `newest` ranks first.
+    A loop or a missing parent ends the walk."""
+    if not isinstance(current, str) or current not in nodes:
+        candidates = [(k, n) for k, n in nodes.items() if isinstance(n, dict)]
+        if not candidates:
+            return []
+        summary.warn(
+            "Conversations without a current message: their newest branch taken"
+        )
+        current = max(candidates, key=lambda pair: newest(pair[1]))[0]
+    path: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    while isinstance(current, str) and current not in seen:
+        node = nodes.get(current)
+        if not isinstance(node, dict):
+            break
+        seen.add(current)
+        path.append(node)
+        current = node.get(parent_key)
+    return path[::-1]

@@ -15,7 +15,6 @@ start of its `content`."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
@@ -24,6 +23,8 @@ from chat.transfer.incoming import (
     IncomingConversation,
     IncomingMessage,
     Summary,
+    branch_to,
+    each,
     finite,
     from_epoch,
     one_branch,
@@ -40,16 +41,7 @@ _THINK_TAGS = re.compile(r"^\s*<think>(.*?)</think>\s*", re.DOTALL)
 
 
 def read(chats: list[Any], summary: Summary) -> Incoming:
-    return Incoming(SOURCE, _conversations(chats, summary))
-
-
-def _conversations(
-    chats: list[Any], summary: Summary
-) -> Iterator[IncomingConversation]:
-    for item in chats:
-        conversation = _conversation(item, summary)
-        if conversation is not None:
-            yield conversation
+    return Incoming(SOURCE, each(chats, _conversation, summary))
 
 
 def _conversation(item: Any, summary: Summary) -> IncomingConversation | None:
@@ -65,7 +57,14 @@ def _conversation(item: Any, summary: Summary) -> IncomingConversation | None:
     created = from_epoch(item.get("created_at")) or from_epoch(chat.get("timestamp"))
     created = created or now
     messages = []
-    for node in _branch(tree, history.get("currentId"), summary):
+    branch = branch_to(
+        tree,
+        history.get("currentId"),
+        "parentId",
+        newest=lambda node: finite(node.get("timestamp")) or 0.0,
+        summary=summary,
+    )
+    for node in branch:
         message = _message(node, created, summary)
         if message is not None:
             messages.append(message)
@@ -92,29 +91,6 @@ def _conversation(item: Any, summary: Summary) -> IncomingConversation | None:
         system_prompt=system if isinstance(system, str) else "",
         temperature=finite(temperature) if storable(temperature, signed=True) else None,
     )
-
-
-def _branch(
-    tree: dict[str, Any], current: Any, summary: Summary
-) -> list[dict[str, Any]]:
-    """The messages from the root down to `current` (the one on screen). A
-    chat whose `currentId` is missing ends at its newest message instead."""
-    if current not in tree:
-        nodes = [n for n in tree.values() if isinstance(n, dict)]
-        if not nodes:
-            return []
-        summary.warn("Chats without a current message: their newest branch taken")
-        current = max(nodes, key=lambda n: _number(n.get("timestamp")))["id"]
-    path: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    while isinstance(current, str) and current in tree and current not in seen:
-        seen.add(current)
-        node = tree[current]
-        if not isinstance(node, dict):
-            break
-        path.append(node)
-        current = node.get("parentId")
-    return path[::-1]
 
 
 def _message(
@@ -225,7 +201,3 @@ def _figures(usage: Any) -> dict[str, Any]:
         "load_ms": ms("load_duration"),
         "total_ms": ms("total_duration"),
     }
-
-
-def _number(value: Any) -> float:
-    return finite(value) or 0.0

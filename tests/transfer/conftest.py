@@ -16,18 +16,9 @@ from django.utils import timezone
 
 from chat.models import Conversation, Folder, Message, ModelProfile, SettingsChange
 from chat.transfer.export import DOCUMENT_NAME
+from tests.models.conftest import thinker  # noqa: F401  (a fixture)
 
 SAMPLES = Path(__file__).parent / "samples"
-
-
-@pytest.fixture
-def thinker() -> ModelProfile:
-    return ModelProfile.objects.create(
-        tag="qwen3:8b",
-        base_url="http://127.0.0.1:11434",
-        supports_thinking=True,
-        context_length=16384,
-    )
 
 
 def finish(turn: Any, content: str, thinking: str = "") -> Message:
