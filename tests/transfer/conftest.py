@@ -16,9 +16,10 @@ from django.utils import timezone
 
 from chat.models import Conversation, Folder, Message, ModelProfile, SettingsChange
 from chat.transfer.export import DOCUMENT_NAME
-from tests.models.conftest import thinker  # noqa: F401  (a fixture)
+from tests.models import conftest as model_fixtures
 
 SAMPLES = Path(__file__).parent / "samples"
+thinker = model_fixtures.thinker  # the model tests' thinking model
 
 
 def finish(turn: Any, content: str, thinking: str = "") -> Message:
