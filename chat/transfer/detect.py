@@ -110,13 +110,12 @@ def _parse(raw: bytes) -> Any:
         lines = _json_lines(text) if error.msg == "Extra data" else None
         if lines is not None:
             return lines
-        ending = (
-            " It ends too early: it may have been cut off."
-            if error.pos >= len(text.rstrip())
-            else ""
+        cut_off = error.msg.startswith("Unterminated") or error.pos >= len(
+            text.rstrip()
         )
+        ending = " It ends too early: it may have been cut off." if cut_off else ""
         raise ImportRefused(
-            f"The file is not valid JSON ({error.msg} at line {error.lineno}, "
+            f"The file is not valid JSON: {error.msg.lower()} (line {error.lineno}, "
             f"column {error.colno}).{ending} {_WHAT_WE_READ}"
         ) from None
     except (RecursionError, ValueError):
