@@ -15,8 +15,8 @@ from django.utils import timezone
 from chat.models import Conversation, Folder, Message
 from chat.transfer import imports
 from chat.transfer.export import conversation_document, for_export
-from chat.transfer.incoming import ImportRefused
 from chat.transfer.imports import import_file
+from chat.transfer.incoming import ImportRefused
 from tests.transfer.conftest import SAMPLES
 
 pytestmark = pytest.mark.django_db
