@@ -10,7 +10,7 @@ import io
 import json
 import uuid
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -199,7 +199,7 @@ class _Pipe(io.RawIOBase):
         return taken
 
 
-def zip_stream(owner: Any) -> Iterator[bytes]:
+def zip_stream(owner: Any) -> Generator[bytes, None, None]:
     """The owner's export ZIP, piece by piece: the JSON document first, then a
     Markdown file per conversation (its shown branch), each named after its
     title."""
