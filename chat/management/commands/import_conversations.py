@@ -27,7 +27,7 @@ class Command(BaseCommand):
         parser.add_argument("file", type=Path)
         parser.add_argument(
             "--max-mb",
-            type=int,
+            type=float,
             metavar="N",
             help="Refuse a file (unpacked) over N MB (default: the site's limit, "
             "TRANSFER_IMPORT_MAX_BYTES).",
@@ -36,7 +36,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         owner = _user(options["username"])
         path: Path = options["file"]
-        limit = options["max_mb"] * 1_000_000 if options["max_mb"] else None
+        max_mb = options["max_mb"]
+        limit = int(max_mb * 1_000_000) if max_mb is not None else None
         try:
             with path.open("rb") as file:
                 summary = import_file(owner, file, limit=limit)
