@@ -4,7 +4,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    # Numbered 0015: 0014 is the search's. Merged after it, this depends on it.
 
     dependencies = [
         ("chat", "0014_search_index"),
