@@ -10,6 +10,7 @@ from chat.web import (
     invitations,
     oidc_views,
     sharing_urls,
+    sidebar_urls,
 )
 from chat.web.signin import SignInView
 
@@ -59,6 +60,7 @@ urlpatterns = [
 ]
 
 urlpatterns += sharing_urls.urlpatterns
+urlpatterns += sidebar_urls.urlpatterns
 
 # The user page, password change, API keys, invitation links.
 urlpatterns += [
