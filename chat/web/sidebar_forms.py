@@ -13,9 +13,12 @@ NAME_MAX = Folder._meta.get_field("name").max_length or 80
 
 
 def clean_name(value: str) -> str:
-    """Control characters (and line breaks) out, runs of spaces made one."""
+    """Control characters out (line breaks and tabs become spaces), runs of
+    spaces made one, none at the ends."""
     kept = "".join(
-        " " if unicodedata.category(ch) in {"Cc", "Zl", "Zp"} else ch for ch in value
+        " " if ch.isspace() else ch
+        for ch in value
+        if ch.isspace() or unicodedata.category(ch) != "Cc"
     )
     return " ".join(kept.split())
 
@@ -32,9 +35,9 @@ class FolderForm(forms.ModelForm):  # type: ignore[type-arg]
         super().__init__(*args, **kwargs)
         # The limit is checked after cleaning (control characters out), with
         # its own message; the browser's maxlength would cut a paste silently.
-        self.fields["name"] = forms.CharField(
-            error_messages={"required": "Give the folder a name."}
-        )
+        name = forms.CharField(error_messages={"required": "Give the folder a name."})
+        name.validators = []  # NUL too is stripped by `clean_name`, not refused
+        self.fields["name"] = name
 
     def clean_name(self) -> str:
         name = clean_name(self.cleaned_data.get("name") or "")
