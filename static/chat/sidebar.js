@@ -337,6 +337,21 @@ function wire() {
   });
   document.body.addEventListener("htmx:sendError", () => showError("The server cannot be reached."));
   document.body.addEventListener("htmx:load", (event) => applyFolded(event.detail.elt));
+  // An entry that moves away (pinned, archived, filed) takes the focus with it:
+  // it goes to the entry beside it instead of the page's start.
+  let focusAfter = null;
+  document.body.addEventListener("htmx:oobBeforeSwap", (event) => {
+    const gone = event.detail.target;
+    if (!gone.contains(document.activeElement) || !gone.classList.contains("conversation-item")) return;
+    const near = [gone.nextElementSibling, gone.previousElementSibling].find((li) =>
+      li?.classList.contains("conversation-item"),
+    );
+    focusAfter = near?.querySelector("a") ?? null;
+  });
+  document.body.addEventListener("htmx:afterSettle", () => {
+    if (focusAfter?.isConnected && (document.activeElement ?? document.body) === document.body) focusAfter.focus();
+    focusAfter = null;
+  });
   // After a swap: the date groups in order, and the page's title if this
   // conversation was renamed.
   document.body.addEventListener("htmx:afterSettle", () => {

@@ -229,3 +229,19 @@ def test_new_activity_moves_an_entry_to_today_and_an_empty_one_waits_on_top(
     expect(dated.nth(1)).to_have_text("Hello there", use_inner_text=True)
     expect(dated.nth(1)).to_have_id(f"conversation-item-{fresh.pk}")
     wait_until_done(page)
+
+
+def test_archiving_from_the_keyboard_leaves_the_focus_on_the_next_entry(
+    live_server_url, page, login, alice, demo_profile
+):
+    after = talk(alice, "Older", demo_profile, days_ago=0.01)
+    gone = talk(alice, "Newer", demo_profile)
+    open_conversation(page, login, live_server_url, after, alice)
+    entry(page, gone).locator(".item-menu-button").focus()
+    page.keyboard.press("Enter")
+    for _ in range(3):
+        page.keyboard.press("ArrowDown")
+    expect(page.get_by_role("menuitem", name="Archive")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(entry(page, gone)).to_have_count(0)
+    expect(entry(page, after).locator("a")).to_be_focused()

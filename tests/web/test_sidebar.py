@@ -573,3 +573,16 @@ def test_the_entry_menu_holds_every_action(alice_client, alice):
     ]
     button = f'aria-controls="item-menu-{conversation.pk}"'
     assert button in html and 'aria-haspopup="menu" aria-expanded="false"' in html
+
+
+def test_a_page_costs_the_same_few_queries_however_many_it_shows(
+    alice_client, alice, settings, django_assert_max_num_queries
+):
+    settings.SIDEBAR_PAGE_SIZE = 40
+    for n in range(45):
+        talk(alice, f"c{n}", imported_from="chatgpt" if n % 2 else "")
+    first = alice_client.get(reverse("sidebar_page"), **HTMX).content.decode()
+    # The session, the user, the page: nothing per entry.
+    with django_assert_max_num_queries(3):
+        response = alice_client.get(more_url(first), **HTMX)
+    assert len(entries(response.content.decode())) == 5
