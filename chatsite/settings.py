@@ -158,6 +158,9 @@ UPSTREAM_FIRST_TOKEN_TIMEOUT = env_int("UPSTREAM_FIRST_TOKEN_TIMEOUT", 300, mini
 # Conversation pages show this many of the newest messages; older ones load on
 # scroll (chat.models.paging).
 CONVERSATION_PAGE_SIZE = env_int("CONVERSATION_PAGE_SIZE", 50, minimum=1)
+# The sidebar lists this many conversations, then the next ones as it is
+# scrolled (chat.models.sidebar).
+SIDEBAR_PAGE_SIZE = env_int("SIDEBAR_PAGE_SIZE", 50, minimum=1)
 MESSAGE_MAX_CHARS = env_int("MESSAGE_MAX_CHARS", 100_000, minimum=1)
 # Imports of conversations (chat.transfer): the largest file, in bytes
 # (uncompressed, for a ZIP); refused before it is read when the request says

@@ -11,6 +11,7 @@ from chat.web import (
     oidc_views,
     search,
     sharing_urls,
+    sidebar_urls,
     transfer_urls,
 )
 from chat.web.signin import SignInView
@@ -63,6 +64,7 @@ urlpatterns = [
 
 urlpatterns += sharing_urls.urlpatterns
 urlpatterns += transfer_urls.urlpatterns
+urlpatterns += sidebar_urls.urlpatterns
 
 # The user page, password change, API keys, invitation links.
 urlpatterns += [
