@@ -27,7 +27,6 @@ import psycopg
 from bench.__main__ import BUDGETS, print_ramp, print_table
 from bench.common import (
     ROOT,
-    free_port,
     manage,
     spawn_simulator,
     terminate,
@@ -55,7 +54,6 @@ class SharedSite(Site):
             "ALLOWED_HOSTS": "127.0.0.1",
             "OLLAMA_BASE_URL": "http://127.0.0.1:9",  # no model server to sync
         }
-        self.web_port = free_port()
 
     def start(self) -> None:
         manage(self.env, "migrate", "--noinput", "-v", "0")

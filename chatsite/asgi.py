@@ -17,11 +17,12 @@ from chat.sockets.daphne_protocol import close_with_a_code  # noqa: E402
 from chat.sockets.origins import SameOriginValidator  # noqa: E402
 from chat.sockets.routing import websocket_urlpatterns  # noqa: E402
 from chat.sockets.wsauth import SessionUserMiddleware  # noqa: E402
+from chat.web.upload_limit import UploadLimit  # noqa: E402
 
 close_with_a_code()
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": UploadLimit(django_asgi_app),
         "websocket": SameOriginValidator(
             SessionUserMiddleware(URLRouter(websocket_urlpatterns))  # type: ignore[arg-type]
         ),

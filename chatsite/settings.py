@@ -158,7 +158,17 @@ UPSTREAM_FIRST_TOKEN_TIMEOUT = env_int("UPSTREAM_FIRST_TOKEN_TIMEOUT", 300, mini
 # Conversation pages show this many of the newest messages; older ones load on
 # scroll (chat.models.paging).
 CONVERSATION_PAGE_SIZE = env_int("CONVERSATION_PAGE_SIZE", 50, minimum=1)
+# The sidebar lists this many conversations, then the next ones as it is
+# scrolled (chat.models.sidebar).
+SIDEBAR_PAGE_SIZE = env_int("SIDEBAR_PAGE_SIZE", 50, minimum=1)
 MESSAGE_MAX_CHARS = env_int("MESSAGE_MAX_CHARS", 100_000, minimum=1)
+# Imports of conversations (chat.transfer): the largest file, in bytes
+# (uncompressed, for a ZIP); refused before it is read when the request says
+# it is larger. Exports read this many conversations at a time.
+TRANSFER_IMPORT_MAX_BYTES = env_int(
+    "TRANSFER_IMPORT_MAX_BYTES", 200 * 1024 * 1024, minimum=1024
+)
+TRANSFER_EXPORT_CHUNK = env_int("TRANSFER_EXPORT_CHUNK", 200, minimum=1)
 # Client frames per second each socket may send on average, the burst it may
 # save up, and how many frames dropped in quick succession close it
 # (chat.sockets.ratelimit).

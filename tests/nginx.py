@@ -14,10 +14,11 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import time
 from pathlib import Path
 
 import httpx
+
+from tests.waiting import until_sync
 
 ROOT = Path(__file__).resolve().parents[1]
 NGINX = Path(os.environ.get("NGINX", "/usr/sbin/nginx"))
@@ -114,15 +115,16 @@ class Nginx:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            try:
-                httpx.get(f"{self.url}/healthz", timeout=2)
-                return self
-            except httpx.HTTPError:
-                assert self.process.poll() is None, self.errors()
-                assert time.monotonic() < deadline, "nginx did not start"
-                time.sleep(0.05)
+        until_sync(self._answers, "nginx answering", timeout=START_TIMEOUT)
+        return self
+
+    def _answers(self) -> bool:
+        assert self.process is not None and self.process.poll() is None, self.errors()
+        try:
+            httpx.get(f"{self.url}/healthz", timeout=2)
+        except httpx.HTTPError:
+            return False
+        return True
 
     def errors(self) -> str:
         log = self.directory / "error.log"

@@ -64,6 +64,8 @@ def test_an_admin_changes_the_default_model_and_thinking_and_new_conversations_f
     alice_client.post(reverse("new_conversation"))
     before = Conversation.objects.get(owner=alice)
     assert before.model_profile == first and before.thinking == "default"
+    # (Asked: the next "New conversation" makes a new one, not this one again.)
+    before.messages.create(role="user", content="hello")
 
     site = SiteDefaults.load()
     change = reverse("admin:chat_sitedefaults_change", args=[site.pk])

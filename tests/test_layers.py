@@ -20,6 +20,8 @@ The rules, lowest first:
 * `chat.api` (the HTTP API for scripts) may import `chat.live` and what it may
   import, like the sockets, and `chat.web.client_address`; never the sockets,
   the other pages or the operators' modules.
+* `chat.transfer` (export and import) imports only `chat.models`: the pages,
+  the admin and the commands call it.
 * `chat.web` (pages), `chat.ops` (operators' pages) and `chat.accounts` (sign-in
   through identity providers) do not import the engine, the protocol or the
   sockets: they reach the engine through `chat.live.control` and the group names
@@ -121,6 +123,10 @@ def _rule_broken(importer: str, imported: str) -> str | None:
     for package in SELF_CONTAINED:
         if within(importer, package) and not within(imported, package):
             return f"{package} imports nothing from chat outside itself"
+    if within(importer, "chat.transfer") and not any(
+        within(imported, allowed) for allowed in ("chat.transfer", "chat.models")
+    ):
+        return "chat.transfer may import only chat.models"
     if within(importer, "chat.live") and not any(
         within(imported, allowed) for allowed in LIVE_MAY_IMPORT
     ):

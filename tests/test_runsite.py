@@ -88,19 +88,17 @@ def daphne_children(parent: int) -> set[int]:
     return found
 
 
-def until(condition, process: subprocess.Popen, timeout: float = 120):
-    """Poll `condition` (a bound for a loaded machine, not a budget)."""
-    deadline = time.monotonic() + timeout
-    while not (result := condition()):
-        assert process.poll() is None, "runsite exited early"
-        assert time.monotonic() < deadline, "never happened"
-        time.sleep(0.2)
-    return result
+def serving(process: subprocess.Popen, count: int) -> set[int] | None:
+    """runsite's Daphne processes once there are `count` of them."""
+    assert process.poll() is None, "runsite exited early"
+    found = daphne_children(process.pid)
+    return found if len(found) == count else None
 
 
 @pytest.mark.django_db(transaction=True)
 def test_several_processes_share_one_port_and_a_dead_one_is_replaced():
     from tests.daphnes import daphne_env
+    from tests.waiting import until_sync
 
     port = free_port()
     env = {**daphne_env(), "OLLAMA_BASE_URL": "http://127.0.0.1:9"}
@@ -114,21 +112,15 @@ def test_several_processes_share_one_port_and_a_dead_one_is_replaced():
     )
     url = f"http://127.0.0.1:{port}/login/"
     try:
-        first = until(
-            lambda: len(found := daphne_children(process.pid)) == 2 and found, process
-        )
+        first = until_sync(lambda: serving(process, 2), "two Daphne processes")
         assert wait_for(url, process).status_code == 200
         victim = min(first)
         os.kill(victim, signal.SIGKILL)
         # Another takes its place, and the port keeps answering meanwhile and after.
         assert wait_for(url, process).status_code == 200
-        second = until(
-            lambda: (
-                len(found := daphne_children(process.pid)) == 2
-                and victim not in found
-                and found
-            ),
-            process,
+        second = until_sync(
+            lambda: (found := serving(process, 2)) and victim not in found and found,
+            "another Daphne process in place of the killed one",
         )
         assert second - first and max(first) in second
         for _ in range(20):  # whichever process the kernel hands each one to

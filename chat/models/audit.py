@@ -1,6 +1,7 @@
-"""The audit log: who signed in (or failed to), who invited whom, and who
-changed whose role or access, with the time and the client's address. Listed
-for staff; written by `AuditEvent.record` only, never edited."""
+"""The audit log: who signed in (or failed to), who invited whom, who
+changed whose role or access and who exported whose conversations, with the
+time and the client's address. Listed for staff; written by
+`AuditEvent.record` only, never edited."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ class AuditEvent(models.Model):
         QUOTA_CHANGED = "quota_changed", "Quota changed"
         API_KEY_CREATED = "api_key_created", "API key created"
         API_KEY_REVOKED = "api_key_revoked", "API key revoked"
+        # Staff took a copy of a user's conversations (chat.web.transfer).
+        DATA_EXPORTED = "data_exported", "Conversations exported"
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     kind = models.CharField(max_length=20, choices=Kind)

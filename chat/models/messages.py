@@ -183,7 +183,7 @@ class Message(models.Model):
     def save(self, *args: Any, **kwargs: Any) -> None:
         """A new message follows the shown branch's last one, unless told its
         parent: an edit or a regenerate first takes the turn and what follows
-        off the branch (`Conversation.retry`), so its question lands beside the
+        off the branch (`Conversation._retry`), so its question lands beside the
         old one."""
         if self._state.adding and self.parent_id is None:
             self.parent_id = Message.last_shown_id(self.conversation_id)

@@ -7,14 +7,17 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any, ClassVar
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.db.models import QuerySet
 from django.forms import BaseInlineFormSet, ModelForm
 from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 
 from chat.models import AuditEvent, Membership, Team
 from chat.web.client_address import client_address
+from chat.web.transfer import staff_export
 
 
 def _plain(value: Any) -> Any:
@@ -156,7 +159,8 @@ class AuditedTeamAdmin(AuditedAdmin):
 class AuditedUserAdmin(AuditedAdmin, UserAdmin):  # type: ignore[type-arg]
     """Django's user admin, without Groups (teams are the one grouping:
     `chat.admin`), its staff and superuser switches audited as role changes
-    and switching an account off or on as an access change."""
+    and switching an account off or on as an access change; an action exports
+    a user's conversations (audited too)."""
 
     audit_fields = {
         "is_staff": AuditEvent.Kind.ROLE_CHANGED,
@@ -169,6 +173,23 @@ class AuditedUserAdmin(AuditedAdmin, UserAdmin):  # type: ignore[type-arg]
     )
     filter_horizontal = ("user_permissions",)
     list_filter = ("is_staff", "is_superuser", "is_active")
+    actions = ["export_conversations"]
+
+    @admin.action(
+        description="Export the selected user's conversations (ZIP)",
+        permissions=["change"],
+    )
+    def export_conversations(
+        self, request: HttpRequest, queryset: QuerySet[Any]
+    ) -> HttpResponseBase | None:
+        """For a departing colleague: the same ZIP they would download from
+        their own page, recorded in the audit log."""
+        if queryset.count() != 1:
+            self.message_user(
+                request, "Select one user to export at a time.", messages.WARNING
+            )
+            return None
+        return staff_export(request, queryset.get())
 
 
 def _roles(team: Team) -> dict[int, str]:

@@ -1,6 +1,7 @@
 """The user's own page (`/account/`): display name, theme, the model new
-conversations start with, what they used this period and their API keys (made
-and revoked in `chat.web.api_keys`); and the password change of local accounts
+conversations start with, what they used this period, their API keys (made
+and revoked in `chat.web.api_keys`) and the export and import of their
+conversations (`chat.web.transfer`); and the password change of local accounts
 (provider accounts change it at their provider)."""
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from chat.web.api_key_forms import api_keys_section
 from chat.web.client_address import client_address
 from chat.web.conversations import SignedInRequest
 from chat.web.signin import Attempt, too_many_failures
+from chat.web.transfer import transfer_section
 
 
 def has_local_password(user: Any) -> bool:
@@ -116,6 +118,7 @@ def account_page(
         "local_password": has_local_password(request.user),
         **_usage(request.user),
         **(api_keys or api_keys_section(request)),
+        **transfer_section(),
     }
     return render(request, "chat/account.html", context, status=status)
 

@@ -5,7 +5,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import Resolver404, resolve, reverse
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
@@ -19,7 +19,9 @@ from chat.models import (
     SettingsChange,
     quotas,
 )
+from chat.models import sidebar as lists
 from chat.web.forms import FirstAdminForm, RenameForm, SettingsForm, ThinkingForm
+from chat.web.sidebar_lists import current_page_pk, sidebar_context
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -45,18 +47,10 @@ def _owned(request: SignedInRequest, pk: int) -> Conversation:
     )
 
 
-def _text(content: str, status: int = 200) -> HttpResponse:
+def text_response(content: str, status: int = 200) -> HttpResponse:
     return HttpResponse(
         content, status=status, content_type="text/plain; charset=utf-8"
     )
-
-
-def sidebar_context(request: HttpRequest) -> dict[str, object]:
-    return {
-        "conversations": Conversation.objects.filter(
-            owner_id=request.user.pk, listed=True
-        )[:200]
-    }
 
 
 @require_GET
@@ -87,7 +81,7 @@ def setup(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def new_conversation(request: SignedInRequest) -> HttpResponseRedirect:
-    return redirect(Conversation.start(request.user))
+    return redirect(lists.fresh_conversation(request.user))
 
 
 @login_required
@@ -101,7 +95,7 @@ def conversation(request: SignedInRequest, pk: int) -> HttpResponse:
     else:
         timeline, reading_earlier = current.timeline_around(target)
     context = {
-        **sidebar_context(request),
+        **sidebar_context(request, current),
         "conversation": current,
         "target_message": target,
         "reading_earlier": reading_earlier,
@@ -239,16 +233,7 @@ def conversation_settings(request: SignedInRequest, pk: int) -> HttpResponse:
 
 def _is_current_page(request: SignedInRequest, conversation: Conversation) -> bool:
     """Whether the htmx request comes from this conversation's own page."""
-    path = request.htmx.current_url_abs_path if request.htmx else None
-    if not path:
-        return False
-    try:
-        match = resolve(path.split("?", 1)[0])
-    except Resolver404:
-        return False
-    return match.url_name == "conversation" and match.kwargs.get("pk") == (
-        conversation.pk
-    )
+    return current_page_pk(request) == conversation.pk
 
 
 def _item(
@@ -291,7 +276,7 @@ def delete_conversation(request: SignedInRequest, pk: int) -> HttpResponse:
         updated_at__gte=timezone.now() - Message.ORPHAN_AFTER,
     )
     if live.exists():
-        return _text(
+        return text_response(
             "An answer is still being written in this conversation: stop it first.",
             status=409,
         )
@@ -312,7 +297,7 @@ def message_source(request: SignedInRequest, pk: int, message_id: int) -> HttpRe
     message = get_object_or_404(
         Message, pk=message_id, conversation_id=pk, conversation__owner=request.user
     )
-    return _text(message.content)
+    return text_response(message.content)
 
 
 @login_required
@@ -326,8 +311,8 @@ def show_version(request: SignedInRequest, pk: int, message_id: int) -> HttpResp
     try:
         switch = current.show_version(message_id)
     except Conversation.Busy as exc:
-        return _text(str(exc), status=409)
+        return text_response(str(exc), status=409)
     except Conversation.NotAVersion as exc:
-        return _text(str(exc), status=404)
+        return text_response(str(exc), status=404)
     sent = control.show_version(current.pk, switch)
     return JsonResponse({"frames": sent})

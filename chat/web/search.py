@@ -9,7 +9,8 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from chat.models import search as finder
-from chat.web.conversations import SignedInRequest, sidebar_context
+from chat.web.conversations import SignedInRequest
+from chat.web.sidebar_lists import sidebar_context
 
 PAGE = 20
 MOST = 100

@@ -11,6 +11,8 @@ from chat.web import (
     oidc_views,
     search,
     sharing_urls,
+    sidebar_urls,
+    transfer_urls,
 )
 from chat.web.signin import SignInView
 
@@ -61,6 +63,8 @@ urlpatterns = [
 ]
 
 urlpatterns += sharing_urls.urlpatterns
+urlpatterns += transfer_urls.urlpatterns
+urlpatterns += sidebar_urls.urlpatterns
 
 # The user page, password change, API keys, invitation links.
 urlpatterns += [

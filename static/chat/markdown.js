@@ -464,7 +464,6 @@ export class IncrementalMarkdown {
     this.frozenEnd = end;
     this.tailSource = null;
     this.codeTail = null;
-    this.prose = null;
     const fragment = render(chunk, false);
     decorate(fragment, true);
     if (LIST_ITEM.test(chunk)) mergeList(this.lastFrozenElement(), fragment);
@@ -523,7 +522,6 @@ export class IncrementalMarkdown {
     const prose = this.prose;
     this.prose = null; // settled again below, or by the next full render
     if (!prose || this.codeTail || !PLAIN_TEXT.test(added)) return false;
-    if (prose.node.parentNode?.parentNode !== this.tail) return false; // re-rendered since
     const combined = prose.held + added;
     const end = trimmedEnd(combined);
     if (end > 0) prose.node.appendData(combined.slice(0, end));

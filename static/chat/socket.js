@@ -91,16 +91,23 @@ function removeMessages(ids) {
 function renameConversation(frame) {
   document.getElementById("conversation-title").textContent = frame.title;
   const item = document.getElementById(`conversation-item-${frame.id}`);
-  if (item) {
-    item.dataset.title = frame.title.toLowerCase();
-    item.querySelector("a").textContent = frame.title;
-  }
+  if (item) item.querySelector("a").textContent = frame.title;
   document.title = `${frame.title} · chatsite`;
+  hadActivity();
+}
+
+// A new question is activity: the sidebar (static/chat/sidebar.js) moves the
+// conversation's entry to the top of Today.
+function hadActivity() {
+  const id = Number(chat.dataset.conversationId);
+  if (id) document.dispatchEvent(new CustomEvent("chat:activity", { detail: { id } }));
 }
 
 function showMessage(frame) {
   echoed(frame.message.client_id);
+  const fresh = !document.getElementById(frame.message.dom_id);
   replaceMessage(frame.message);
+  if (fresh && frame.message.role === "user") hadActivity();
 }
 
 function startAnswer(frame) {

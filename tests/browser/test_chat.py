@@ -462,32 +462,35 @@ def test_a_finished_answer_is_announced_once(
     expect(page.locator("#announcer")).to_have_attribute("aria-live", "polite")
 
 
-def test_sidebar_filters_renames_and_deletes(
-    live_server_url, page, login, alice, demo_profile
-):
+def entry_action(page, conversation, action):
+    """Choose `action` in the entry's "…" menu."""
+    entry = page.locator(f"#conversation-item-{conversation.pk}")
+    entry.locator(".item-menu-button").click()
+    entry.get_by_role("menuitem", name=action).click()
+
+
+def test_sidebar_renames_and_deletes(live_server_url, page, login, alice, demo_profile):
     dialogs = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.accept()))
-    make = lambda title: Conversation.objects.create(  # noqa: E731
-        owner=alice, model_profile=demo_profile, title=title
-    )
+
+    def make(title):
+        conversation = Conversation.objects.create(
+            owner=alice, model_profile=demo_profile, title=title
+        )
+        conversation.messages.create(role="user", content=title)
+        return conversation
+
     current, gamma, delta = (
         make("Alpha notes"),
         make("Gamma plans"),
         make("Delta ideas"),
     )
     open_conversation(page, login, live_server_url, current, alice)
-    items = page.locator("#conversation-list > li:visible")
-    expect(items).to_have_count(3)
-    page.fill("#conversation-search", "PLAN")
-    expect(items).to_have_text(["Gamma plans"])
-    page.fill("#conversation-search", "nothing like it")
-    expect(items).to_have_count(0)
-    expect(page.locator("#conversation-none")).to_be_visible()
-    page.fill("#conversation-search", "")
+    items = page.locator("#dated-list > li.conversation-item")
     expect(items).to_have_count(3)
 
     entry = page.locator(f"#conversation-item-{gamma.pk}")
-    entry.get_by_role("button", name="Rename “Gamma plans”").click()
+    entry_action(page, gamma, "Rename")
     field = page.locator(f"#rename-{gamma.pk}")
     expect(field).to_be_focused()
     field.fill("")
@@ -500,23 +503,19 @@ def test_sidebar_filters_renames_and_deletes(
 
     # Renaming the open conversation renames the page too.
     entry = page.locator(f"#conversation-item-{current.pk}")
-    entry.get_by_role("button", name="Rename “Alpha notes”").click()
+    entry_action(page, current, "Rename")
     page.locator(f"#rename-{current.pk}").fill("Alpha, final")
     page.locator(f"#rename-{current.pk}").press("Enter")
     expect(page.locator("#conversation-title")).to_have_text("Alpha, final")
     expect(entry.locator("a")).to_have_attribute("aria-current", "page")
 
-    page.locator(f"#conversation-item-{delta.pk}").get_by_role(
-        "button", name="Delete “Delta ideas”"
-    ).click()
+    entry_action(page, delta, "Delete")
     expect(page.locator(f"#conversation-item-{delta.pk}")).to_have_count(0)
     assert dialogs and "Delta ideas" in dialogs[-1]
     assert not Conversation.objects.filter(pk=delta.pk).exists()
 
     # Deleting the open conversation leaves its page.
-    page.locator(f"#conversation-item-{current.pk}").get_by_role(
-        "button", name=re.compile("^Delete")
-    ).click()
+    entry_action(page, current, "Delete")
     page.wait_for_url(live_server_url + "/")
     assert list(Conversation.objects.values_list("title", flat=True)) == [
         "Gamma, renamed"

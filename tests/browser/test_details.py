@@ -16,6 +16,7 @@ from tests.browser.chat_page import (
     open_settings,
     save,
 )
+from tests.waiting import until_sync
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -76,6 +77,31 @@ def test_a_page_reloaded_mid_answer_knows_the_thinking_ended(
     # Still being written, and its thoughts are over.
     expect(streaming.locator(".answer")).to_contain_text("w20", timeout=15_000)
     expect(streaming.locator(".thinking-label")).to_have_text("Thoughts")
+    page.click("#stop-button")
+    expect(page.locator('article.assistant[data-status="stopped"]')).to_be_visible()
+
+
+def test_after_a_reload_the_count_estimates_the_checkpointed_text(
+    live_server_url, page, login, conversation, alice, simulator
+):
+    """The page is served the answer's checkpoint as text, not as tokens: the
+    count adds an estimate of it and says so (≈)."""
+    simulator.config.tps = 15
+    simulator.config.think_tokens = 0
+    simulator.config.answer_text = numbered_paragraphs(600)
+    open_conversation(page, login, live_server_url, conversation, alice)
+    ask(page)
+    # Wait for the work: a checkpoint holding some of the answer.
+    until_sync(
+        lambda: Message.objects.filter(
+            role="assistant", content__contains="w5"
+        ).exists(),
+        "a checkpoint of the answer",
+    )
+    page.reload()
+    streaming = page.locator('article.assistant[data-status="streaming"]')
+    figures = streaming.locator(".live-figures")
+    expect(figures).to_contain_text(re.compile(r"≈ \d+ tokens so far"), timeout=15_000)
     page.click("#stop-button")
     expect(page.locator('article.assistant[data-status="stopped"]')).to_be_visible()
 

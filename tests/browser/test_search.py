@@ -111,3 +111,11 @@ def test_arrows_choose_the_result_enter_opens(
     href = hits.nth(1).get_attribute("href")
     page.keyboard.press("Enter")
     page.wait_for_url(re.compile(re.escape(href)))
+
+
+def test_ctrl_k_from_a_page_without_the_list(live_server_url, page, login, alice):
+    login(page, alice)
+    page.goto(live_server_url + "/account/")
+    page.keyboard.press("Control+k")
+    expect(page.locator("#search-dialog")).to_be_visible()
+    expect(page.locator("#search-input")).to_be_focused()

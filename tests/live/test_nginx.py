@@ -11,9 +11,9 @@ import pytest
 import websockets
 
 from chat.models import ApiKey
-from tests.conftest import _in_ci
 from tests.daphnes import frames_until, free_port, send
 from tests.nginx import NGINX, Nginx, render
+from tests.servers import _in_ci
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

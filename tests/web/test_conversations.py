@@ -123,7 +123,9 @@ def test_someone_elses_conversation_is_not_found(client, bob, own):
 
 
 def test_sidebar_lists_only_my_conversations(client, alice, bob, own):
-    Conversation.objects.create(owner=bob, title="Bobs secret")
+    bobs = Conversation.objects.create(owner=bob, title="Bobs secret")
+    for conversation in (own, bobs):  # (one that never got a message is not listed)
+        conversation.messages.create(role="user", content="hello")
     client.force_login(alice)
     page = client.get("/").content.decode()
     assert "Mine" in page and "Bobs secret" not in page

@@ -14,29 +14,12 @@ from django.utils import timezone
 
 from chat.models import Conversation, Message, SettingsChange, ShareLink, Team
 from chat.models.paging import page_size
+from tests.conversations import add_messages
 
 pytestmark = pytest.mark.django_db
 
 MANY = 5_000  # far more than a page; quick to make in bulk
 WALKED = 260  # five pages and a part: walked back page by page
-
-
-def add_messages(conversation: Conversation, count: int, start: int = 0) -> list[int]:
-    """`count` questions and answers, in bulk; their ids, oldest first."""
-    Message.objects.append_branch(
-        [
-            Message(
-                conversation=conversation,
-                role="assistant" if n % 2 else "user",
-                content=f"**m{n}**" if n % 2 else f"m{n}",
-                thinking=f"thought {n}" if n % 2 else "",
-                model_tag="qwen3-demo:8b",
-            )
-            for n in range(start, start + count)
-        ]
-    )
-    ids = conversation.messages.order_by("pk").values_list("pk", flat=True)
-    return list(ids)[-count:]
 
 
 def shown_ids(html: str) -> list[int]:

@@ -1,0 +1,218 @@
+"""chatsite's own export (`chat.transfer.documents`) read back: every message
+with its place in the tree, its versions, figures and times, exactly.
+
+It is our own format, so anything off in it (a hand edit, a damaged copy) is
+refused with where it is, rather than guessed at."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from chat.models import HistoryPolicy, Message, ThinkingMode
+from chat.transfer.export import FIGURES
+from chat.transfer.incoming import (
+    ImportRefused,
+    Incoming,
+    IncomingConversation,
+    IncomingMessage,
+    Summary,
+    storable,
+)
+
+SOURCE = "a chatsite export"
+
+
+def read(document: dict[str, Any], summary: Summary) -> Incoming:
+    folders = [
+        (_str(f, "name", "A folder"), _time(f, "created_at", "A folder"))
+        for f in _list(document, "folders", "The export")
+    ]
+    return Incoming(SOURCE, _conversations(document, summary), folders)
+
+
+def _conversations(
+    document: dict[str, Any], summary: Summary
+) -> Iterator[IncomingConversation]:
+    for n, item in enumerate(_list(document, "conversations", "The export"), 1):
+        yield _conversation(item, f"Conversation {n}", summary)
+
+
+def _conversation(item: Any, where: str, summary: Summary) -> IncomingConversation:
+    if not isinstance(item, dict):
+        raise ImportRefused(f"{where} of the export is not an object.")
+    settings = item.get("settings")
+    if not isinstance(settings, dict):
+        raise ImportRefused(f"{where} has no settings.")
+    messages = [
+        _message(m, f"{where}, message {i}", i, summary)
+        for i, m in enumerate(_list(item, "messages", where), 1)
+    ]
+    _check_tree(messages, where)
+    key = _str(item, "key", where)
+    if not key:
+        raise ImportRefused(f"{where} has no key.")
+    return IncomingConversation(
+        key=key,
+        imported_from=_optional_str(item, "imported_from", where) or "chatsite",
+        title=_str(item, "title", where),
+        created_at=_time(item, "created_at", where),
+        updated_at=_time(item, "updated_at", where),
+        pinned_at=_optional_time(item, "pinned_at", where),
+        archived_at=_optional_time(item, "archived_at", where),
+        folder=_optional_str(item, "folder", where),
+        model=_optional_str(settings, "model", where),
+        thinking=_choice(settings, "thinking", ThinkingMode.values, where),
+        system_prompt=_str(settings, "system_prompt", where),
+        history_policy=_choice(
+            settings, "history_policy", ["", *HistoryPolicy.values], where
+        ),
+        history_last_n=_optional_number(settings, "history_last_n", int, where),
+        temperature=_optional_number(settings, "temperature", float, where),
+        messages=messages,
+        notices=[
+            (_str(n, "text", where), _time(n, "created_at", where))
+            for n in _list(item, "notices", where)
+        ],
+    )
+
+
+def _message(item: Any, where: str, number: int, summary: Summary) -> IncomingMessage:
+    if not isinstance(item, dict):
+        raise ImportRefused(f"{where} is not an object.")
+    if item.get("number") != number:
+        raise ImportRefused(f"{where} is numbered {item.get('number')!r}.")
+    role = item.get("role")
+    if role not in Message.Role.values:
+        raise ImportRefused(
+            f'{where} has the role {role!r}: only "user" and "assistant" are '
+            "chatsite's."
+        )
+    parent = item.get("parent")
+    if parent is not None and (
+        not isinstance(parent, int)
+        or isinstance(parent, bool)
+        or not 1 <= parent < number
+    ):
+        raise ImportRefused(f"{where} follows {parent!r}, not a message before it.")
+    figures = item.get("figures")
+    if not isinstance(figures, dict):
+        raise ImportRefused(f"{where} has no figures.")
+    status = _choice(item, "status", Message.Status.values, where)
+    if status == Message.Status.STREAMING:
+        # Its writer is elsewhere: here it would wait for ever (and hold up
+        # the conversation's next turn) until the orphan sweep ended it.
+        status = Message.Status.INTERRUPTED
+        summary.warn("Answers still being written when exported, marked interrupted")
+    thinking_enabled = item.get("thinking_enabled")
+    if thinking_enabled is not None and not isinstance(thinking_enabled, bool):
+        raise ImportRefused(f"{where} has a thinking_enabled that is not true/false.")
+    return IncomingMessage(
+        role=role,
+        parent=parent - 1 if parent is not None else None,
+        content=_str(item, "content", where),
+        thinking=_str(item, "thinking", where),
+        status=status,
+        error_code=_str(item, "error_code", where),
+        error_detail=_str(item, "error_detail", where),
+        client_id=_str(item, "client_id", where),
+        model_tag=_str(item, "model_tag", where),
+        thinking_enabled=thinking_enabled,
+        source=_choice(item, "source", Message.Source.values, where),
+        written_by_asker=item.get("written_by_asker") is True,
+        replaced=item.get("replaced") is True,
+        shown_at=_time(item, "shown_at", where),
+        created_at=_time(item, "created_at", where),
+        updated_at=_time(item, "updated_at", where),
+        figures={name: _figure(figures, name, where) for name in FIGURES},
+    )
+
+
+def _check_tree(messages: list[IncomingMessage], where: str) -> None:
+    """The invariants of `chat.models.versions`: an answer follows its
+    question and a question an answer; the shown messages are one branch."""
+    shown_children: dict[int | None, int] = {}
+    for i, message in enumerate(messages):
+        parent = messages[message.parent] if message.parent is not None else None
+        if parent is not None and parent.role == message.role:
+            raise ImportRefused(
+                f"{where}, message {i + 1} follows a message of its own role."
+            )
+        if message.replaced:
+            continue
+        if parent is not None and parent.replaced:
+            raise ImportRefused(
+                f"{where}, message {i + 1} is shown below a message that is not."
+            )
+        if message.parent in shown_children:
+            raise ImportRefused(
+                f"{where}, message {i + 1} is shown beside another version."
+            )
+        shown_children[message.parent] = i
+
+
+def _list(item: dict[str, Any], key: str, where: str) -> list[Any]:
+    value = item.get(key)
+    if not isinstance(value, list):
+        raise ImportRefused(f"{where} has no list of {key}.")
+    return value
+
+
+def _str(item: Any, key: str, where: str) -> str:
+    value = item.get(key) if isinstance(item, dict) else None
+    if not isinstance(value, str):
+        raise ImportRefused(f"{where}: {key} is missing or not text.")
+    return value
+
+
+def _optional_str(item: dict[str, Any], key: str, where: str) -> str | None:
+    return None if item.get(key) is None else _str(item, key, where)
+
+
+def _choice(item: dict[str, Any], key: str, choices: list[str], where: str) -> str:
+    value = _str(item, key, where)
+    if value not in choices:
+        raise ImportRefused(f"{where}: {key} {value!r} is not one of {choices}.")
+    return value
+
+
+def _time(item: Any, key: str, where: str) -> datetime:
+    text = _str(item, key, where)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise ImportRefused(f"{where}: {key} {text!r} is not a time with its zone.")
+    return moment
+
+
+def _optional_time(item: dict[str, Any], key: str, where: str) -> datetime | None:
+    return None if item.get(key) is None else _time(item, key, where)
+
+
+def _optional_number(
+    item: dict[str, Any], key: str, kind: type[int] | type[float], where: str
+) -> Any:
+    value = item.get(key)
+    if value is None:
+        return None
+    if not storable(value, signed=kind is float):
+        raise ImportRefused(f"{where}: {key} is not a number.")
+    if kind is int and (not isinstance(value, int) or value < 0):
+        raise ImportRefused(f"{where}: {key} is not a whole number.")
+    return kind(value)
+
+
+def _figure(figures: dict[str, Any], name: str, where: str) -> Any:
+    value = figures.get(name)
+    if name == "done_reason":
+        return value if isinstance(value, str) else ""
+    if name == "replaced_chars":
+        value = 0 if value is None else value
+    if value is None:
+        return None
+    if not storable(value):
+        raise ImportRefused(f"{where}: the figure {name} is not a number.")
+    return value

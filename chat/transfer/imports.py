@@ -1,0 +1,239 @@
+"""The importer: a file's conversations stored for their owner in one
+transaction (all of them or, refused, none), a batch at a time with a few
+queries per batch, not one per message.
+
+Imported conversations are marked (`Conversation.imported_from`) and keyed
+(`import_key`, unique per owner), so importing a file again skips what is
+already here. Nothing is sent to a model server: an imported conversation is
+asked nothing until its owner continues it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
+from typing import IO, Any
+
+from django.conf import settings
+from django.db import DatabaseError, transaction
+from django.db.models.functions import Lower
+
+from chat.models import Conversation, Folder, Message, ModelProfile, SettingsChange
+from chat.transfer import chatgpt, chatsite, open_webui
+from chat.transfer.detect import detect
+from chat.transfer.incoming import (
+    ImportRefused,
+    Incoming,
+    IncomingConversation,
+    Summary,
+)
+
+READERS: dict[str, Callable[[Any, Summary], Incoming]] = {
+    "chatsite": chatsite.read,
+    "open-webui": open_webui.read,
+    "chatgpt": chatgpt.read,
+}
+# Conversations stored together: their rows go in a few bulk queries.
+BATCH = 500
+_ROWS = 1000
+
+
+def import_file(owner: Any, file: IO[bytes], *, limit: int | None = None) -> Summary:
+    """Import the export in `file` (any format chatsite reads, found from its
+    content) for `owner`; the summary of what was imported. Raises
+    ImportRefused, with nothing stored, when the file cannot be imported."""
+    limit = limit if limit is not None else settings.TRANSFER_IMPORT_MAX_BYTES
+    detected = detect(file, limit=limit)
+    summary = Summary()
+    incoming = READERS[detected.kind](detected.data, summary)
+    return store(owner, incoming, summary)
+
+
+def store(owner: Any, incoming: Incoming, summary: Summary) -> Summary:
+    summary.source = incoming.source
+    try:
+        with transaction.atomic():
+            importer = _Importer(owner, summary)
+            for name, created_at in incoming.folders:
+                importer.folder(name, created_at)
+            for batch in _batches(incoming.conversations, BATCH):
+                importer.store(batch)
+    except DatabaseError:
+        # A value the database refused (the readers check what they can).
+        raise ImportRefused(
+            "The file holds a value this site cannot store; nothing was imported."
+        ) from None
+    return summary
+
+
+def _batches(
+    conversations: Iterable[IncomingConversation], size: int
+) -> Iterator[list[IncomingConversation]]:
+    it = iter(conversations)
+    while batch := list(islice(it, size)):
+        yield batch
+
+
+class _Importer:
+    def __init__(self, owner: Any, summary: Summary) -> None:
+        self.owner = owner
+        self.summary = summary
+        self.folders = {f.name.lower(): f for f in Folder.objects.filter(owner=owner)}
+        self.profiles: dict[str, ModelProfile | None] = {}
+        self.keys: set[str] = set()  # stored by this import
+
+    def folder(self, name: str, created_at: Any = None) -> Folder | None:
+        name = " ".join(self.summary.text(name).split())[:80]
+        if not name:
+            return None
+        folder = self.folders.get(name.lower())
+        if folder is None:
+            folder = Folder.objects.create(owner=self.owner, name=name)
+            if created_at is not None:
+                folder.created_at = self.summary.time(created_at)
+                Folder.objects.filter(pk=folder.pk).update(created_at=folder.created_at)
+            self.folders[name.lower()] = folder
+        return folder
+
+    def profile(self, name: str | None) -> ModelProfile | None:
+        """The model profile this owner may use whose tag (or, failing that,
+        name shown) is `name`; None (the site default) if there is none."""
+        if not name:
+            return None
+        if name not in self.profiles:
+            usable = ModelProfile.objects.usable_by(self.owner).order_by("pk")
+            found = (
+                usable.filter(tag=name).first()
+                or usable.annotate(lower=Lower("tag"))
+                .filter(lower=name.lower())
+                .first()
+                or usable.annotate(lower=Lower("display_name"))
+                .filter(lower=name.lower())
+                .first()
+            )
+            self.profiles[name] = found
+        found = self.profiles[name]
+        if found is None:
+            self.summary.warn(
+                "Conversations whose model is not here, set to the default "
+                f"({name[:60]})"
+            )
+        return found
+
+    def store(self, batch: list[IncomingConversation]) -> None:
+        text = self.summary.text
+        keys = [text(c.key, 200) for c in batch]
+        here = set(
+            Conversation.objects.filter(
+                owner=self.owner, import_key__in=keys
+            ).values_list("import_key", flat=True)
+        )
+        new: list[tuple[Conversation, IncomingConversation]] = []
+        for key, incoming in zip(keys, batch, strict=True):
+            if key in here or key in self.keys:
+                self.summary.already_imported += 1
+                continue
+            self.keys.add(key)
+            new.append((self._conversation(key, incoming), incoming))
+        if not new:
+            return
+        rows = Conversation.objects.bulk_create([row for row, _ in new])
+        # auto_now_add and auto_now set both times on the way in: put back the
+        # file's (bulk_update leaves them as given).
+        for row, incoming in zip(rows, (i for _, i in new), strict=True):
+            row.created_at = self.summary.time(incoming.created_at)
+            row.updated_at = max(self.summary.time(incoming.updated_at), row.created_at)
+        Conversation.objects.bulk_update(
+            rows, ["created_at", "updated_at"], batch_size=_ROWS
+        )
+        self._messages(list(zip(rows, (i for _, i in new), strict=True)))
+        self._notices(list(zip(rows, (i for _, i in new), strict=True)))
+        self.summary.conversations += len(rows)
+
+    def _conversation(self, key: str, incoming: IncomingConversation) -> Conversation:
+        text, time = self.summary.text, self.summary.time
+        return Conversation(
+            owner=self.owner,
+            title=text(incoming.title, 200),
+            model_profile=self.profile(
+                text(incoming.model) if incoming.model else None
+            ),
+            thinking=incoming.thinking,
+            system_prompt=text(incoming.system_prompt),
+            history_policy=incoming.history_policy,
+            history_last_n=incoming.history_last_n,
+            temperature=incoming.temperature,
+            pinned_at=time(incoming.pinned_at) if incoming.pinned_at else None,
+            archived_at=time(incoming.archived_at) if incoming.archived_at else None,
+            folder=self.folder(incoming.folder) if incoming.folder else None,
+            imported_from=incoming.imported_from,
+            import_key=key,
+        )
+
+    def _messages(
+        self, stored: list[tuple[Conversation, IncomingConversation]]
+    ) -> None:
+        """Each conversation's messages in their order, so ids rise as they
+        did in the file (a child's above its parent's: `chat.models.messages`);
+        their parents and times set once all have ids."""
+        text, time = self.summary.text, self.summary.time
+        rows: list[Message] = []
+        links: list[tuple[Message, int | None, int]] = []  # row, parent, offset
+        for conversation, incoming in stored:
+            offset = len(rows)
+            for m in incoming.messages:
+                created = time(m.created_at)
+                row = Message(
+                    conversation=conversation,
+                    role=m.role,
+                    content=text(m.content),
+                    thinking=text(m.thinking),
+                    status=m.status,
+                    error_code=text(m.error_code, 40),
+                    error_detail=text(m.error_detail),
+                    client_id=text(m.client_id, 64),
+                    model_tag=text(m.model_tag, 200),
+                    thinking_enabled=m.thinking_enabled,
+                    source=m.source,
+                    written_by_asker=m.written_by_asker,
+                    replaced=m.replaced,
+                    shown_at=time(m.shown_at) if m.shown_at else created,
+                    **{
+                        name: text(value, 20) if name == "done_reason" else value
+                        for name, value in m.figures.items()
+                    },
+                )
+                row.created_at = created
+                row.updated_at = (
+                    max(time(m.updated_at), created) if m.updated_at else created
+                )
+                rows.append(row)
+                links.append((row, m.parent, offset))
+        times = [(r.created_at, r.updated_at) for r in rows]
+        Message.objects.bulk_create(rows, batch_size=_ROWS)
+        for row, (created, updated), (_, parent, offset) in zip(
+            rows, times, links, strict=True
+        ):
+            row.created_at, row.updated_at = created, updated
+            row.parent = rows[offset + parent] if parent is not None else None
+        Message.objects.bulk_update(
+            rows, ["parent", "created_at", "updated_at"], batch_size=_ROWS
+        )
+        self.summary.messages += len(rows)
+
+    def _notices(self, stored: list[tuple[Conversation, IncomingConversation]]) -> None:
+        rows, times = [], []
+        for conversation, incoming in stored:
+            for notice, created_at in incoming.notices:
+                rows.append(
+                    SettingsChange(
+                        conversation=conversation,
+                        text=self.summary.text(notice, 1000),
+                    )
+                )
+                times.append(self.summary.time(created_at))
+        if not rows:
+            return
+        SettingsChange.objects.bulk_create(rows, batch_size=_ROWS)
+        for row, created_at in zip(rows, times, strict=True):
+            row.created_at = created_at
+        SettingsChange.objects.bulk_update(rows, ["created_at"], batch_size=_ROWS)

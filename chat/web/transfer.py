@@ -1,0 +1,207 @@
+"""Export and import pages (`chat.transfer`): one conversation as Markdown or
+JSON from its page, all of one's conversations as a ZIP streamed from the
+user's page, and the import there (the upload with its progress is
+static/chat/transfer.js; the result is `chat/_import_result.html`). Staff
+export a user's conversations from the user admin (`staff_export`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Generator
+from typing import Any, TypeVar
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.files.uploadhandler import StopUpload, TemporaryFileUploadHandler
+from django.core.handlers.asgi import ASGIRequest
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.utils.http import content_disposition_header
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_GET, require_POST
+
+from chat.models import AuditEvent
+from chat.transfer.detect import megabytes
+from chat.transfer.export import (
+    conversation_document,
+    for_export,
+    safe_name,
+    zip_stream,
+)
+from chat.transfer.imports import import_file
+from chat.transfer.incoming import ImportRefused, Summary
+from chat.transfer.markdown import conversation_markdown
+from chat.web.client_address import client_address
+from chat.web.conversations import SignedInRequest
+
+# What a form adds around the file: boundaries, headers, the CSRF token.
+FORM_OVERHEAD = 64 * 1024
+
+
+def too_large_message() -> str:
+    limit = settings.TRANSFER_IMPORT_MAX_BYTES
+    return f"The file is too large: imports are limited to {megabytes(limit)}."
+
+
+Response = TypeVar("Response", HttpResponse, StreamingHttpResponse)
+
+
+def attachment(response: Response, name: str) -> Response:
+    response["Content-Disposition"] = content_disposition_header(True, name)
+    return response
+
+
+@login_required
+@require_GET
+def export_conversation(request: SignedInRequest, pk: int, kind: str) -> HttpResponse:
+    conversation = get_object_or_404(for_export(request.user), pk=pk)
+    name = safe_name(conversation.display_title)
+    if kind == "md":
+        response = HttpResponse(
+            conversation_markdown(conversation),
+            content_type="text/markdown; charset=utf-8",
+        )
+        return attachment(response, f"{name}.md")
+    if kind == "json":
+        document = conversation_document(conversation)
+        response = HttpResponse(
+            json.dumps(document, ensure_ascii=False, indent=2),
+            content_type="application/json; charset=utf-8",
+        )
+        return attachment(response, f"{name}.json")
+    raise Http404("No such export.")
+
+
+def zip_response(request: HttpRequest, owner: Any) -> StreamingHttpResponse:
+    """All of `owner`'s conversations as a ZIP, written while it is sent."""
+    pieces = zip_stream(owner)
+    response = StreamingHttpResponse(
+        _async_pieces(pieces) if isinstance(request, ASGIRequest) else pieces,
+        content_type="application/zip",
+    )
+    day = timezone.localdate().isoformat()
+    return attachment(response, f"chatsite-{safe_name(owner.get_username())}-{day}.zip")
+
+
+async def _async_pieces(
+    pieces: Generator[bytes, None, None],
+) -> AsyncIterator[bytes]:
+    """The pieces of a sync generator that reads the database, served under
+    ASGI one at a time (given a sync iterator, Django would first read it all
+    into a list), each in the thread that holds the database connection."""
+    take = sync_to_async(lambda: next(pieces, None))
+    try:
+        while (piece := await take()) is not None:
+            yield piece
+    finally:
+        await sync_to_async(pieces.close)()
+
+
+@login_required
+@require_GET
+def export_all(request: SignedInRequest) -> StreamingHttpResponse:
+    return zip_response(request, request.user)
+
+
+def staff_export(request: HttpRequest, user: Any) -> StreamingHttpResponse:
+    """A user's conversations for staff (the user admin's action), recorded in
+    the audit log."""
+    AuditEvent.record(
+        AuditEvent.Kind.DATA_EXPORTED,
+        actor=request.user,
+        subject=user,
+        address=client_address(request),
+        method="admin",
+        conversations=for_export(user).count(),
+    )
+    return zip_response(request, user)
+
+
+class LimitedUpload(TemporaryFileUploadHandler):
+    """Django's upload to a temporary file (never into memory), stopped once
+    it passes the import limit: a request that did not say its length, or
+    said less than it sent."""
+
+    too_large = False
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes | None:
+        if start + len(raw_data) > settings.TRANSFER_IMPORT_MAX_BYTES:
+            self.too_large = True
+            raise StopUpload(connection_reset=True)
+        return super().receive_data_chunk(raw_data, start)
+
+
+@csrf_exempt  # checked in `_import`, after the upload handler is set
+@login_required
+@require_POST
+def import_conversations(request: SignedInRequest) -> HttpResponse:
+    """The import of an uploaded export. Refused before anything is read when
+    the request says it is over the limit (chatsite/asgi.py refuses it even
+    before Django reads the body)."""
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > settings.TRANSFER_IMPORT_MAX_BYTES + FORM_OVERHEAD:
+        return _result(request, error=too_large_message(), status=413)
+    handler = LimitedUpload(request)
+    request.upload_handlers = [handler]
+    return _import(request, handler)
+
+
+@csrf_protect
+def _import(request: SignedInRequest, handler: LimitedUpload) -> HttpResponse:
+    upload = request.FILES.get("file")
+    if handler.too_large:
+        return _result(request, error=too_large_message(), status=413)
+    if upload is None:
+        return _result(request, error="Choose a file to import.", status=422)
+    try:
+        summary = import_file(request.user, upload)
+    except ImportRefused as refusal:
+        return _result(request, error=f"{refusal} Nothing was imported.", status=422)
+    finally:
+        upload.close()
+    return _result(request, summary=summary)
+
+
+def _result(
+    request: SignedInRequest,
+    *,
+    summary: Summary | None = None,
+    error: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    """The result for the page's script (`chat/_import_result.html`); a form
+    sent without it goes back to the user page with the result as a notice."""
+    if request.headers.get("X-Requested-With") == "XMLHttpRequest":
+        context = {"summary": summary, "error": error}
+        return render(request, "chat/_import_result.html", context, status=status)
+    if summary is not None:
+        messages.success(request, summary_text(summary))
+    else:
+        messages.error(request, error)
+    return redirect("account")
+
+
+def summary_text(summary: Summary) -> str:
+    conversations, count = summary.conversations, summary.messages
+    text = (
+        f"Imported from {summary.source}: {conversations} conversation"
+        f"{'' if conversations == 1 else 's'}, {count} message"
+        f"{'' if count == 1 else 's'}"
+    )
+    if summary.already_imported:
+        text += f"; {summary.already_imported} skipped as already imported"
+    lines = summary.lines()
+    return text + "." + (" Warnings: " + "; ".join(lines) + "." if lines else "")
+
+
+def transfer_section() -> dict[str, object]:
+    """The context of the user page's export and import section
+    (`chat/_transfer.html`)."""
+    limit = settings.TRANSFER_IMPORT_MAX_BYTES
+    return {"import_max_bytes": limit, "import_limit": megabytes(limit)}

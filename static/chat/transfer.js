@@ -1,0 +1,73 @@
+// The user page's import (templates/chat/_transfer.html): the file is sent
+// with XMLHttpRequest, whose upload events give a progress bar (fetch has
+// none), then the server's result (chat/_import_result.html) is shown. A file
+// over the limit is refused here before it is sent; the server checks again.
+
+const form = document.getElementById("import-form");
+const progress = document.getElementById("import-progress");
+const status = document.getElementById("import-status");
+const result = document.getElementById("import-result");
+const button = document.getElementById("import-button");
+
+function megabytes(bytes) {
+  return `${(bytes / 1e6).toFixed(bytes < 1e7 ? 1 : 0)} MB`;
+}
+
+function showError(text) {
+  const p = document.createElement("p");
+  p.className = "import-error error-text";
+  p.setAttribute("role", "alert");
+  p.textContent = text;
+  result.replaceChildren(p);
+}
+
+function finish() {
+  button.disabled = false;
+  progress.hidden = true;
+  status.textContent = "";
+}
+
+form?.addEventListener("submit", (event) => {
+  event.preventDefault();
+  const file = form.elements.file.files[0];
+  if (!file) return;
+  const max = Number(form.dataset.maxBytes);
+  if (file.size > max) {
+    showError(`The file is too large: imports are limited to ${form.dataset.limit}. Nothing was imported.`);
+    return;
+  }
+  const xhr = new XMLHttpRequest();
+  xhr.open("POST", form.action);
+  xhr.setRequestHeader("X-Requested-With", "XMLHttpRequest");
+  xhr.setRequestHeader("X-CSRFToken", form.elements.csrfmiddlewaretoken.value);
+  xhr.upload.addEventListener("progress", (e) => {
+    if (!e.lengthComputable) return;
+    progress.value = Math.round((e.loaded / e.total) * 100);
+    status.textContent = `Uploading… ${megabytes(e.loaded)} of ${megabytes(e.total)}`;
+  });
+  xhr.upload.addEventListener("load", () => {
+    // Uploaded: the server reads and stores it (indeterminate from here).
+    progress.removeAttribute("value");
+    status.textContent = "Importing…";
+  });
+  xhr.addEventListener("load", () => {
+    finish();
+    if ((xhr.getResponseHeader("Content-Type") || "").startsWith("text/html")) {
+      // Our own template, its text escaped by Django.
+      result.innerHTML = xhr.responseText;
+      if (xhr.status === 200) form.reset();
+    } else {
+      showError(xhr.responseText || `The import failed (HTTP ${xhr.status}).`);
+    }
+  });
+  xhr.addEventListener("error", () => {
+    finish();
+    showError("The upload was interrupted: check the connection and try again. Nothing was imported.");
+  });
+  button.disabled = true;
+  progress.hidden = false;
+  progress.value = 0;
+  result.replaceChildren();
+  status.textContent = "Uploading…";
+  xhr.send(new FormData(form));
+});
