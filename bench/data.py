@@ -102,10 +102,14 @@ def _copy_rows(table: str, columns: list[str], rows: Iterator[tuple[Any, ...]]) 
                 copy.write_row(row)
 
 
-def _row_values(model: Any, given: dict[str, Any]) -> tuple[list[str], Callable[[dict[str, Any]], tuple[Any, ...]]]:
+def _row_values(
+    model: Any, given: dict[str, Any]
+) -> tuple[list[str], Callable[[dict[str, Any]], tuple[Any, ...]]]:
     """Every concrete column of `model`, filled from a row's values, else the
     field's default (so a new non-null column does not break the seeding)."""
-    fields = [f for f in model._meta.concrete_fields if not f.primary_key or f.name in given]
+    fields = [
+        f for f in model._meta.concrete_fields if not f.primary_key or f.name in given
+    ]
     columns = [f.column for f in fields]
     defaults = {f.attname: f.get_default() for f in fields}
 
@@ -116,31 +120,42 @@ def _row_values(model: Any, given: dict[str, Any]) -> tuple[list[str], Callable[
 
 
 def seed(users: int, conversations: int, messages: int) -> list[int]:
-    """The users' ids, their conversations and messages written with COPY."""
+    """The users' ids; their conversations and messages written with COPY."""
     from django.contrib.auth import get_user_model
-    from django.db import connection
-    from django.utils import timezone
 
-    from chat.models import Conversation, Message
-
-    rng = random.Random(SEED)
     model = get_user_model()
     owners = model.objects.bulk_create(
         [model(username=f"reader{n}") for n in range(users)]
     )
+    ids = [owner.pk for owner in owners]
+    add_conversations(ids, conversations, messages // conversations)
+    return ids
+
+
+def add_conversations(owners: list[int], count: int, per: int) -> None:
+    """`count` conversations of `per` messages each, dealt out to `owners`, last
+    active at random over two years; written with COPY (ids after the last)."""
+    from django.db import connection
+    from django.db.models import Max
+    from django.utils import timezone
+
+    from chat.models import Conversation, Message
+
+    rng = random.Random(SEED + count)
     now = timezone.now()
-    per = messages // conversations
+    first = (Conversation.objects.aggregate(m=Max("pk"))["m"] or 0) + 1
+    next_message = (Message._base_manager.aggregate(m=Max("pk"))["m"] or 0) + 1
     columns, values = _row_values(Conversation, {"id": 0})
     starts: dict[int, datetime] = {}
 
     def conversation_rows() -> Iterator[tuple[Any, ...]]:
-        for pk in range(1, conversations + 1):
-            start = now - timedelta(minutes=rng.randint(0, 2 * 365 * 24 * 60))
+        for pk in range(first, first + count):
+            start = now - timedelta(minutes=rng.randint(per, 2 * 365 * 24 * 60))
             starts[pk] = start
             yield values(
                 {
                     "id": pk,
-                    "owner_id": owners[pk % users].pk,
+                    "owner_id": owners[pk % len(owners)],
                     "title": " ".join(_words(rng, ENGLISH, 4)),
                     "created_at": start,
                     "updated_at": start + timedelta(minutes=per),
@@ -151,8 +166,8 @@ def seed(users: int, conversations: int, messages: int) -> list[int]:
     columns, values = _row_values(Message, {"id": 0})
 
     def message_rows() -> Iterator[tuple[Any, ...]]:
-        pk = 0
-        for conversation in range(1, conversations + 1):
+        pk = next_message - 1
+        for conversation in range(first, first + count):
             parent = None
             for n in range(per):
                 pk += 1
@@ -179,7 +194,6 @@ def seed(users: int, conversations: int, messages: int) -> list[int]:
                 f"(SELECT max(id) FROM {table}))"
             )
         cursor.execute("ANALYZE")
-    return [owner.pk for owner in owners]
 
 
 def _timed(calls: list[Callable[[], Any]]) -> list[float]:
@@ -203,7 +217,8 @@ def _client_for(user_id: int) -> Any:
 
 def _get(client: Any, url: str, **params: str) -> Callable[[], Any]:
     def call() -> Any:
-        response = client.get(url, params)
+        given = {name: value for name, value in params.items() if value}
+        response = client.get(url, given, HTTP_HX_REQUEST="true")
         assert response.status_code == 200, (url, params, response.status_code)
         return response
 
@@ -222,3 +237,171 @@ def measure_search(owners: list[int], rounds: int) -> dict[str, list[float]]:
         ]
         times[query] = _timed(calls)
     return times
+
+
+def _row(name: str, times: list[float], budget: float | None) -> dict[str, Any]:
+    p95 = percentile(times, 0.95)
+    return {
+        "scenario": name,
+        "n": len(times),
+        "p50_ms": percentile(times, 0.5),
+        "p95_ms": p95,
+        "max_ms": max(times),
+        "budget_ms": budget,
+        "ok": budget is None or p95 <= budget,
+    }
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    print(
+        f"{'scenario':<44} {'n':>5} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9}  budget"
+    )
+    for row in rows:
+        budget = "" if row["budget_ms"] is None else f"p95 <= {row['budget_ms']:g} ms"
+        verdict = (
+            "" if row["budget_ms"] is None else ("  ok" if row["ok"] else "  FAIL")
+        )
+        print(
+            f"{row['scenario']:<44} {row['n']:>5} {row['p50_ms']:>9.1f} "
+            f"{row['p95_ms']:>9.1f} {row['max_ms']:>9.1f}  {budget}{verdict}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", type=int, default=100)
+    parser.add_argument("--conversations", type=int, default=20_000)
+    parser.add_argument("--messages", type=int, default=1_000_000)
+    parser.add_argument("--imports", type=int, default=5_000)
+    parser.add_argument("--rounds", type=int, default=40, help="requests per query")
+    args = parser.parse_args()
+
+    from tests import servers
+
+    servers.start_servers()
+    if servers.STATE.postgres is None:
+        raise SystemExit(
+            "bench.data needs PostgreSQL: " + "; ".join(servers.STATE.notes)
+        )
+    try:
+        import psycopg
+
+        if servers.STATE.postgres.managed:
+            with psycopg.connect(servers.STATE.postgres.dsn, autocommit=True) as db:
+                db.execute(f"CREATE DATABASE {servers.PG_DB_NAME}")
+        _setup(os.environ["DATABASE_URL"])
+        started = time.perf_counter()
+        owners = seed(args.users, args.conversations, args.messages)
+        seeded = time.perf_counter() - started
+        print(
+            f"Seeded {args.messages:,} messages in {args.conversations:,} conversations "
+            f"of {args.users} users in {seeded:.0f} s (COPY, indexes kept as it goes)."
+        )
+        rows: list[dict[str, Any]] = []
+        for query, times in measure_search(owners, args.rounds).items():
+            rows.append(_row(f"search “{query}”", times, SEARCH_BUDGET_MS))
+        rows += measure_sidebar(owners, args.rounds)
+        rows += measure_import(args.imports, args.rounds)
+    finally:
+        servers.stop_servers()
+    print_table(rows)
+    out = Path(__file__).resolve().parent / "results"
+    out.mkdir(exist_ok=True)
+    (out / "data.json").write_text(json.dumps(rows, indent=2))
+    if not all(row["ok"] for row in rows):
+        raise SystemExit(1)
+
+
+SEARCH_BUDGET_MS = 200.0
+SIDEBAR_BUDGET_MS = 50.0
+IMPORT_BUDGET_MS = 60_000.0
+
+
+def _cursors(owner_id: int, pages: int) -> list[str]:
+    """The `after` cursors of the owner's first `pages` sidebar pages ("" for
+    the first), walked with the sidebar's own paging."""
+    from django.contrib.auth import get_user_model
+
+    from chat.models.sidebar import sidebar_page
+
+    owner = get_user_model().objects.get(pk=owner_id)
+    cursors, after = [""], None
+    for _ in range(pages - 1):
+        after = sidebar_page(owner, after).next
+        if after is None:
+            break
+        cursors.append(str(after))
+    return cursors
+
+
+def measure_sidebar(owners: list[int], rounds: int) -> list[dict[str, Any]]:
+    from django.urls import reverse
+
+    rng = random.Random(SEED + 2)
+    url = reverse("sidebar_page")
+    first, last = [], []
+    for _ in range(rounds):
+        owner = rng.choice(owners)
+        cursors = _cursors(owner, 10)
+        client = _client_for(owner)
+        first.append(_get(client, url))
+        last.append(_get(client, url, after=cursors[-1]))
+    return [
+        _row("sidebar: first page", _timed(first), SIDEBAR_BUDGET_MS),
+        _row(
+            "sidebar: last page (of ~200 conversations)",
+            _timed(last),
+            SIDEBAR_BUDGET_MS,
+        ),
+    ]
+
+
+def measure_import(count: int, rounds: int) -> list[dict[str, Any]]:
+    """Export a user's `count` conversations (10 messages each) as the ZIP the
+    user page gives, import it into an empty account, then again."""
+    import io
+
+    from django.contrib.auth import get_user_model
+    from django.urls import reverse
+
+    from chat.transfer.export import zip_stream
+    from chat.transfer.imports import import_file
+
+    users = get_user_model().objects
+    exporter = users.create(username="exporter")
+    add_conversations([exporter.pk], count, 10)
+    started = time.perf_counter()
+    archive = b"".join(zip_stream(exporter))
+    exported = (time.perf_counter() - started) * 1000
+    importer = users.create(username="importer")
+    started = time.perf_counter()
+    summary = import_file(importer, io.BytesIO(archive))
+    imported = (time.perf_counter() - started) * 1000
+    assert summary.conversations == count, summary
+    started = time.perf_counter()
+    again = import_file(importer, io.BytesIO(archive))
+    repeated = (time.perf_counter() - started) * 1000
+    assert again.conversations == 0, again
+    print(
+        f"Export ZIP of {count:,} conversations: {len(archive) / 1e6:.1f} MB; "
+        f"imported: {summary}"
+    )
+    # The importer's sidebar, far down: the page after its 4,000th conversation.
+    cursors = _cursors(importer.pk, 81)
+    client = _client_for(importer.pk)
+    url = reverse("sidebar_page")
+    deep = _timed([_get(client, url, after=cursors[-1]) for _ in range(rounds)])
+    return [
+        _row(
+            f"sidebar: page {len(cursors)} of {count:,} conversations",
+            deep,
+            SIDEBAR_BUDGET_MS,
+        ),
+        _row(f"export ZIP, {count:,} conversations", [exported], None),
+        _row(f"import, {count:,} conversations", [imported], IMPORT_BUDGET_MS),
+        _row("the same file again (nothing new)", [repeated], IMPORT_BUDGET_MS),
+    ]
+
+
+if __name__ == "__main__":
+    main()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from chat.models import HistoryPolicy, Message, ThinkingMode
 from chat.transfer.export import FIGURES
@@ -22,6 +22,14 @@ from chat.transfer.incoming import (
 )
 
 SOURCE = "a chatsite export"
+
+# The choices, once: an enum's `.values` builds a new list on every call, and
+# a file has a message per line of these checks.
+THINKING_MODES: Final = frozenset(ThinkingMode.values)
+HISTORY_POLICIES: Final = frozenset(["", *HistoryPolicy.values])
+ROLES: Final = frozenset(Message.Role.values)
+STATUSES: Final = frozenset(Message.Status.values)
+SOURCES: Final = frozenset(Message.Source.values)
 
 
 def read(document: dict[str, Any], summary: Summary) -> Incoming:
@@ -63,11 +71,9 @@ def _conversation(item: Any, where: str, summary: Summary) -> IncomingConversati
         archived_at=_optional_time(item, "archived_at", where),
         folder=_optional_str(item, "folder", where),
         model=_optional_str(settings, "model", where),
-        thinking=_choice(settings, "thinking", ThinkingMode.values, where),
+        thinking=_choice(settings, "thinking", THINKING_MODES, where),
         system_prompt=_str(settings, "system_prompt", where),
-        history_policy=_choice(
-            settings, "history_policy", ["", *HistoryPolicy.values], where
-        ),
+        history_policy=_choice(settings, "history_policy", HISTORY_POLICIES, where),
         history_last_n=_optional_number(settings, "history_last_n", int, where),
         temperature=_optional_number(settings, "temperature", float, where),
         messages=messages,
@@ -84,7 +90,7 @@ def _message(item: Any, where: str, number: int, summary: Summary) -> IncomingMe
     if item.get("number") != number:
         raise ImportRefused(f"{where} is numbered {item.get('number')!r}.")
     role = item.get("role")
-    if role not in Message.Role.values:
+    if role not in ROLES:
         raise ImportRefused(
             f'{where} has the role {role!r}: only "user" and "assistant" are '
             "chatsite's."
@@ -99,7 +105,7 @@ def _message(item: Any, where: str, number: int, summary: Summary) -> IncomingMe
     figures = item.get("figures")
     if not isinstance(figures, dict):
         raise ImportRefused(f"{where} has no figures.")
-    status = _choice(item, "status", Message.Status.values, where)
+    status = _choice(item, "status", STATUSES, where)
     if status == Message.Status.STREAMING:
         # Its writer is elsewhere: here it would wait for ever (and hold up
         # the conversation's next turn) until the orphan sweep ended it.
@@ -119,7 +125,7 @@ def _message(item: Any, where: str, number: int, summary: Summary) -> IncomingMe
         client_id=_str(item, "client_id", where),
         model_tag=_str(item, "model_tag", where),
         thinking_enabled=thinking_enabled,
-        source=_choice(item, "source", Message.Source.values, where),
+        source=_choice(item, "source", SOURCES, where),
         written_by_asker=item.get("written_by_asker") is True,
         replaced=item.get("replaced") is True,
         shown_at=_time(item, "shown_at", where),
@@ -170,10 +176,12 @@ def _optional_str(item: dict[str, Any], key: str, where: str) -> str | None:
     return None if item.get(key) is None else _str(item, key, where)
 
 
-def _choice(item: dict[str, Any], key: str, choices: list[str], where: str) -> str:
+def _choice(item: dict[str, Any], key: str, choices: frozenset[str], where: str) -> str:
     value = _str(item, key, where)
     if value not in choices:
-        raise ImportRefused(f"{where}: {key} {value!r} is not one of {choices}.")
+        raise ImportRefused(
+            f"{where}: {key} {value!r} is not one of {sorted(choices)}."
+        )
     return value
 
 

@@ -135,7 +135,6 @@ class LimitedUpload(TemporaryFileUploadHandler):
 
 
 @csrf_exempt  # checked in `_import`, after the upload handler is set
-@login_required
 @require_POST
 def import_conversations(request: SignedInRequest) -> HttpResponse:
     """The import of an uploaded export. Refused before anything is read when
@@ -152,7 +151,10 @@ def import_conversations(request: SignedInRequest) -> HttpResponse:
     return _import(request, handler)
 
 
+# The token first, then who is asking: a POST without one is a 403 like every
+# other (tests/web/test_security.py), signed in or not.
 @csrf_protect
+@login_required
 def _import(request: SignedInRequest, handler: LimitedUpload) -> HttpResponse:
     upload = request.FILES.get("file")
     if handler.too_large:
