@@ -35,7 +35,7 @@ from typing import Any
 from bench.common import ROOT, percentile
 
 SEED = 15
-ENGLISH = (
+ENGLISH = str.split(
     "the model answer question token server context memory thinking stream "
     "python function error request latency queue batch cache vector index "
     "database query search result folder export import user team admin link "
@@ -43,13 +43,13 @@ ENGLISH = (
     "cpu core thread process socket relay frame browser page sidebar button "
     "octopus fibonacci whale glacier volcano nebula quartz saffron tundra "
     "lantern harbor meadow compass orchard falcon canyon ember prism atlas"
-).split()  # noqa: SIM905 (a sentence of words reads better than a list)
-CHINESE = (
+)
+CHINESE = str.split(
     "模型 回答 问题 服务器 上下文 内存 思考 数据库 查询 搜索 结果 文件夹 导出 导入 "
     "用户 团队 管理员 链接 分享 历史 窗口 长度 速度 吞吐量 内核 驱动 显卡 处理器 "
     "线程 进程 浏览器 页面 按钮 章鱼 斐波那契 鲸鱼 冰川 火山 星云 石英 藏红花 灯笼 "
     "港口 草地 指南针 果园 猎鹰 峡谷 余烬 棱镜 地图集 量子 晶体 瀑布 沙漠 森林"
-).split()  # noqa: SIM905
+)
 QUERIES = (
     "model",  # in most conversations
     "fibonacci",
