@@ -27,6 +27,7 @@ import os
 import random
 import sys
 import time
+import unicodedata
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -252,6 +253,12 @@ def _row(name: str, times: list[float], budget: float | None) -> dict[str, Any]:
     }
 
 
+def _pad(text: str, width: int) -> str:
+    """`text` padded to `width` columns of a terminal (a CJK character takes two)."""
+    columns = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    return text + " " * max(0, width - columns)
+
+
 def print_table(rows: list[dict[str, Any]]) -> None:
     print(
         f"{'scenario':<44} {'n':>5} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9}  budget"
@@ -262,7 +269,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             "" if row["budget_ms"] is None else ("  ok" if row["ok"] else "  FAIL")
         )
         print(
-            f"{row['scenario']:<44} {row['n']:>5} {row['p50_ms']:>9.1f} "
+            f"{_pad(row['scenario'], 44)} {row['n']:>5} {row['p50_ms']:>9.1f} "
             f"{row['p95_ms']:>9.1f} {row['max_ms']:>9.1f}  {budget}{verdict}"
         )
 
@@ -385,7 +392,8 @@ def measure_import(count: int, rounds: int) -> list[dict[str, Any]]:
     assert again.conversations == 0, again
     print(
         f"Export ZIP of {count:,} conversations: {len(archive) / 1e6:.1f} MB; "
-        f"imported: {summary}"
+        f"imported {summary.conversations:,} conversations, "
+        f"{summary.messages:,} messages"
     )
     # The importer's sidebar, far down: the page after its 4,000th conversation.
     cursors = _cursors(importer.pk, 81)
