@@ -2,7 +2,7 @@
 web frontend does, to create sample conversations and export them.
 
 Run with the Open WebUI venv's Python (it has httpx and python-socketio):
-    /work/owui-venv/bin/python drive_owui.py http://127.0.0.1:8089 http://127.0.0.1:11500 OUTDIR
+    ~/owui-venv/bin/python drive_owui.py http://127.0.0.1:8089 http://127.0.0.1:11500 OUTDIR
 
 The request bodies mirror src/lib/components/chat/Chat.svelte (submitPrompt,
 sendMessage, sendMessageSocket, regenerateResponse), Messages.svelte (editMessage),

@@ -1,6 +1,6 @@
 """Third step: export with Open WebUI's own export endpoints, saving bodies byte for byte.
 
-    /work/owui-venv/bin/python export_owui.py http://127.0.0.1:8089 OUTDIR
+    ~/owui-venv/bin/python export_owui.py http://127.0.0.1:8089 OUTDIR
 """
 
 import json

@@ -4,7 +4,7 @@ with {models, history, messages: createMessagesList(history, currentId), files})
 first to the original question q2 ("Give me an example."), then back to the edited
 one q2b, so the chat ends on q2b's answer and chat.messages is rewritten to that path.
 
-    /work/owui-venv/bin/python navigate_branch.py http://127.0.0.1:8089 OUTDIR
+    ~/owui-venv/bin/python navigate_branch.py http://127.0.0.1:8089 OUTDIR
 """
 
 import json
