@@ -27,6 +27,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from django.db import connection
+from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
@@ -103,8 +104,6 @@ class Hit:
 
     @property
     def url(self) -> str:
-        from django.urls import reverse
-
         base = reverse("conversation", args=[self.conversation_id])
         if self.message_id is None:
             return base
@@ -147,9 +146,9 @@ def highlight(text: str, query: Query, width: int = SNIPPET_CHARS) -> SafeString
 
 
 def _like(text: str) -> str:
-    return (
-        "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    )
+    """A LIKE pattern finding `text` anywhere, its % _ \\ escaped by Django's
+    own rule for LIKE (matched by the ESCAPE '\\' of each query here)."""
+    return f"%{connection.ops.prep_for_like_query(text)}%"
 
 
 def _title_hits(owner_id: int, query: Query, limit: int) -> list[Hit]:
@@ -176,6 +175,29 @@ def _title_hits(owner_id: int, query: Query, limit: int) -> list[Hit]:
     ]
 
 
+# What _fetch reads of each hit, and the join every message query makes.
+COLUMNS = (
+    "m.id, m.role, m.content, m.thinking, c.id, c.title, "
+    "c.archived_at IS NOT NULL, c.updated_at"
+)
+JOIN = "JOIN chat_conversation c ON c.id = m.conversation_id"
+
+
+def _owned_messages(
+    owner_id: int, query: Query, substrings: list[str], like: str
+) -> tuple[list[str], list[Any]]:
+    """The WHERE terms every message query shares: the owner's listed
+    conversations, shown messages only, and each of `substrings` found in the
+    text (or the text and its thinking) with `like` (ILIKE or LIKE)."""
+    where = ["c.owner_id = %s", "c.listed", "NOT m.replaced"]
+    params: list[Any] = [owner_id]
+    text = "(m.content || ' ' || m.thinking)" if query.thinking else "m.content"
+    for needle in substrings:
+        where.append(f"{text} {like} %s ESCAPE '\\'")
+        params.append(_like(needle))
+    return where, params
+
+
 def _tsquery(query: Query) -> str:
     """A tsquery of plain words only (WORD's characters: no syntax survives),
     each a prefix, of the text alone (weight A) or with the thinking."""
@@ -186,24 +208,11 @@ def _tsquery(query: Query) -> str:
 
 def _postgres_hits(owner_id: int, query: Query, limit: int) -> list[Hit]:
     tsquery = _tsquery(query)
-    where = [
-        "c.owner_id = %s",
-        "c.listed",
-        "NOT m.replaced",
-    ]
-    params: list[Any] = [owner_id]
+    cjk = [term.text for term in query.terms if term.cjk]
+    where, params = _owned_messages(owner_id, query, cjk, "ILIKE")
     if tsquery:
         where.append("m.search_vector @@ to_tsquery('simple', %s)")
         params.append(tsquery)
-    for term in query.terms:
-        if term.cjk:
-            column = (
-                "m.content"
-                if not query.thinking
-                else "(m.content || ' ' || m.thinking)"
-            )
-            where.append(f"{column} ILIKE %s ESCAPE '\\'")
-            params.append(_like(term.text))
     rank = "ts_rank(m.search_vector, to_tsquery('simple', %s))" if tsquery else "0"
     sql = (
         f"SELECT {COLUMNS}, {rank} AS rank FROM chat_message m {JOIN} "
@@ -211,14 +220,6 @@ def _postgres_hits(owner_id: int, query: Query, limit: int) -> list[Hit]:
         "ORDER BY rank DESC, m.id DESC LIMIT %s"
     )
     return _fetch(sql, ([tsquery] if tsquery else []) + params + [limit], query)
-
-
-# What _fetch reads of each hit, and the join every message query makes.
-COLUMNS = (
-    "m.id, m.role, m.content, m.thinking, c.id, c.title, "
-    "c.archived_at IS NOT NULL, c.updated_at"
-)
-JOIN = "JOIN chat_conversation c ON c.id = m.conversation_id"
 
 
 def _fts5_phrase(text: str) -> str:
@@ -230,12 +231,7 @@ def _sqlite_hits(owner_id: int, query: Query, limit: int) -> list[Hit]:
     indexed = [n for n in needles if len(n) >= 3]
     short = [n for n in needles if len(n) < 3]
     column = "" if query.thinking else "content : "
-    where = ["c.owner_id = %s", "c.listed", "NOT m.replaced"]
-    params: list[Any] = [owner_id]
-    text = "m.content" if not query.thinking else "(m.content || ' ' || m.thinking)"
-    for needle in short:
-        where.append(f"{text} LIKE %s ESCAPE '\\'")
-        params.append(_like(needle))
+    where, params = _owned_messages(owner_id, query, short, "LIKE")
     if indexed:
         match = " AND ".join(column + _fts5_phrase(n) for n in indexed)
         sql = (
