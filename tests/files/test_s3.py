@@ -12,8 +12,14 @@ from django.urls import reverse
 
 from chat.models import Attachment
 from tests.files import samples
-from tests.files.s3 import KEY, REGION, SECRET, bucket_keys, s3_storage
-from tests.files.s3 import s3_server  # noqa: F401 (a fixture)
+from tests.files.s3 import (
+    KEY,
+    REGION,
+    SECRET,
+    bucket_keys,
+    s3_server,  # noqa: F401 (a fixture)
+    s3_storage,
+)
 
 pytestmark = pytest.mark.django_db
 
