@@ -177,10 +177,12 @@ function showTray() {
     summary.textContent = "";
     return;
   }
-  const tokens = tray.items.reduce((sum, item) => sum + (item.tokens ?? 0), 0);
+  const counted = tray.items.filter((item) => item.tokens != null);
+  const tokens = counted.reduce((sum, item) => sum + item.tokens, 0);
   const uploading = tray.items.filter((item) => item.status === "uploading").length;
   const failed = tray.items.filter((item) => item.status === "failed").length;
-  const parts = [plural(tray.items.length, "file"), `${tokenCount(tokens)} with this question`];
+  const parts = [plural(tray.items.length, "file")];
+  if (counted.length) parts.push(`${tokenCount(tokens)} with this question`);
   if (uploading) parts.push(`${uploading} uploading`);
   if (failed) parts.push(`${failed} failed`);
   summary.textContent = parts.join(" · ");
