@@ -63,6 +63,8 @@ class ShareLink(models.Model):
     # Snapshot links show the finished messages up to this one (by id).
     snapshot_upto = models.BigIntegerField(null=True, blank=True, editable=False)
     include_thinking = models.BooleanField(default=False)
+    # Whether viewers may open the files attached to the shared questions.
+    include_attachments = models.BooleanField(default=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -201,6 +201,7 @@ class NDJSONReader:
 @dataclass(frozen=True, slots=True)
 class ModelFacts:
     supports_thinking: bool
+    supports_vision: bool
     context_length: int | None
     family: str
     parameter_size: str
@@ -217,6 +218,7 @@ def model_facts(show: dict[str, Any]) -> ModelFacts:
     context = info.get(f"{info.get('general.architecture')}.context_length")
     return ModelFacts(
         supports_thinking=isinstance(capabilities, list) and "thinking" in capabilities,
+        supports_vision=isinstance(capabilities, list) and "vision" in capabilities,
         context_length=_count(context),
         family=str(details.get("family") or ""),
         parameter_size=str(details.get("parameter_size") or ""),

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from chat.models import Message, SharedMessage, ShareLink, SiteDefaults, Team
 from chat.models.paging import id_at, numbered_page
+from chat.web.attachments import shared_attachment
 from chat.web.conversations import SignedInRequest, _owned
 from chat.web.sharing_forms import ShareLinkForm
+
+Response = TypeVar("Response", bound=HttpResponseBase)
 
 
 def _dialog(
@@ -153,7 +157,7 @@ def _viewable(request: HttpRequest, token: str) -> ShareLink | HttpResponse:
     return link
 
 
-def _private(response: HttpResponse) -> HttpResponse:
+def _private(response: Response) -> Response:
     """Shared pages stay out of search engines, caches and Referer headers."""
     response["X-Robots-Tag"] = "noindex, nofollow"
     response["Cache-Control"] = "no-store"
@@ -256,3 +260,26 @@ def shared_message_source(
     if isinstance(found, HttpResponse):
         return found
     return _private(source_of(found.visible_messages(), ordinal))
+
+
+@require_GET
+def shared_file(request: HttpRequest, token: str, public_id: str) -> HttpResponseBase:
+    return _shared_file(request, token, public_id, thumbnail=False)
+
+
+@require_GET
+def shared_thumbnail(
+    request: HttpRequest, token: str, public_id: str
+) -> HttpResponseBase:
+    return _shared_file(request, token, public_id, thumbnail=True)
+
+
+def _shared_file(
+    request: HttpRequest, token: str, public_id: str, *, thumbnail: bool
+) -> HttpResponseBase:
+    found = _viewable(request, token)
+    if isinstance(found, HttpResponse):
+        if found.status_code == 410:  # a file of a link that is gone: none
+            raise Http404("No such file.")
+        return found
+    return _private(shared_attachment(found, public_id, thumbnail=thumbnail))
