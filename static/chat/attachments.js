@@ -38,7 +38,7 @@ function limits() {
     maxFiles: Number(data.attachMaxFiles),
     accept: extensions(data.attachAccept ?? ""),
     images: extensions(data.attachImageAccept ?? ""),
-    vision: data.vision === "1",
+    vision: data.vision === "1" || data.vision === "true",
     visionReason: data.visionReason || "This model cannot read images.",
   };
 }
@@ -173,6 +173,7 @@ function showTray() {
   const summary = document.getElementById("attach-summary");
   list.hidden = tray.items.length === 0;
   summary.hidden = tray.items.length === 0;
+  owner.input.required = tray.items.length === 0; // files may go without words
   if (!tray.items.length) {
     summary.textContent = "";
     return;
@@ -267,6 +268,8 @@ function upload(item) {
   form.append("file", item.file, item.name);
   const conversation = document.getElementById("chat").dataset.conversationId;
   if (conversation) form.append("conversation", conversation);
+  // The model the tokens are counted for (and that must see an image).
+  if (composer().dataset.model) form.append("model", composer().dataset.model);
   xhr.send(form);
 }
 
@@ -284,6 +287,10 @@ export function isUploading() {
 export function uploadsSettled() {
   if (!isUploading()) return Promise.resolve();
   return new Promise((resolve) => tray.idle.push(resolve));
+}
+
+export function hasFiles() {
+  return tray.items.length > 0;
 }
 
 export function failedNames() {
@@ -391,7 +398,7 @@ function followModel() {
 
 // ---------------------------------------------------------------- button, drop, paste
 
-function hasFiles(event) {
+function carriesFiles(event) {
   return Array.from(event.dataTransfer?.types ?? []).includes("Files");
 }
 
@@ -404,13 +411,13 @@ function wireDrop() {
     delete area.dataset.dropping;
   };
   area.addEventListener("dragenter", (event) => {
-    if (!hasFiles(event) || composer().hidden) return;
+    if (!carriesFiles(event) || composer().hidden) return;
     event.preventDefault();
     depth += 1;
     area.dataset.dropping = "1";
   });
   area.addEventListener("dragover", (event) => {
-    if (!hasFiles(event) || composer().hidden) return;
+    if (!carriesFiles(event) || composer().hidden) return;
     event.preventDefault();
     event.dataTransfer.dropEffect = "copy";
   });
@@ -419,7 +426,7 @@ function wireDrop() {
     if (depth <= 0) done();
   });
   area.addEventListener("drop", (event) => {
-    if (!hasFiles(event) || composer().hidden) return;
+    if (!carriesFiles(event) || composer().hidden) return;
     event.preventDefault();
     done();
     addFiles(Array.from(event.dataTransfer.files));

@@ -1,7 +1,15 @@
 // The owner's composer (send with its attachments, stop, the model's name) and
 // the actions on the messages in the list: copy, regenerate, edit, the versions of a turn.
 
-import { failedNames, idsOf, isUploading, takeForSend, uploadsSettled, wireAttachments } from "./attachments.js";
+import {
+  failedNames,
+  hasFiles,
+  idsOf,
+  isUploading,
+  takeForSend,
+  uploadsSettled,
+  wireAttachments,
+} from "./attachments.js";
 import { copyToClipboard } from "./clipboard.js";
 import { followNewest, liveAnswer, rememberThinking } from "./live_answer.js";
 import { announce, csrfToken, list, owner, showAlert } from "./page.js";
@@ -31,13 +39,14 @@ function showWaiting(waiting) {
 
 async function send({ truncate = false } = {}) {
   const { input } = owner;
-  if (!input.value.trim() || isBusy() || sending.waiting) return;
+  const empty = () => !input.value.trim() && !hasFiles();
+  if (empty() || isBusy() || sending.waiting) return;
   if (isUploading()) {
     showWaiting(true);
     await uploadsSettled();
     if (!sending.waiting) return; // given up (Esc)
     showWaiting(false);
-    if (!input.value.trim() || isBusy()) return;
+    if (empty() || isBusy()) return;
   }
   const failed = failedNames();
   if (failed.length) {

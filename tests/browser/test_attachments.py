@@ -1,0 +1,362 @@
+"""The composer's attachments in Chromium (static/chat/attachments.js): files
+come by the button, a drop and a paste, go up at once with a chip each (size,
+token cost, thumbnail, remove), and go with the question; what the browser can
+refuse is refused before anything is sent, and nothing typed is ever lost."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from playwright.sync_api import expect
+
+from chat.models import Attachment, Conversation, Message
+from tests.browser.chat_page import open_conversation, wait_until_done
+from tests.browser.csp import LISTENER
+from tests.files import samples
+from tests.waiting import until_sync
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+MB = 1024 * 1024
+
+# A File built in the page from base64 bytes, then handed over as a user's
+# paste (a ClipboardEvent carrying it, as a screenshot tool leaves it) or drop
+# (dragenter, dragover, then drop with a DataTransfer), at the given element.
+HAND_OVER = """
+([how, selector, b64, name, type]) => {
+  const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+  const data = new DataTransfer();
+  data.items.add(new File([bytes], name, { type }));
+  const target = document.querySelector(selector);
+  const init = { bubbles: true, cancelable: true };
+  if (how === "paste") {
+    return target.dispatchEvent(new ClipboardEvent("paste", { ...init, clipboardData: data }));
+  }
+  target.dispatchEvent(new DragEvent("dragenter", { ...init, dataTransfer: data }));
+  target.dispatchEvent(new DragEvent("dragover", { ...init, dataTransfer: data }));
+  const dropping = document.getElementById("chat").dataset.dropping === "1";
+  target.dispatchEvent(new DragEvent("drop", { ...init, dataTransfer: data }));
+  return dropping;
+}
+"""
+
+
+def paste(page, raw: bytes, name: str, type: str) -> bool:
+    """True when the page took the paste (prevented the default)."""
+    payload = ["paste", "#composer-input", base64.b64encode(raw).decode(), name, type]
+    return not page.evaluate(HAND_OVER, payload)
+
+
+def drop(page, raw: bytes, name: str, type: str, on: str = "#messages") -> bool:
+    """True when the conversation showed where the file would land."""
+    payload = ["drop", on, base64.b64encode(raw).decode(), name, type]
+    return page.evaluate(HAND_OVER, payload)
+
+
+def uploads_to(page) -> list[str]:
+    """The methods of the requests the page makes to /attachments/…, as made."""
+    made: list[str] = []
+    page.on(
+        "request",
+        lambda request: (
+            made.append(request.method) if "/attachments/" in request.url else None
+        ),
+    )
+    return made
+
+
+@pytest.fixture
+def vision(demo_profile):
+    demo_profile.supports_vision = True
+    demo_profile.save()
+    return demo_profile
+
+
+@pytest.fixture
+def talk(alice, demo_profile):
+    return Conversation.objects.create(owner=alice, model_profile=demo_profile)
+
+
+def chip(page, name: str):
+    return page.locator(".attachment-chip", has_text=name)
+
+
+def test_a_screenshot_pasted_and_a_pdf_dropped_go_with_the_question(
+    live_server_url, page, login, alice, vision, talk, simulator
+):
+    simulator.config.answer_tokens = 5
+    page.add_init_script(LISTENER)
+    open_conversation(page, login, live_server_url, talk, alice)
+    page.fill("#composer-input", "What do these say?")
+
+    assert paste(page, samples.png(800, 600), "image.png", "image/png")
+    assert drop(
+        page, samples.pdf("Quarterly revenue rose"), "report.pdf", "application/pdf"
+    )
+
+    shot = chip(page, "Screenshot")
+    report = chip(page, "report.pdf")
+    expect(shot).to_have_attribute("data-status", "ready")
+    expect(report).to_have_attribute("data-status", "ready")
+    # The picture shows at once, then as the server's thumbnail.
+    expect(shot.locator("img.attachment-thumb")).to_have_attribute(
+        "src", Attachment.objects.get(kind="image").to_dict()["thumbnail_url"]
+    )
+    costs = {a.name: a.tokens for a in Attachment.objects.filter(owner=alice)}
+    assert len(costs) == 2 and all(costs.values())
+    expect(report.locator(".attachment-tokens")).to_have_text(
+        f"~{costs['report.pdf']:,} tokens"
+    )
+    summary = page.locator("#attach-summary")
+    expect(summary).to_contain_text("2 files")
+    expect(summary).to_contain_text(f"~{sum(costs.values()):,} tokens")
+    expect(page.locator("#composer-input")).to_have_value("What do these say?")
+
+    page.press("#composer-input", "Enter")
+    wait_until_done(page)
+    question = page.locator("article.user")
+    expect(question.locator(".attachments li")).to_have_count(2)
+    expect(page.locator(".attachment-chip")).to_have_count(0)
+    expect(summary).to_be_hidden()
+    sent = Message.objects.get(role="user")
+    assert sorted(a.name for a in sent.attachments.all()) == sorted(costs)
+    received = simulator.log[-1].received
+    assert len(received.images) == 1
+    assert [d.name for d in received.documents] == ["report.pdf"]
+    assert "Quarterly revenue rose" in received.documents[0].text
+    assert page.evaluate("window.__cspViolations") == []
+
+
+def test_attach_by_the_keyboard_and_remove_a_chip(
+    live_server_url, page, login, alice, talk
+):
+    made = uploads_to(page)
+    open_conversation(page, login, live_server_url, talk, alice)
+    page.focus("#composer-input")
+    page.keyboard.press("Shift+Tab")
+    expect(page.locator("#attach-button")).to_be_focused()
+    with page.expect_file_chooser() as chooser:
+        page.keyboard.press("Enter")
+    chooser.value.set_files(
+        [
+            {
+                "name": "notes.md",
+                "mimeType": "text/markdown",
+                "buffer": b"# Notes\n" * 50,
+            },
+            {"name": "data.csv", "mimeType": "text/csv", "buffer": b"a,b\n1,2\n" * 40},
+        ]
+    )
+    expect(page.locator('.attachment-chip[data-status="ready"]')).to_have_count(2)
+    expect(chip(page, "notes.md").locator(".attachment-size")).to_have_text("400 B")
+    expect(chip(page, "notes.md").locator(".attachment-tokens")).to_contain_text(
+        "tokens"
+    )
+
+    page.click("button[aria-label='Remove notes.md']")
+    expect(page.locator(".attachment-chip")).to_have_count(1)
+    # Focus stays in the list, on the next file's remove.
+    expect(page.locator("button[aria-label='Remove data.csv']")).to_be_focused()
+    until_sync(
+        lambda: list(Attachment.objects.values_list("name", flat=True)) == ["data.csv"],
+        "the removed file was not deleted on the server",
+    )
+    assert made == ["POST", "POST", "DELETE"]
+    expect(page.locator("#attach-status")).to_have_text("notes.md removed.")
+
+
+def test_a_file_over_the_limit_is_refused_before_it_is_sent(
+    live_server_url, page, login, alice, talk, settings
+):
+    made = uploads_to(page)
+    open_conversation(page, login, live_server_url, talk, alice)
+    limit = int(page.get_attribute("#composer", "data-attach-max-bytes"))
+    assert limit == settings.ATTACHMENT_MAX_BYTES
+    page.fill("#composer-input", "Read this log")
+    page.set_input_files(
+        "#attach-input",
+        files=[
+            {
+                "name": "huge.log",
+                "mimeType": "text/plain",
+                "buffer": b"x" * (limit + 5 * MB),
+            }
+        ],
+    )
+    expect(page.locator("#alert")).to_have_text(
+        f"huge.log is {(limit + 5 * MB) // MB} MB; the limit is {limit // MB} MB a file."
+        " It was not uploaded."
+    )
+    page.set_input_files(
+        "#attach-input",
+        files=[
+            {
+                "name": "tool.exe",
+                "mimeType": "application/x-msdownload",
+                "buffer": b"MZ",
+            }
+        ],
+    )
+    expect(page.locator("#alert")).to_contain_text(
+        "tool.exe: this type of file cannot be attached"
+    )
+    expect(page.locator(".attachment-chip")).to_have_count(0)
+    expect(page.locator("#composer-input")).to_have_value("Read this log")
+    assert made == []
+
+
+def test_too_many_files_are_refused_before_they_are_sent(
+    live_server_url, page, login, alice, talk, settings
+):
+    open_conversation(page, login, live_server_url, talk, alice)
+    most = settings.ATTACHMENT_MAX_FILES
+    files = [
+        {"name": f"n{i}.txt", "mimeType": "text/plain", "buffer": f"note {i}".encode()}
+        for i in range(most + 2)
+    ]
+    page.set_input_files("#attach-input", files=files)
+    expect(page.locator(".attachment-chip")).to_have_count(most)
+    expect(page.locator("#alert")).to_contain_text(
+        f"n{most}.txt: at most {most} files go with one question."
+    )
+    expect(page.locator('.attachment-chip[data-status="ready"]')).to_have_count(most)
+    assert Attachment.objects.count() == most
+
+
+def test_a_refused_upload_keeps_the_typed_text_and_sends_nothing(
+    live_server_url, page, login, alice, talk, simulator
+):
+    open_conversation(page, login, live_server_url, talk, alice)
+    page.fill("#composer-input", "My careful question")
+    # Text named .pdf: the server refuses it, with its reason on the chip.
+    page.set_input_files(
+        "#attach-input",
+        files=[
+            {
+                "name": "report.pdf",
+                "mimeType": "application/pdf",
+                "buffer": b"plain words",
+            }
+        ],
+    )
+    failed = chip(page, "report.pdf")
+    expect(failed).to_have_attribute("data-status", "failed")
+    expect(failed.locator(".attachment-error")).to_contain_text("report.pdf")
+    expect(failed.locator(".attachment-retry")).to_be_hidden()  # it would fail again
+    expect(page.locator("#attach-status")).to_contain_text("report.pdf did not upload")
+
+    page.press("#composer-input", "Enter")
+    expect(page.locator("#alert")).to_contain_text(
+        "Not sent: report.pdf did not upload."
+    )
+    expect(page.locator("#composer-input")).to_have_value("My careful question")
+    assert not Message.objects.exists()
+
+    page.click("button[aria-label='Remove report.pdf']")
+    page.press("#composer-input", "Enter")
+    wait_until_done(page)
+    expect(page.locator("article.user")).to_have_text("My careful question")
+    assert not Attachment.objects.exists()
+
+
+def test_an_upload_cut_off_can_be_retried(live_server_url, page, login, alice, talk):
+    open_conversation(page, login, live_server_url, talk, alice)
+    page.fill("#composer-input", "Typed before the cut")
+    page.route("**/attachments/", lambda route: route.abort("connectionreset"))
+    page.set_input_files(
+        "#attach-input",
+        files=[
+            {"name": "trace.log", "mimeType": "text/plain", "buffer": b"line\n" * 100}
+        ],
+    )
+    cut = chip(page, "trace.log")
+    expect(cut).to_have_attribute("data-status", "failed")
+    expect(cut.locator(".attachment-error")).to_have_text(
+        "The upload was interrupted: check the connection and retry."
+    )
+    assert not Attachment.objects.exists()
+
+    page.unroute("**/attachments/")
+    cut.locator(".attachment-retry").click()
+    expect(cut).to_have_attribute("data-status", "ready")
+    expect(page.locator("#composer-input")).to_have_value("Typed before the cut")
+    assert list(Attachment.objects.values_list("name", flat=True)) == ["trace.log"]
+
+
+def test_enter_while_a_file_uploads_sends_once_it_is_up(
+    live_server_url, page, login, alice, talk, simulator
+):
+    simulator.config.answer_tokens = 5
+    open_conversation(page, login, live_server_url, talk, alice)
+    held = []  # the upload, held until the question is on its way
+    page.route("**/attachments/", held.append)
+    page.set_input_files(
+        "#attach-input",
+        files=[
+            {
+                "name": "minutes.txt",
+                "mimeType": "text/plain",
+                "buffer": b"We agreed to ship.",
+            }
+        ],
+    )
+    until_sync(lambda: held, "the upload never started")
+    page.fill("#composer-input", "Summarise the minutes")
+    page.press("#composer-input", "Enter")
+    expect(page.locator("#composer")).to_have_attribute("data-waiting", "1")
+    expect(page.locator("#send-button")).to_have_attribute("aria-busy", "true")
+    # Still uploading: the question waits in the box, the model is not asked.
+    expect(page.locator("#composer-input")).to_have_value("Summarise the minutes")
+    assert page.locator("article.user").count() == 0
+
+    page.unroute("**/attachments/")
+    held[0].continue_()
+    wait_until_done(page)
+    expect(page.locator("article.user")).to_contain_text("Summarise the minutes")
+    expect(page.locator("#composer")).to_have_attribute("data-waiting", "")
+    expect(page.locator("#composer-input")).to_have_value("")
+    [sent] = Attachment.objects.all()
+    assert sent.message == Message.objects.get(role="user")
+    received = simulator.log[-1].received
+    assert [d.name for d in received.documents] == ["minutes.txt"]
+
+
+def test_a_model_without_vision_takes_documents_only_and_says_why(
+    live_server_url, page, login, alice, demo_profile, talk
+):
+    made = uploads_to(page)
+    open_conversation(page, login, live_server_url, talk, alice)
+    reason = demo_profile.vision_reason()
+    accept = page.get_attribute("#attach-input", "accept").split(",")
+    assert ".pdf" in accept and ".png" not in accept and ".jpg" not in accept
+    expect(page.locator("#attach-button")).to_have_attribute(
+        "title", f"Attach documents ({demo_profile.label} cannot see images: {reason})"
+    )
+    expect(page.locator("#attach-limits")).to_contain_text("Images cannot be attached")
+
+    page.fill("#composer-input", "Look at this")
+    assert paste(page, samples.png(), "image.png", "image/png")
+    expect(page.locator("#alert")).to_contain_text(reason)
+    drop(page, samples.png(), "photo.png", "image/png")
+    expect(page.locator("#alert")).to_contain_text(f"photo.png: {demo_profile.label}")
+    expect(page.locator(".attachment-chip")).to_have_count(0)
+    expect(page.locator("#composer-input")).to_have_value("Look at this")
+    assert made == []
+
+
+def test_text_pastes_as_text(live_server_url, page, login, alice, talk):
+    """A clipboard with text and a picture of it (a spreadsheet's cells, say)
+    pastes the text; nothing is attached."""
+    open_conversation(page, login, live_server_url, talk, alice)
+    taken = page.evaluate(
+        """() => {
+          const data = new DataTransfer();
+          data.setData("text/plain", "a\\tb");
+          data.items.add(new File([new Uint8Array([1])], "image.png", { type: "image/png" }));
+          const event = new ClipboardEvent("paste", { bubbles: true, cancelable: true, clipboardData: data });
+          return !document.getElementById("composer-input").dispatchEvent(event);
+        }"""
+    )
+    assert not taken
+    expect(page.locator(".attachment-chip")).to_have_count(0)
