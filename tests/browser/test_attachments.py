@@ -31,7 +31,8 @@ HAND_OVER = """
   const target = document.querySelector(selector);
   const init = { bubbles: true, cancelable: true };
   if (how === "paste") {
-    return target.dispatchEvent(new ClipboardEvent("paste", { ...init, clipboardData: data }));
+    const event = new ClipboardEvent("paste", { ...init, clipboardData: data });
+    return target.dispatchEvent(event);
   }
   target.dispatchEvent(new DragEvent("dragenter", { ...init, dataTransfer: data }));
   target.dispatchEvent(new DragEvent("dragover", { ...init, dataTransfer: data }));
@@ -54,6 +55,15 @@ def drop(page, raw: bytes, name: str, type: str, on: str = "#messages") -> bool:
     return page.evaluate(HAND_OVER, payload)
 
 
+def a_file(name: str, type: str, raw: bytes) -> dict:
+    return {"name": name, "mimeType": type, "buffer": raw}
+
+
+def choose(page, *files: dict) -> None:
+    """Files chosen in the attach button's dialog."""
+    page.set_input_files("#attach-input", files=list(files))
+
+
 def uploads_to(page) -> list[str]:
     """The methods of the requests the page makes to /attachments/…, as made."""
     made: list[str] = []
@@ -67,13 +77,6 @@ def uploads_to(page) -> list[str]:
 
 
 @pytest.fixture
-def vision(demo_profile):
-    demo_profile.supports_vision = True
-    demo_profile.save()
-    return demo_profile
-
-
-@pytest.fixture
 def talk(alice, demo_profile):
     return Conversation.objects.create(owner=alice, model_profile=demo_profile)
 
@@ -83,8 +86,10 @@ def chip(page, name: str):
 
 
 def test_a_screenshot_pasted_and_a_pdf_dropped_go_with_the_question(
-    live_server_url, page, login, alice, vision, talk, simulator
+    live_server_url, page, login, alice, demo_profile, talk, simulator
 ):
+    demo_profile.supports_vision = True
+    demo_profile.save()
     simulator.config.answer_tokens = 5
     page.add_init_script(LISTENER)
     open_conversation(page, login, live_server_url, talk, alice)
@@ -174,30 +179,12 @@ def test_a_file_over_the_limit_is_refused_before_it_is_sent(
     limit = int(page.get_attribute("#composer", "data-attach-max-bytes"))
     assert limit == settings.ATTACHMENT_MAX_BYTES
     page.fill("#composer-input", "Read this log")
-    page.set_input_files(
-        "#attach-input",
-        files=[
-            {
-                "name": "huge.log",
-                "mimeType": "text/plain",
-                "buffer": b"x" * (limit + 5 * MB),
-            }
-        ],
-    )
+    choose(page, a_file("huge.log", "text/plain", b"x" * (limit + 5 * MB)))
     expect(page.locator("#alert")).to_have_text(
-        f"huge.log is {(limit + 5 * MB) // MB} MB; the limit is {limit // MB} MB a file."
-        " It was not uploaded."
+        f"huge.log is {(limit + 5 * MB) // MB} MB; the limit is {limit // MB} MB"
+        " a file. It was not uploaded."
     )
-    page.set_input_files(
-        "#attach-input",
-        files=[
-            {
-                "name": "tool.exe",
-                "mimeType": "application/x-msdownload",
-                "buffer": b"MZ",
-            }
-        ],
-    )
+    choose(page, a_file("tool.exe", "application/x-msdownload", b"MZ"))
     expect(page.locator("#alert")).to_contain_text(
         "tool.exe: this type of file cannot be attached"
     )
@@ -212,10 +199,9 @@ def test_too_many_files_are_refused_before_they_are_sent(
     open_conversation(page, login, live_server_url, talk, alice)
     most = settings.ATTACHMENT_MAX_FILES
     files = [
-        {"name": f"n{i}.txt", "mimeType": "text/plain", "buffer": f"note {i}".encode()}
-        for i in range(most + 2)
+        a_file(f"n{i}.txt", "text/plain", f"note {i}".encode()) for i in range(most + 2)
     ]
-    page.set_input_files("#attach-input", files=files)
+    choose(page, *files)
     expect(page.locator(".attachment-chip")).to_have_count(most)
     expect(page.locator("#alert")).to_contain_text(
         f"n{most}.txt: at most {most} files go with one question."
@@ -230,16 +216,7 @@ def test_a_refused_upload_keeps_the_typed_text_and_sends_nothing(
     open_conversation(page, login, live_server_url, talk, alice)
     page.fill("#composer-input", "My careful question")
     # Text named .pdf: the server refuses it, with its reason on the chip.
-    page.set_input_files(
-        "#attach-input",
-        files=[
-            {
-                "name": "report.pdf",
-                "mimeType": "application/pdf",
-                "buffer": b"plain words",
-            }
-        ],
-    )
+    choose(page, a_file("report.pdf", "application/pdf", b"plain words"))
     failed = chip(page, "report.pdf")
     expect(failed).to_have_attribute("data-status", "failed")
     expect(failed.locator(".attachment-error")).to_contain_text("report.pdf")
@@ -264,12 +241,7 @@ def test_an_upload_cut_off_can_be_retried(live_server_url, page, login, alice, t
     open_conversation(page, login, live_server_url, talk, alice)
     page.fill("#composer-input", "Typed before the cut")
     page.route("**/attachments/", lambda route: route.abort("connectionreset"))
-    page.set_input_files(
-        "#attach-input",
-        files=[
-            {"name": "trace.log", "mimeType": "text/plain", "buffer": b"line\n" * 100}
-        ],
-    )
+    choose(page, a_file("trace.log", "text/plain", b"line\n" * 100))
     cut = chip(page, "trace.log")
     expect(cut).to_have_attribute("data-status", "failed")
     expect(cut.locator(".attachment-error")).to_have_text(
@@ -291,16 +263,7 @@ def test_enter_while_a_file_uploads_sends_once_it_is_up(
     open_conversation(page, login, live_server_url, talk, alice)
     held = []  # the upload, held until the question is on its way
     page.route("**/attachments/", held.append)
-    page.set_input_files(
-        "#attach-input",
-        files=[
-            {
-                "name": "minutes.txt",
-                "mimeType": "text/plain",
-                "buffer": b"We agreed to ship.",
-            }
-        ],
-    )
+    choose(page, a_file("minutes.txt", "text/plain", b"We agreed to ship."))
     until_sync(lambda: held, "the upload never started")
     page.fill("#composer-input", "Summarise the minutes")
     page.press("#composer-input", "Enter")
@@ -353,8 +316,11 @@ def test_text_pastes_as_text(live_server_url, page, login, alice, talk):
         """() => {
           const data = new DataTransfer();
           data.setData("text/plain", "a\\tb");
-          data.items.add(new File([new Uint8Array([1])], "image.png", { type: "image/png" }));
-          const event = new ClipboardEvent("paste", { bubbles: true, cancelable: true, clipboardData: data });
+          const bytes = new Uint8Array([1]);
+          const picture = new File([bytes], "a.png", { type: "image/png" });
+          data.items.add(picture);
+          const init = { bubbles: true, cancelable: true, clipboardData: data };
+          const event = new ClipboardEvent("paste", init);
           return !document.getElementById("composer-input").dispatchEvent(event);
         }"""
     )
