@@ -124,11 +124,11 @@ export function addFiles(files, { pasted = false } = {}) {
 // ---------------------------------------------------------------- chips
 
 function part(item, name) {
-  return item.chip.querySelector(`.attachment-${name}`);
+  return item.chip.querySelector(`.file-${name}`);
 }
 
 function chipFor(item) {
-  const chip = document.getElementById("attachment-chip-template").content.firstElementChild.cloneNode(true);
+  const chip = document.getElementById("file-chip-template").content.firstElementChild.cloneNode(true);
   item.chip = chip;
   chip.dataset.kind = item.image ? "image" : "document";
   part(item, "name").textContent = item.name;

@@ -6,6 +6,7 @@ refuse is refused before anything is sent, and nothing typed is ever lost."""
 from __future__ import annotations
 
 import base64
+import hashlib
 
 import pytest
 from playwright.sync_api import expect
@@ -82,13 +83,21 @@ def talk(alice, demo_profile):
 
 
 def chip(page, name: str):
-    return page.locator(".attachment-chip", has_text=name)
+    return page.locator(".file-chip", has_text=name)
 
 
+def sha256(data: bytes | str) -> str:
+    return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
+
+
+# The done-when path of attachments, over both wire protocols (Ollama's
+# `images`, OpenAI's `image_url` content parts).
+@pytest.mark.parametrize("backend", ["ollama", "openai"])
 def test_a_screenshot_pasted_and_a_pdf_dropped_go_with_the_question(
-    live_server_url, page, login, alice, demo_profile, talk, simulator
+    live_server_url, page, login, alice, demo_profile, talk, simulator, backend
 ):
     demo_profile.supports_vision = True
+    demo_profile.backend = backend
     demo_profile.save()
     simulator.config.answer_tokens = 5
     page.add_init_script(LISTENER)
@@ -96,40 +105,46 @@ def test_a_screenshot_pasted_and_a_pdf_dropped_go_with_the_question(
     page.fill("#composer-input", "What do these say?")
 
     assert paste(page, samples.png(800, 600), "image.png", "image/png")
-    assert drop(
-        page, samples.pdf("Quarterly revenue rose"), "report.pdf", "application/pdf"
-    )
+    pdf = samples.pdf("Quarterly revenue rose")
+    assert drop(page, pdf, "report.pdf", "application/pdf")
 
     shot = chip(page, "Screenshot")
     report = chip(page, "report.pdf")
     expect(shot).to_have_attribute("data-status", "ready")
     expect(report).to_have_attribute("data-status", "ready")
-    # The picture shows at once, then as the server's thumbnail.
-    expect(shot.locator("img.attachment-thumb")).to_have_attribute(
-        "src", Attachment.objects.get(kind="image").to_dict()["thumbnail_url"]
+    image = Attachment.objects.get(kind="image")
+    document = Attachment.objects.get(kind="document")
+    # The picture shows at once (from the file), then as the server's thumbnail.
+    expect(shot.locator("img.file-thumb")).to_have_attribute(
+        "src", image.to_dict()["thumbnail_url"]
     )
-    costs = {a.name: a.tokens for a in Attachment.objects.filter(owner=alice)}
-    assert len(costs) == 2 and all(costs.values())
-    expect(report.locator(".attachment-tokens")).to_have_text(
-        f"~{costs['report.pdf']:,} tokens"
+    assert image.tokens and document.tokens
+    expect(report.locator(".file-tokens")).to_have_text(
+        f"~{document.tokens:,} tokens"
     )
     summary = page.locator("#attach-summary")
     expect(summary).to_contain_text("2 files")
-    expect(summary).to_contain_text(f"~{sum(costs.values()):,} tokens")
+    expect(summary).to_contain_text(f"~{image.tokens + document.tokens:,} tokens")
     expect(page.locator("#composer-input")).to_have_value("What do these say?")
 
     page.press("#composer-input", "Enter")
     wait_until_done(page)
     question = page.locator("article.user")
     expect(question.locator(".attachments li")).to_have_count(2)
-    expect(page.locator(".attachment-chip")).to_have_count(0)
+    expect(page.locator(".file-chip")).to_have_count(0)
     expect(summary).to_be_hidden()
     sent = Message.objects.get(role="user")
-    assert sorted(a.name for a in sent.attachments.all()) == sorted(costs)
+    assert set(sent.attachments.all()) == {image, document}
     received = simulator.log[-1].received
-    assert len(received.images) == 1
-    assert [d.name for d in received.documents] == ["report.pdf"]
-    assert "Quarterly revenue rose" in received.documents[0].text
+    assert [i["sha256"] for i in received["images"]] == [sha256(image.read())]
+    assert "Quarterly revenue rose" in document.text
+    assert received["documents"] == [
+        {
+            "name": "report.pdf",
+            "chars": len(document.text),
+            "sha256": sha256(document.text),
+        }
+    ]
     assert page.evaluate("window.__cspViolations") == []
 
 
@@ -153,14 +168,14 @@ def test_attach_by_the_keyboard_and_remove_a_chip(
             {"name": "data.csv", "mimeType": "text/csv", "buffer": b"a,b\n1,2\n" * 40},
         ]
     )
-    expect(page.locator('.attachment-chip[data-status="ready"]')).to_have_count(2)
-    expect(chip(page, "notes.md").locator(".attachment-size")).to_have_text("400 B")
-    expect(chip(page, "notes.md").locator(".attachment-tokens")).to_contain_text(
+    expect(page.locator('.file-chip[data-status="ready"]')).to_have_count(2)
+    expect(chip(page, "notes.md").locator(".file-size")).to_have_text("400 B")
+    expect(chip(page, "notes.md").locator(".file-tokens")).to_contain_text(
         "tokens"
     )
 
     page.click("button[aria-label='Remove notes.md']")
-    expect(page.locator(".attachment-chip")).to_have_count(1)
+    expect(page.locator(".file-chip")).to_have_count(1)
     # Focus stays in the list, on the next file's remove.
     expect(page.locator("button[aria-label='Remove data.csv']")).to_be_focused()
     until_sync(
@@ -188,7 +203,7 @@ def test_a_file_over_the_limit_is_refused_before_it_is_sent(
     expect(page.locator("#alert")).to_contain_text(
         "tool.exe: this type of file cannot be attached"
     )
-    expect(page.locator(".attachment-chip")).to_have_count(0)
+    expect(page.locator(".file-chip")).to_have_count(0)
     expect(page.locator("#composer-input")).to_have_value("Read this log")
     assert made == []
 
@@ -202,11 +217,11 @@ def test_too_many_files_are_refused_before_they_are_sent(
         a_file(f"n{i}.txt", "text/plain", f"note {i}".encode()) for i in range(most + 2)
     ]
     choose(page, *files)
-    expect(page.locator(".attachment-chip")).to_have_count(most)
+    expect(page.locator(".file-chip")).to_have_count(most)
     expect(page.locator("#alert")).to_contain_text(
         f"n{most}.txt: at most {most} files go with one question."
     )
-    expect(page.locator('.attachment-chip[data-status="ready"]')).to_have_count(most)
+    expect(page.locator('.file-chip[data-status="ready"]')).to_have_count(most)
     assert Attachment.objects.count() == most
 
 
@@ -219,8 +234,8 @@ def test_a_refused_upload_keeps_the_typed_text_and_sends_nothing(
     choose(page, a_file("report.pdf", "application/pdf", b"plain words"))
     failed = chip(page, "report.pdf")
     expect(failed).to_have_attribute("data-status", "failed")
-    expect(failed.locator(".attachment-error")).to_contain_text("report.pdf")
-    expect(failed.locator(".attachment-retry")).to_be_hidden()  # it would fail again
+    expect(failed.locator(".file-error")).to_contain_text("report.pdf")
+    expect(failed.locator(".file-retry")).to_be_hidden()  # it would fail again
     expect(page.locator("#attach-status")).to_contain_text("report.pdf did not upload")
 
     page.press("#composer-input", "Enter")
@@ -244,13 +259,13 @@ def test_an_upload_cut_off_can_be_retried(live_server_url, page, login, alice, t
     choose(page, a_file("trace.log", "text/plain", b"line\n" * 100))
     cut = chip(page, "trace.log")
     expect(cut).to_have_attribute("data-status", "failed")
-    expect(cut.locator(".attachment-error")).to_have_text(
+    expect(cut.locator(".file-error")).to_have_text(
         "The upload was interrupted: check the connection and retry."
     )
     assert not Attachment.objects.exists()
 
     page.unroute("**/attachments/")
-    cut.locator(".attachment-retry").click()
+    cut.locator(".file-retry").click()
     expect(cut).to_have_attribute("data-status", "ready")
     expect(page.locator("#composer-input")).to_have_value("Typed before the cut")
     assert list(Attachment.objects.values_list("name", flat=True)) == ["trace.log"]
@@ -282,7 +297,7 @@ def test_enter_while_a_file_uploads_sends_once_it_is_up(
     [sent] = Attachment.objects.all()
     assert sent.message == Message.objects.get(role="user")
     received = simulator.log[-1].received
-    assert [d.name for d in received.documents] == ["minutes.txt"]
+    assert [d["name"] for d in received["documents"]] == ["minutes.txt"]
 
 
 def test_a_model_without_vision_takes_documents_only_and_says_why(
@@ -303,7 +318,7 @@ def test_a_model_without_vision_takes_documents_only_and_says_why(
     expect(page.locator("#alert")).to_contain_text(reason)
     drop(page, samples.png(), "photo.png", "image/png")
     expect(page.locator("#alert")).to_contain_text(f"photo.png: {demo_profile.label}")
-    expect(page.locator(".attachment-chip")).to_have_count(0)
+    expect(page.locator(".file-chip")).to_have_count(0)
     expect(page.locator("#composer-input")).to_have_value("Look at this")
     assert made == []
 
@@ -325,4 +340,4 @@ def test_text_pastes_as_text(live_server_url, page, login, alice, talk):
         }"""
     )
     assert not taken
-    expect(page.locator(".attachment-chip")).to_have_count(0)
+    expect(page.locator(".file-chip")).to_have_count(0)
