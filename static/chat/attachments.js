@@ -266,10 +266,11 @@ function upload(item) {
   xhr.addEventListener("abort", () => finished(item));
   const form = new FormData();
   form.append("file", item.file, item.name);
+  // The server counts the tokens for (and asks about images of) the model of
+  // the conversation's next answer, which a settings change may have changed
+  // since the page was drawn: so no model is named here.
   const conversation = document.getElementById("chat").dataset.conversationId;
   if (conversation) form.append("conversation", conversation);
-  // The model the tokens are counted for (and that must see an image).
-  if (composer().dataset.model) form.append("model", composer().dataset.model);
   xhr.send(form);
 }
 
@@ -402,9 +403,16 @@ function carriesFiles(event) {
   return Array.from(event.dataTransfer?.types ?? []).includes("Files");
 }
 
-// Files dropped anywhere on the conversation or the composer.
+// Files dropped anywhere on the conversation or the composer. Dropped
+// elsewhere (the sidebar), they are ignored: the browser would otherwise open
+// the file in place of the page, and what was typed with it.
 function wireDrop() {
   const area = document.getElementById("chat");
+  for (const type of ["dragover", "drop"]) {
+    document.addEventListener(type, (event) => {
+      if (carriesFiles(event)) event.preventDefault();
+    });
+  }
   let depth = 0; // dragenter/dragleave pairs: children enter and leave too
   const done = () => {
     depth = 0;

@@ -38,8 +38,9 @@ HAND_OVER = """
   target.dispatchEvent(new DragEvent("dragenter", { ...init, dataTransfer: data }));
   target.dispatchEvent(new DragEvent("dragover", { ...init, dataTransfer: data }));
   const dropping = document.getElementById("chat").dataset.dropping === "1";
-  target.dispatchEvent(new DragEvent("drop", { ...init, dataTransfer: data }));
-  return dropping;
+  const drop = new DragEvent("drop", { ...init, dataTransfer: data });
+  target.dispatchEvent(drop);
+  return { dropping, taken: drop.defaultPrevented };
 }
 """
 
@@ -50,8 +51,9 @@ def paste(page, raw: bytes, name: str, type: str) -> bool:
     return not page.evaluate(HAND_OVER, payload)
 
 
-def drop(page, raw: bytes, name: str, type: str, on: str = "#messages") -> bool:
-    """True when the conversation showed where the file would land."""
+def drop(page, raw: bytes, name: str, type: str, on: str = "#messages") -> dict:
+    """Whether the conversation showed where the file would land (`dropping`)
+    and kept the browser from opening the file in place of the page (`taken`)."""
     payload = ["drop", on, base64.b64encode(raw).decode(), name, type]
     return page.evaluate(HAND_OVER, payload)
 
@@ -106,7 +108,10 @@ def test_a_screenshot_pasted_and_a_pdf_dropped_go_with_the_question(
 
     assert paste(page, samples.png(800, 600), "image.png", "image/png")
     pdf = samples.pdf("Quarterly revenue rose")
-    assert drop(page, pdf, "report.pdf", "application/pdf")
+    assert drop(page, pdf, "report.pdf", "application/pdf") == {
+        "dropping": True,
+        "taken": True,
+    }
 
     shot = chip(page, "Screenshot")
     report = chip(page, "report.pdf")
@@ -119,9 +124,7 @@ def test_a_screenshot_pasted_and_a_pdf_dropped_go_with_the_question(
         "src", image.to_dict()["thumbnail_url"]
     )
     assert image.tokens and document.tokens
-    expect(report.locator(".file-tokens")).to_have_text(
-        f"~{document.tokens:,} tokens"
-    )
+    expect(report.locator(".file-tokens")).to_have_text(f"~{document.tokens:,} tokens")
     summary = page.locator("#attach-summary")
     expect(summary).to_contain_text("2 files")
     expect(summary).to_contain_text(f"~{image.tokens + document.tokens:,} tokens")
@@ -170,9 +173,7 @@ def test_attach_by_the_keyboard_and_remove_a_chip(
     )
     expect(page.locator('.file-chip[data-status="ready"]')).to_have_count(2)
     expect(chip(page, "notes.md").locator(".file-size")).to_have_text("400 B")
-    expect(chip(page, "notes.md").locator(".file-tokens")).to_contain_text(
-        "tokens"
-    )
+    expect(chip(page, "notes.md").locator(".file-tokens")).to_contain_text("tokens")
 
     page.click("button[aria-label='Remove notes.md']")
     expect(page.locator(".file-chip")).to_have_count(1)
@@ -341,3 +342,17 @@ def test_text_pastes_as_text(live_server_url, page, login, alice, talk):
     )
     assert not taken
     expect(page.locator(".file-chip")).to_have_count(0)
+
+
+def test_a_file_dropped_beside_the_conversation_is_ignored(
+    live_server_url, page, login, alice, talk
+):
+    """Not attached, and not opened by the browser in place of the page."""
+    made = uploads_to(page)
+    open_conversation(page, login, live_server_url, talk, alice)
+    page.fill("#composer-input", "Half a thought")
+    dropped = drop(page, b"notes", "notes.txt", "text/plain", on="#sidebar")
+    assert dropped == {"dropping": False, "taken": True}
+    expect(page.locator(".file-chip")).to_have_count(0)
+    expect(page.locator("#composer-input")).to_have_value("Half a thought")
+    assert made == []
