@@ -356,3 +356,34 @@ def test_a_file_dropped_beside_the_conversation_is_ignored(
     expect(page.locator(".file-chip")).to_have_count(0)
     expect(page.locator("#composer-input")).to_have_value("Half a thought")
     assert made == []
+
+
+def test_a_document_too_large_is_given_back_then_sent_truncated(
+    live_server_url, page, login, alice, talk, simulator
+):
+    """The refusal says the numbers; the question and its file are back in the
+    composer, and "Send truncated" sends them with the document cut to fit."""
+    simulator.config.answer_tokens = 5
+    open_conversation(page, login, live_server_url, talk, alice)
+    choose(page, a_file("book.txt", "text/plain", b"many words here " * 20_000))
+    book = chip(page, "book.txt")
+    expect(book).to_have_attribute("data-status", "ready")
+    page.fill("#composer-input", "Summarise the book")
+    page.press("#composer-input", "Enter")
+
+    alert = page.locator("#alert")
+    expect(alert).to_contain_text("this model's context is")
+    expect(page.locator("#composer-input")).to_have_value("Summarise the book")
+    expect(book).to_have_attribute("data-status", "ready")
+    expect(page.locator("#attach-summary")).to_contain_text("1 file")
+    assert not Message.objects.exists()
+
+    alert.get_by_role("button", name="Send truncated").click()
+    wait_until_done(page)
+    expect(page.locator("article.user")).to_contain_text("Summarise the book")
+    expect(page.locator("#composer-input")).to_have_value("")
+    [document] = Attachment.objects.all()
+    assert document.message == Message.objects.get(role="user")
+    [received] = simulator.log[-1].received["documents"]
+    assert received["name"] == "book.txt"
+    assert 0 < received["chars"] < len(document.text)
