@@ -27,7 +27,7 @@ from django.dispatch import receiver
 from django.urls import reverse
 from PIL import Image
 
-from chat.models.messages import Message
+from chat.models.messages import Message, spoken_tokens
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -44,6 +44,7 @@ IMAGE_PATCH = 28
 # lines name the file (the simulator counts these, chat/simulator/received.py).
 BLOCK_START = "----- BEGIN ATTACHED FILE: {name} -----"
 BLOCK_END = "----- END ATTACHED FILE: {name} -----"
+SEPARATOR = "\n\n"
 TRUNCATED = "\n[... the rest of the file was left out to fit the model's context]"
 
 
@@ -58,8 +59,10 @@ def new_public_id() -> str:
 
 @dataclass(frozen=True)
 class AttachmentView:
-    """One attachment as `chat/_attachments.html` shows it."""
+    """One attachment as `chat/_attachments.html` shows it (and a `message`
+    frame lists it)."""
 
+    public_id: str
     name: str
     size: int
     kind: str
@@ -215,6 +218,7 @@ class Attachment(models.Model):
             if self.thumbnail_name:
                 thumbnail_url = reverse("attachment_thumbnail", args=[self.public_id])
         return AttachmentView(
+            public_id=self.public_id,
             name=self.name,
             size=self.size,
             kind=self.kind,
@@ -294,9 +298,9 @@ class Attachment(models.Model):
         if documents and wanted > room_tokens:
             if not truncate:
                 raise AttachmentRefused(
-                    f"The attached documents are ~{thousands(wanted)} tokens; "
-                    f"this model's context is {thousands(profile.context_length)}"
-                    f" (~{thousands(max(room_tokens, 0))} left for them). Remove "
+                    f"The attached documents are ~{spoken_tokens(wanted)} tokens; "
+                    f"this model's context is {spoken_tokens(profile.context_length)}"
+                    f" (~{spoken_tokens(max(room_tokens, 0))} left for them). Remove "
                     "some, or send them truncated."
                 )
             _truncate(documents, room_tokens, profile.estimated_chars_per_token)
@@ -308,6 +312,35 @@ class Attachment(models.Model):
         )
         return attachments
 
+    @staticmethod
+    def count_for_answers(shown: Sequence[Message]) -> None:
+        """Tell each answer among `shown` how many files went with its
+        question (its footer says so), in one query."""
+        answers = [m for m in shown if m.role == Message.Role.ASSISTANT]
+        questions = {a.parent_id for a in answers if a.parent_id is not None}
+        if not questions:
+            return
+        counts = dict(
+            Attachment.objects.filter(message_id__in=questions)
+            .values("message_id")
+            .annotate(count=models.Count("pk"))
+            .values_list("message_id", "count")
+        )
+        for answer in answers:
+            answer.files_with_question = counts.get(answer.parent_id or 0, 0)
+
+    @classmethod
+    def copy_to(cls, question: Message, source: Message) -> list[Attachment]:
+        """The files of `source` (a question asked again) for `question`: rows
+        of its own over the same stored files (kept while a row names them)."""
+        copies = []
+        for attachment in source.attachments.all():
+            attachment.pk = None
+            attachment.public_id = new_public_id()
+            attachment.message = question
+            copies.append(attachment)
+        return Attachment.objects.bulk_create(copies)
+
 
 def _truncate(
     documents: list[Attachment], room_tokens: int, chars_per_token: float
@@ -316,19 +349,13 @@ def _truncate(
     fits of its text."""
     room_chars = max(0, int(room_tokens * chars_per_token))
     for attachment in documents:
-        overhead = len(attachment.block(0))
+        # Its block's lines, and the blank line after it (`prompt_message`).
+        overhead = len(attachment.block(0)) + len(SEPARATOR)
         keep = max(0, min(len(attachment.text), room_chars - overhead))
         if keep < len(attachment.text):
             attachment.sent_chars = keep
         room_chars -= keep + overhead
         attachment.tokens = math.ceil(len(attachment.block()) / chars_per_token)
-
-
-def thousands(tokens: int) -> str:
-    """48k, 32k, 900: how the context is spoken of."""
-    if tokens >= 1000:
-        return f"{round(tokens / 1000)}k"
-    return str(tokens)
 
 
 def image_size(data: bytes) -> tuple[int, int]:
@@ -349,7 +376,7 @@ def prompt_message(message: Message) -> dict[str, Any]:
     content = message.content
     blocks = [a.block() for a in attachments if not a.is_image]
     if blocks:
-        content = "\n\n".join([*blocks, content]) if content else "\n\n".join(blocks)
+        content = SEPARATOR.join([*blocks, content] if content else blocks)
     sent: dict[str, Any] = {"role": message.role, "content": content}
     images = [a.base64() for a in attachments if a.is_image]
     if images:
@@ -367,13 +394,22 @@ def attachment_chars(message: Message, chars_per_token: float) -> int:
         if attachment.is_image:
             total += math.ceil(attachment.tokens * chars_per_token)
         else:
-            total += len(attachment.block()) + 2
+            total += len(attachment.block()) + len(SEPARATOR)
     return total
 
 
 def delete_files(names: Iterable[str]) -> None:
-    for name in names:
-        if name:
+    """Delete stored files no attachment names any more (a question asked
+    again shares its files with the first version)."""
+    wanted = [name for name in names if name]
+    kept = set(
+        Attachment.objects.filter(
+            models.Q(storage_name__in=wanted) | models.Q(thumbnail_name__in=wanted)
+        ).values_list("storage_name", "thumbnail_name")
+    )
+    named = {name for pair in kept for name in pair}
+    for name in wanted:
+        if name not in named:
             default_storage.delete(name)
 
 

@@ -236,7 +236,7 @@ class OllamaClient:
     def chat(
         self,
         model: str,
-        messages: list[dict[str, str]],
+        messages: list[dict[str, Any]],
         *,
         think: bool | None,
         options: dict[str, Any],
@@ -369,7 +369,7 @@ class OllamaClient:
 
 def _chat_body(
     model: str,
-    messages: list[dict[str, str]],
+    messages: list[dict[str, Any]],
     think: bool | None,
     options: dict[str, Any],
     keep_alive: str | int | None,

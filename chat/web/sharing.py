@@ -13,7 +13,15 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from chat.models import Message, SharedMessage, ShareLink, SiteDefaults, Team
+from chat.models import (
+    Attachment,
+    Message,
+    SharedMessage,
+    ShareLink,
+    SiteDefaults,
+    Team,
+)
+from chat.models.attachments import AttachmentView
 from chat.models.paging import id_at, numbered_page
 from chat.web.attachments import shared_attachment
 from chat.web.conversations import SignedInRequest, _owned
@@ -208,11 +216,12 @@ def read_only_page(
     key: str | int,
     kind: str,
     include_thinking: bool,
+    include_attachments: bool = True,
 ) -> dict[str, Any]:
     """The page of `messages` before the ordinal `before` (the newest if None) as
     a shared (`kind` "shared", `key` the token) or team page ("team", the
     conversation's id) shows it, with the URL of the page before it."""
-    page = numbered_page(messages, before)
+    page = numbered_page(messages.prefetch_related("attachments"), before)
     if page is None:
         raise Http404("No such message.")
     older = page.older
@@ -223,6 +232,12 @@ def read_only_page(
                 item.ordinal,
                 include_thinking=include_thinking,
                 source_url=reverse(f"{kind}_message_source", args=[key, item.ordinal]),
+                files=[
+                    _file_view(attachment, kind, key)
+                    for attachment in item.message.attachments.all()
+                ]
+                if include_attachments
+                else [],
             )
             for item in page.items
         ],
@@ -230,6 +245,18 @@ def read_only_page(
         if older
         else "",
     }
+
+
+def _file_view(attachment: Attachment, kind: str, key: str | int) -> AttachmentView:
+    """A file as a reader opens it: a link's viewer through the link, a team
+    member by its own URL (which checks the team)."""
+    if kind != "shared":
+        return attachment.view()
+    args = [key, attachment.public_id]
+    return attachment.view(
+        url=reverse("shared_file", args=args),
+        thumbnail_url=reverse("shared_thumbnail", args=args),
+    )
 
 
 def source_of(messages: QuerySet[Message], ordinal: int) -> HttpResponse:
@@ -249,6 +276,7 @@ def _page(link: ShareLink, token: str, before: int | None) -> dict[str, Any]:
         key=token,
         kind="shared",
         include_thinking=link.include_thinking,
+        include_attachments=link.include_attachments,
     )
 
 

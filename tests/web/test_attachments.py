@@ -15,8 +15,11 @@ from django.urls import reverse
 
 from chat.models import Attachment, ShareLink, Team
 from tests.files import samples
+from tests.files.s3 import s3_server, storage  # noqa: F401 (fixtures)
 
-pytestmark = pytest.mark.django_db
+# Every test twice: files in the media folder, then in a bucket of a real
+# S3-compatible server (tests/files/s3.py).
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("storage")]
 
 
 def named(raw: bytes, name: str):
