@@ -277,10 +277,11 @@ def test_enter_while_a_file_uploads_sends_once_it_is_up(
 ):
     simulator.config.answer_tokens = 5
     open_conversation(page, login, live_server_url, talk, alice)
-    held = []  # the upload, held until the question is on its way
-    page.route("**/attachments/", held.append)
-    choose(page, a_file("minutes.txt", "text/plain", b"We agreed to ship."))
-    until_sync(lambda: held, "the upload never started")
+    held = []  # the upload, held by the browser until the test lets it go
+    page.route("**/attachments/", lambda route: held.append(route))
+    with page.expect_request("**/attachments/"):
+        choose(page, a_file("minutes.txt", "text/plain", b"We agreed to ship."))
+    expect(chip(page, "minutes.txt")).to_have_attribute("data-status", "uploading")
     page.fill("#composer-input", "Summarise the minutes")
     page.press("#composer-input", "Enter")
     expect(page.locator("#composer")).to_have_attribute("data-waiting", "1")
@@ -289,8 +290,8 @@ def test_enter_while_a_file_uploads_sends_once_it_is_up(
     expect(page.locator("#composer-input")).to_have_value("Summarise the minutes")
     assert page.locator("article.user").count() == 0
 
-    page.unroute("**/attachments/")
-    held[0].continue_()
+    [upload] = held  # handed to the test while it waited above
+    upload.continue_()
     wait_until_done(page)
     expect(page.locator("article.user")).to_contain_text("Summarise the minutes")
     expect(page.locator("#composer")).to_have_attribute("data-waiting", "")
