@@ -11,8 +11,13 @@ import hashlib
 import pytest
 from playwright.sync_api import expect
 
-from chat.models import Attachment, Conversation, Message
-from tests.browser.chat_page import open_conversation, wait_until_done
+from chat.models import Attachment, Conversation, Message, ModelProfile
+from tests.browser.chat_page import (
+    open_conversation,
+    open_settings,
+    save,
+    wait_until_done,
+)
 from tests.browser.csp import LISTENER
 from tests.files import samples
 from tests.waiting import until_sync
@@ -388,3 +393,26 @@ def test_a_document_too_large_is_given_back_then_sent_truncated(
     [received] = simulator.log[-1].received["documents"]
     assert received["name"] == "book.txt"
     assert 0 < received["chars"] < len(document.text)
+
+
+def test_images_follow_the_model_chosen_in_the_settings(
+    live_server_url, page, login, alice, talk, simulator
+):
+    """A saved settings change to a model with vision lets the composer take
+    images, without reloading the page."""
+    seer = ModelProfile.objects.create(
+        tag="llava-demo:7b",
+        base_url=simulator.url,
+        context_length=8192,
+        is_demo=True,
+        supports_vision=True,
+    )
+    open_settings(page, login, live_server_url, talk, alice)
+    assert ".png" not in page.get_attribute("#attach-input", "accept").split(",")
+    page.select_option("#id_model_profile", str(seer.pk))
+    save(page, 200)
+    expect(page.locator("#attach-button")).to_have_attribute("title", "Attach files")
+    assert ".png" in page.get_attribute("#attach-input", "accept").split(",")
+    assert paste(page, samples.png(), "image.png", "image/png")
+    expect(chip(page, "Screenshot")).to_have_attribute("data-status", "ready")
+    assert Attachment.objects.get().kind == "image"
