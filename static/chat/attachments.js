@@ -378,7 +378,7 @@ export function followVision() {
   const accepted = rules.vision ? rules.accept : rules.accept.filter((ext) => !rules.images.includes(ext));
   input.accept = accepted.join(",");
   const each = `Up to ${plural(rules.maxFiles, "file")}, ${byteSize(rules.maxBytes)} each.`;
-  const images = rules.vision ? "" : ` Images cannot be attached: ${rules.visionReason}`;
+  const images = rules.vision ? "" : ` No images: ${rules.visionReason}`;
   document.getElementById("attach-limits").textContent = `${each}${images}`;
   button.title = rules.vision ? "Attach files" : `Attach documents (${rules.visionReason})`;
   button.setAttribute("aria-label", rules.vision ? "Attach files" : "Attach documents");
@@ -394,7 +394,27 @@ function followModel() {
     composer().dataset.vision = label.dataset.vision;
     composer().dataset.visionReason = label.dataset.visionReason ?? "";
     followVision();
+    markPictures();
   });
+}
+
+// Pictures already attached cannot go to a model that does not see them: they
+// say so (as the server would refuse them), and are ready again if the next
+// model sees.
+function markPictures() {
+  const rules = limits();
+  for (const item of tray.items) {
+    if (!item.image || item.id === null) continue;
+    if (!rules.vision && item.status === "ready") {
+      item.blind = true;
+      failed(item, rules.visionReason, false);
+    } else if (rules.vision && item.blind) {
+      item.blind = false;
+      item.status = "ready";
+      showStatus(item);
+    }
+  }
+  showTray();
 }
 
 // ---------------------------------------------------------------- button, drop, paste

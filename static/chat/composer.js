@@ -50,7 +50,8 @@ async function send({ truncate = false } = {}) {
   }
   const failed = failedNames();
   if (failed.length) {
-    showAlert(`Not sent: ${failed.join(", ")} did not upload. Retry or remove it, then send again.`);
+    const them = failed.length === 1 ? "it" : "them";
+    showAlert(`Not sent: ${failed.join(", ")} cannot go with it (see the file). Remove ${them}, then send again.`);
     return;
   }
   if (!isOpen()) {

@@ -246,7 +246,7 @@ def test_a_refused_upload_keeps_the_typed_text_and_sends_nothing(
 
     page.press("#composer-input", "Enter")
     expect(page.locator("#alert")).to_contain_text(
-        "Not sent: report.pdf did not upload."
+        "Not sent: report.pdf cannot go with it (see the file)."
     )
     expect(page.locator("#composer-input")).to_have_value("My careful question")
     assert not Message.objects.exists()
@@ -312,19 +312,19 @@ def test_a_model_without_vision_takes_documents_only_and_says_why(
 ):
     made = uploads_to(page)
     open_conversation(page, login, live_server_url, talk, alice)
-    reason = demo_profile.vision_reason()
+    why = f"{demo_profile.label} cannot see images: {demo_profile.vision_reason()}"
     accept = page.get_attribute("#attach-input", "accept").split(",")
     assert ".pdf" in accept and ".png" not in accept and ".jpg" not in accept
     expect(page.locator("#attach-button")).to_have_attribute(
-        "title", f"Attach documents ({demo_profile.label} cannot see images: {reason})"
+        "title", f"Attach documents ({why})"
     )
-    expect(page.locator("#attach-limits")).to_contain_text("Images cannot be attached")
+    expect(page.locator("#attach-limits")).to_contain_text(f"No images: {why}")
 
     page.fill("#composer-input", "Look at this")
     assert paste(page, samples.png(), "image.png", "image/png")
-    expect(page.locator("#alert")).to_contain_text(reason)
+    expect(page.locator("#alert")).to_contain_text(why)
     drop(page, samples.png(), "photo.png", "image/png")
-    expect(page.locator("#alert")).to_contain_text(f"photo.png: {demo_profile.label}")
+    expect(page.locator("#alert")).to_have_text(f"photo.png: {why}")
     expect(page.locator(".file-chip")).to_have_count(0)
     expect(page.locator("#composer-input")).to_have_value("Look at this")
     assert made == []
@@ -396,7 +396,7 @@ def test_a_document_too_large_is_given_back_then_sent_truncated(
 
 
 def test_images_follow_the_model_chosen_in_the_settings(
-    live_server_url, page, login, alice, talk, simulator
+    live_server_url, page, login, alice, demo_profile, talk, simulator
 ):
     """A saved settings change to a model with vision lets the composer take
     images, without reloading the page."""
@@ -414,5 +414,50 @@ def test_images_follow_the_model_chosen_in_the_settings(
     expect(page.locator("#attach-button")).to_have_attribute("title", "Attach files")
     assert ".png" in page.get_attribute("#attach-input", "accept").split(",")
     assert paste(page, samples.png(), "image.png", "image/png")
-    expect(chip(page, "Screenshot")).to_have_attribute("data-status", "ready")
+    shot = chip(page, "Screenshot")
+    expect(shot).to_have_attribute("data-status", "ready")
     assert Attachment.objects.get().kind == "image"
+
+    # Back to a model without vision: the picture attached says it cannot go.
+    page.select_option("#id_model_profile", str(demo_profile.pk))
+    save(page, 200)
+    expect(shot).to_have_attribute("data-status", "failed")
+    expect(shot.locator(".file-error")).to_have_text(
+        page.get_attribute("#composer", "data-vision-reason")
+    )
+    page.fill("#composer-input", "And this?")
+    page.press("#composer-input", "Enter")
+    expect(page.locator("#alert")).to_contain_text("Not sent: Screenshot")
+    page.select_option("#id_model_profile", str(seer.pk))
+    save(page, 200)
+    expect(shot).to_have_attribute("data-status", "ready")
+    expect(page.locator("#composer-input")).to_have_value("And this?")
+
+
+def test_a_refused_question_gives_back_its_text_and_its_files(
+    live_server_url, page, login, alice, talk, simulator
+):
+    simulator.config.answer_tokens = 5
+    open_conversation(page, login, live_server_url, talk, alice)
+    choose(page, a_file("plan.txt", "text/plain", b"step one"))
+    plan = chip(page, "plan.txt")
+    expect(plan).to_have_attribute("data-status", "ready")
+    # The file is removed meanwhile, by the same user elsewhere (another tab).
+    token = page.evaluate(
+        "JSON.parse(document.body.getAttribute('hx-headers'))['X-CSRFToken']"
+    )
+    url = live_server_url + Attachment.objects.get().to_dict()["url"]
+    assert page.request.delete(url, headers={"X-CSRFToken": token}).status == 204
+
+    page.fill("#composer-input", "Make a plan")
+    page.press("#composer-input", "Enter")
+    expect(page.locator("#alert")).to_contain_text("no longer available")
+    expect(page.locator("#composer-input")).to_have_value("Make a plan")
+    expect(plan).to_have_attribute("data-status", "ready")
+    expect(page.locator("#attach-summary")).to_contain_text("1 file")
+    assert not Message.objects.exists()
+
+    plan.locator(".file-remove").click()
+    page.press("#composer-input", "Enter")
+    wait_until_done(page)
+    expect(page.locator("article.user")).to_have_text("Make a plan")
