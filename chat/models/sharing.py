@@ -87,6 +87,7 @@ class ShareLink(models.Model):
         *,
         mode: str = Mode.SNAPSHOT,
         include_thinking: bool = False,
+        include_attachments: bool = True,
         expires_at: datetime | None = None,
     ) -> tuple[ShareLink, str]:
         """A new link and its token (shown once: only its digest is kept)."""
@@ -98,6 +99,7 @@ class ShareLink(models.Model):
             token_hint=token[:6],
             mode=mode,
             include_thinking=include_thinking,
+            include_attachments=include_attachments,
             expires_at=expires_at,
         )
         link.snapshot_upto = link.last_finished_id()

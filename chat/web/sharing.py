@@ -73,6 +73,7 @@ def create_share_link(request: SignedInRequest, pk: int) -> HttpResponse:
         conversation,
         mode=form.cleaned_data["mode"],
         include_thinking=form.cleaned_data["include_thinking"],
+        include_attachments=form.cleaned_data["include_attachments"],
         expires_at=form.expires_at(),
     )
     return _dialog(request, pk, new=new)

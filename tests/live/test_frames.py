@@ -10,6 +10,22 @@ def test_parse_send():
         "type": "send",
         "content": "hi",
         "client_id": "x",
+        "attachments": [],
+        "truncate_documents": False,
+    }
+
+
+def test_parse_send_with_files_may_have_no_text():
+    text = (
+        '{"type":"send","content":"","attachments":["a1","b2"],'
+        '"truncate_documents":true}'
+    )
+    assert frames.parse(text) == {
+        "type": "send",
+        "content": "",
+        "client_id": "",
+        "attachments": ["a1", "b2"],
+        "truncate_documents": True,
     }
 
 
@@ -29,7 +45,11 @@ def test_parse_regenerate_and_edit():
         "type": "edit",
         "message_id": 4,
         "content": "again",
+        "attachments": None,  # keeps its files
+        "truncate_documents": False,
     }
+    edit = '{"type":"edit","message_id":4,"content":"","attachments":["n1"]}'
+    assert frames.parse(edit)["attachments"] == ["n1"]
 
 
 def test_removed_lists_the_replaced_messages():
@@ -50,6 +70,11 @@ def test_removed_lists_the_replaced_messages():
         ('{"type":"edit","message_id":1,"content":" "}', "empty_message"),
         ('{"type":"edit","message_id":-1,"content":"x"}', "bad_frame"),
         ('{"type":"edit","content":"x"}', "bad_frame"),
+        ('{"type":"send","content":"x","attachments":"a1"}', "bad_frame"),
+        ('{"type":"send","content":"x","attachments":[1]}', "bad_frame"),
+        ('{"type":"send","content":"x","attachments":[""]}', "bad_frame"),
+        ('{"type":"send","content":"","attachments":[]}', "empty_message"),
+        ('{"type":"send","content":"x","truncate_documents":"yes"}', "bad_frame"),
     ],
 )
 def test_parse_rejects_with_a_code(text, code):
