@@ -119,6 +119,8 @@ export function addFiles(files, { pasted = false } = {}) {
   }
   showAlert(refused.join(" "));
   showTray();
+  const taken = files.length - refused.length;
+  if (taken) tell(`Uploading ${plural(taken, "file")}…`);
 }
 
 // ---------------------------------------------------------------- chips
@@ -163,7 +165,7 @@ function showStatus(item) {
   part(item, "retry").hidden = item.status !== "failed" || !item.retryable;
   part(item, "error").textContent = item.status === "failed" ? item.error : "";
   part(item, "tokens").textContent = item.tokens == null ? "" : tokenCount(item.tokens);
-  chip.title = item.note || "";
+  part(item, "note").textContent = item.status === "ready" ? item.note : "";
 }
 
 // The list and its sum ("2 files · ~1,840 tokens · 1 uploading"), shown with

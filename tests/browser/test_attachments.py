@@ -461,3 +461,13 @@ def test_a_refused_question_gives_back_its_text_and_its_files(
     page.press("#composer-input", "Enter")
     wait_until_done(page)
     expect(page.locator("article.user")).to_have_text("Make a plan")
+
+
+def test_a_scanned_pdf_says_it_has_no_text(live_server_url, page, login, alice, talk):
+    open_conversation(page, login, live_server_url, talk, alice)
+    choose(page, a_file("scan.pdf", "application/pdf", samples.scanned_pdf()))
+    scan = chip(page, "scan.pdf")
+    expect(scan).to_have_attribute("data-status", "ready")
+    expect(scan.locator(".file-note")).to_have_text(Attachment.objects.get().note)
+    assert "scanned PDF: no text" in Attachment.objects.get().note
+    expect(page.locator("#attach-status")).to_contain_text("scan.pdf uploaded")
