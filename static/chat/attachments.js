@@ -39,8 +39,14 @@ function limits() {
     accept: extensions(data.attachAccept ?? ""),
     images: extensions(data.attachImageAccept ?? ""),
     vision: data.vision === "1" || data.vision === "true",
-    visionReason: data.visionReason || "This model cannot read images.",
+    visionReason: visionReason(data.visionReason),
   };
+}
+
+// "qwen3:8b cannot see images: <why>", as the server words its refusal.
+function visionReason(why) {
+  const name = document.getElementById("model-label")?.dataset.modelName;
+  return name ? `${name} cannot see images: ${why}` : why;
 }
 
 function extensionOf(name) {

@@ -423,7 +423,7 @@ def test_images_follow_the_model_chosen_in_the_settings(
     save(page, 200)
     expect(shot).to_have_attribute("data-status", "failed")
     expect(shot.locator(".file-error")).to_have_text(
-        page.get_attribute("#composer", "data-vision-reason")
+        f"{demo_profile.label} cannot see images: {demo_profile.vision_reason()}"
     )
     page.fill("#composer-input", "And this?")
     page.press("#composer-input", "Enter")
