@@ -16,7 +16,8 @@ import math
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.conf import settings
 from django.core.files.base import ContentFile
@@ -25,6 +26,7 @@ from django.db import models, transaction
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 from django.urls import reverse
+from django.utils import timezone
 from PIL import Image
 
 from chat.models.messages import Message, spoken_tokens
@@ -311,6 +313,16 @@ class Attachment(models.Model):
             attachments, ["message", "conversation", "sent_chars", "tokens"]
         )
         return attachments
+
+    UNSENT_KEPT: ClassVar[timedelta] = timedelta(days=1)
+
+    @classmethod
+    def delete_unsent(cls) -> int:
+        """Delete uploads never sent with a question, older than UNSENT_KEPT
+        (a composer closed with files in it), their stored files with them."""
+        cutoff = timezone.now() - cls.UNSENT_KEPT
+        deleted, _ = cls.objects.filter(message=None, created_at__lt=cutoff).delete()
+        return deleted
 
     @staticmethod
     def count_for_answers(shown: Sequence[Message]) -> None:

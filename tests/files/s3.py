@@ -10,6 +10,7 @@ filesystem and once on a fresh bucket."""
 from __future__ import annotations
 
 import os
+import runpy
 import subprocess
 import sys
 import uuid
@@ -26,6 +27,7 @@ from tests.waiting import until_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG = ROOT / "test-artifacts" / "moto-s3.log"
+SETTINGS_FILE = ROOT / "chatsite" / "settings.py"
 KEY, SECRET, REGION = "testing-key", "testing-secret", "us-east-1"
 
 
@@ -57,19 +59,27 @@ def s3_server() -> Iterator[str]:
         process.wait(15)
 
 
-def s3_options(url: str, bucket: str) -> dict[str, Any]:
-    """The options chatsite/settings.py gives S3Storage from CHATSITE_S3_*."""
-    return {
-        "bucket_name": bucket,
-        "endpoint_url": url,
-        "region_name": REGION,
-        "access_key": KEY,
-        "secret_key": SECRET,
-        "location": "attachments",
-        "default_acl": "private",
-        "querystring_auth": True,
-        "file_overwrite": False,
+def s3_storage(url: str, bucket: str) -> dict[str, Any]:
+    """`STORAGES["default"]` as chatsite/settings.py makes it from the
+    environment a deployment would set."""
+    env = {
+        "CHATSITE_S3_BUCKET": bucket,
+        "CHATSITE_S3_ENDPOINT_URL": url,
+        "CHATSITE_S3_REGION": REGION,
+        "CHATSITE_S3_ACCESS_KEY_ID": KEY,
+        "CHATSITE_S3_SECRET_ACCESS_KEY": SECRET,
     }
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    try:
+        storages: dict[str, Any] = runpy.run_path(str(SETTINGS_FILE))["STORAGES"]
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return storages["default"]
 
 
 def bucket_keys(url: str, bucket: str) -> list[str]:
@@ -99,11 +109,5 @@ def storage(request: pytest.FixtureRequest, settings: Any) -> Iterator[str]:
         aws_access_key_id=KEY,
         aws_secret_access_key=SECRET,
     ).create_bucket(Bucket=bucket)
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "storages.backends.s3.S3Storage",
-            "OPTIONS": s3_options(url, bucket),
-        },
-    }
+    settings.STORAGES = {**settings.STORAGES, "default": s3_storage(url, bucket)}
     yield f"s3:{bucket}"
