@@ -342,9 +342,22 @@ class Attachment(models.Model):
             answer.files_with_question = counts.get(answer.parent_id or 0, 0)
 
     @classmethod
-    def copy_to(cls, question: Message, source: Message) -> list[Attachment]:
+    def copy_to(
+        cls, question: Message, source: Message, profile: ModelProfile
+    ) -> list[Attachment]:
         """The files of `source` (a question asked again) for `question`: rows
-        of its own over the same stored files (kept while a row names them)."""
+        of its own over the same stored files (kept while a row names them).
+        Refused (AttachmentRefused) when they hold a picture and the model
+        now asked has no vision."""
+        if (
+            not profile.supports_vision
+            and source.attachments.filter(kind=Attachment.Kind.IMAGE).exists()
+        ):
+            raise AttachmentRefused(
+                f"This question has a picture and {profile.label} cannot see "
+                f"images: {profile.vision_reason()} Choose a model with vision, "
+                "or ask again without the picture."
+            )
         copies = []
         for attachment in source.attachments.all():
             attachment.pk = None
@@ -380,7 +393,7 @@ def image_tokens(width: int, height: int) -> int:
     return max(1, math.ceil(width / IMAGE_PATCH) * math.ceil(height / IMAGE_PATCH))
 
 
-def prompt_message(message: Message) -> dict[str, Any]:
+def prompt_message(message: Message, *, images: bool = True) -> dict[str, Any]:
     """A message as it is sent to the model: its documents' blocks before its
     text, its images (base64, Ollama's `images`; the OpenAI client turns them
     into content parts)."""
@@ -390,13 +403,15 @@ def prompt_message(message: Message) -> dict[str, Any]:
     if blocks:
         content = SEPARATOR.join([*blocks, content] if content else blocks)
     sent: dict[str, Any] = {"role": message.role, "content": content}
-    images = [a.base64() for a in attachments if a.is_image]
-    if images:
-        sent["images"] = images
+    pictures = [a.base64() for a in attachments if a.is_image] if images else []
+    if pictures:
+        sent["images"] = pictures
     return sent
 
 
-def attachment_chars(message: Message, chars_per_token: float) -> int:
+def attachment_chars(
+    message: Message, chars_per_token: float, *, images: bool = True
+) -> int:
     """What a message's attachments add to the prompt, in characters (images
     counted by their token estimate)."""
     if not message.pk:
@@ -404,7 +419,7 @@ def attachment_chars(message: Message, chars_per_token: float) -> int:
     total = 0
     for attachment in message.attachments.all():
         if attachment.is_image:
-            total += math.ceil(attachment.tokens * chars_per_token)
+            total += math.ceil(attachment.tokens * chars_per_token) if images else 0
         else:
             total += len(attachment.block()) + len(SEPARATOR)
     return total

@@ -270,6 +270,7 @@ class Conversation(models.Model):
             context_tokens=profile.context_length,
             answer_tokens=profile.answer_reserve_tokens(),
             chars_per_token=profile.estimated_chars_per_token,
+            images=profile.supports_vision,
         )
 
     @transaction.atomic
@@ -300,7 +301,7 @@ class Conversation(models.Model):
             role=Message.Role.USER, content=content, client_id=client_id
         )
         if files_of is not None:
-            Attachment.copy_to(question, files_of)
+            Attachment.copy_to(question, files_of, profile)
         elif attachments:
             Attachment.bind(
                 question,

@@ -90,8 +90,10 @@ def build_prompt(
     context_tokens: int,
     answer_tokens: int,
     chars_per_token: float,
+    images: bool = True,
 ) -> Prompt:
-    """The prompt for the conversation's newest question (its last message)."""
+    """The prompt for the conversation's newest question (its last message);
+    without `images` (a model without vision) earlier pictures are left out."""
     candidates = sendable(messages)
     question: list[Message] = []
     earlier = candidates
@@ -101,7 +103,7 @@ def build_prompt(
     def size(message: Message) -> int:
         # A message's text, its documents' blocks, its images' token estimates.
         return message_chars(message.content) + attachment_chars(
-            message, chars_per_token
+            message, chars_per_token, images=images
         )
 
     fixed = sum(size(m) for m in question)
@@ -120,7 +122,7 @@ def build_prompt(
 
     sent = chosen + question
     prompt = [{"role": "system", "content": system_prompt}] if system_prompt else []
-    prompt += [prompt_message(m) for m in sent]
+    prompt += [prompt_message(m, images=images) for m in sent]
     chars = fixed + sum(size(m) for m in chosen)
     return Prompt(
         messages=prompt,

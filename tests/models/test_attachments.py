@@ -103,3 +103,35 @@ def test_an_edit_keeps_the_files_or_takes_new_ones(alice, conversation, vision):
     )
     assert [a.name for a in replaced.turn.question.files] == ["other.txt"]
     assert "other notes" in replaced.turn.history[-1]["content"]
+
+
+def test_earlier_pictures_are_left_out_for_a_model_without_vision(
+    alice, conversation, vision
+):
+    image = attach(alice, "a.png", samples.png(1400, 1400))  # 2,500 patches
+    first = conversation.begin_turn("Look", attachments=[image.public_id])
+    assert first.answer.prompt_tokens_estimate > 2500
+    first.answer.status = "done"
+    first.answer.content = "A red square."
+    first.answer.save()
+    vision.supports_vision = False
+    vision.save()
+    turn = conversation.begin_turn("And in words?")
+    assert [m.get("images") for m in turn.history] == [None, None, None]
+    assert turn.answer.prompt_tokens_estimate < 100
+
+
+def test_asking_a_picture_again_of_a_model_without_vision_is_refused(
+    alice, conversation, vision
+):
+    image = attach(alice, "a.png", samples.png())
+    first = conversation.begin_turn("Look", attachments=[image.public_id])
+    first.answer.status = "done"
+    first.answer.content = "A red square."
+    first.answer.save()
+    vision.supports_vision = False
+    vision.save()
+    with pytest.raises(AttachmentRefused, match="cannot see images"):
+        conversation.begin_regenerate()
+    first.answer.refresh_from_db()
+    assert not first.answer.replaced  # nothing changed
