@@ -55,6 +55,11 @@ class AttachmentRefused(Exception):
     many, an image to a model without vision, or a document over the context."""
 
 
+class DocumentsTooLarge(AttachmentRefused):
+    """The documents do not fit the model's context: the asker may send them
+    truncated instead (the composer offers it for this refusal's own code)."""
+
+
 def new_public_id() -> str:
     return secrets.token_urlsafe(18)
 
@@ -299,7 +304,7 @@ class Attachment(models.Model):
         wanted = sum(a.tokens for a in documents)
         if documents and wanted > room_tokens:
             if not truncate:
-                raise AttachmentRefused(
+                raise DocumentsTooLarge(
                     f"The attached documents are ~{spoken_tokens(wanted)} tokens; "
                     f"this model's context is {spoken_tokens(profile.context_length)}"
                     f" (~{spoken_tokens(max(room_tokens, 0))} left for them). Remove "

@@ -17,7 +17,7 @@ from django.db import DatabaseError
 
 from chat.live import control, frames, loop_state
 from chat.live.runner import runner
-from chat.models import AttachmentRefused, Conversation, Retry
+from chat.models import AttachmentRefused, Conversation, DocumentsTooLarge, Retry
 from chat.models.quotas import QuotaReached
 from chat.sockets import turns
 from chat.sockets.base import LiveSocket
@@ -36,6 +36,7 @@ REFUSALS: dict[type[Exception], str] = {
     Conversation.NothingToRegenerate: "nothing_to_regenerate",
     Conversation.NotAQuestion: "not_a_question",
     AttachmentRefused: "attachment_refused",
+    DocumentsTooLarge: "document_too_large",
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import template
 from django.conf import settings
 
-from chat.files import ACCEPTED_EXTENSIONS
+from chat.files import ACCEPTED_EXTENSIONS, IMAGE_EXTENSIONS
 
 register = template.Library()
 
@@ -16,4 +16,6 @@ def attach_limits() -> dict[str, object]:
         "max_bytes": settings.ATTACHMENT_MAX_BYTES,
         "max_files": settings.ATTACHMENT_MAX_FILES,
         "accept": ",".join(ACCEPTED_EXTENSIONS),
+        # Left out of `accept` for a model without vision.
+        "image_accept": ",".join(IMAGE_EXTENSIONS),
     }

@@ -129,11 +129,11 @@ async def test_a_regenerated_answer_is_asked_with_the_same_files(
     assert await Attachment.objects.filter(storage_name=pdf.storage_name).acount() == 2
 
 
-async def refused(communicator, ids, **extra) -> dict:
+async def refused(communicator, ids, code="attachment_refused", **extra) -> dict:
     await send_files(communicator, ids, **extra)
     # (after an answer, its final `message` frame may come first)
     frame = (await frames_until(communicator, "error"))[-1]
-    assert frame["code"] == "attachment_refused"
+    assert frame["code"] == code
     return frame
 
 
@@ -195,7 +195,8 @@ async def test_a_document_over_the_context_is_refused_with_numbers_or_truncated(
     text = "word " * 40_000
     big = await attach_async(alice, "big.log", text.encode(), profile=vision)
     communicator = await connect(alice, conversation)
-    frame = await refused(communicator, [big.public_id])
+    # Its own code: the composer offers to send them truncated.
+    frame = await refused(communicator, [big.public_id], code="document_too_large")
     assert frame["detail"].startswith("The attached documents are ~49k tokens; ")
     assert "this model's context is 8k (~6k left for them)" in frame["detail"]
     assert not await conversation.messages.aexists()
