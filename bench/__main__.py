@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.relay import Scenario, Site, run_ramp, run_scenario
+from bench.relay import SERVERS, Scenario, Site, run_ramp, run_scenario
 
 SCENARIOS = [
     Scenario("1 stream @ 80 tok/s", streams=1, tps=80, tokens=400),
@@ -131,9 +131,12 @@ def print_table(rows: list[dict[str, object]]) -> None:
 
 
 async def main(
-    selected: list[Scenario], ramp: bool, backend: str = "ollama"
+    selected: list[Scenario],
+    ramp: bool,
+    backend: str = "ollama",
+    server: str = "daphne",
 ) -> tuple[list[dict[str, object]], dict[str, Any] | None]:
-    site = Site(backend)
+    site = Site(backend, server)
     site.start()
     try:
         if any(s.nginx for s in selected):
@@ -204,12 +207,19 @@ if __name__ == "__main__":
         default="ollama",
         help="the protocol between chatsite and the simulator (and the baseline)",
     )
+    parser.add_argument(
+        "--server",
+        choices=sorted(SERVERS),
+        default="daphne",
+        help="the ASGI server the site runs under (uvicorn and granian: installed "
+        "by hand, to compare)",
+    )
     args = parser.parse_args()
     chosen = [s for s in SCENARIOS if not (args.quick and (s.streams > 1 or s.viewers))]
     only = (args.only or "").lower()
     chosen = [s for s in chosen if only in s.name.lower()]
     ramp = args.ramp if args.ramp is not None else not (args.quick or args.only)
-    results, summary = asyncio.run(main(chosen, ramp, args.backend))
+    results, summary = asyncio.run(main(chosen, ramp, args.backend, args.server))
     print(
         "Added latency per token (ms): chatsite's WebSocket (or its API, for the "
         "API rows) minus reading the simulator directly, same run."

@@ -1,6 +1,12 @@
-"""Complete lines out of a byte stream, for the line-based wire formats."""
+"""Complete lines out of a byte stream, for the line-based wire formats, and the
+JSON value of one."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
 
 
 def complete_lines(buffer: bytearray, data: bytes) -> list[bytes]:
@@ -22,3 +28,19 @@ def complete_lines(buffer: bytearray, data: bytes) -> list[bytes]:
     if tail:
         buffer += tail
     return lines
+
+
+def json_value(line: bytes | str) -> Any:
+    """The JSON value of one line of the stream; raises `ValueError` (or
+    `RecursionError`) for one that is not JSON, as `json.loads` does.
+
+    orjson first: one line per token (docs/latency.md, rule 1), at a third of the
+    standard library's time. What orjson refuses but the standard library reads
+    (an escaped lone surrogate, NaN, an integer past 64 bits, invalid UTF-8 as
+    the error it always was) is read as before: the caller's checks and
+    `events.cleaned` see the same values.
+    """
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
