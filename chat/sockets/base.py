@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from asgiref.typing import WebSocketSendEvent
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from chat.live import frames, layer
@@ -94,12 +93,7 @@ class LiveSocket(AsyncWebsocketConsumer):
         raise NotImplementedError
 
     async def write(self, frame: ServerFrame | ViewerFrame) -> None:
-        # Straight to the server's send (what `send(text_data=...)` does, less
-        # two calls): this runs once per token and socket.
-        text = frames.encode(frame)
-        await self.base_send(
-            WebSocketSendEvent(type="websocket.send", text=text, bytes=None)
-        )
+        await self.send(text_data=frames.encode(frame))
 
     # Channel-layer events from other processes, for the feed.
 
