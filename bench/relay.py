@@ -9,9 +9,11 @@ process, in the same run, so "added" is a difference measured under equal load.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import os
+import signal
 import statistics
 import subprocess
 import tempfile
@@ -144,7 +146,14 @@ class Site:
     def stop(self) -> None:
         if self.nginx is not None:
             self.nginx.stop()
+        # The server's children too (granian's worker, a process pool's
+        # workers): killed if still running once the server is gone.
+        children = {pid: cmdline(pid) for pid in descendants(self.daphne_pid)}
         terminate(self.processes, wait=10)
+        for pid, command in children.items():
+            if command and cmdline(pid) == command:  # the same process, not a reuse
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         self.tmp.cleanup()
 
     @property
@@ -335,6 +344,14 @@ def descendants(pid: int) -> list[int]:
         for child in (task / "children").read_text().split():
             found += [int(child), *descendants(int(child))]
     return found
+
+
+def cmdline(pid: int) -> bytes:
+    """The process's command line; b"" once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def rss_mib(pid: int) -> float:
