@@ -56,10 +56,13 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, Protocol, TypedDict
 
+import orjson
 from django.conf import settings
 from django.template.loader import render_to_string
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from chat.models import Conversation, Message, VersionSwitch
     from chat.models.attachments import AttachmentView
 
@@ -371,6 +374,21 @@ ServerFrame = (
     | ConversationFrame
     | RemovedFrame
 )
+
+
+def encode(frame: ServerFrame | Mapping[str, Any]) -> str:
+    """The frame's text on the socket: JSON, UTF-8 as is (not \\u-escaped).
+
+    orjson, since it runs once per token and socket (docs/latency.md, rule 1):
+    under a microsecond for a delta frame, tens of times faster than the
+    standard library's `json.dumps`. What orjson refuses
+    (a lone surrogate, an integer past 64 bits) goes through the standard library
+    as before, which encodes it or raises the same error as it always did.
+    """
+    try:
+        return orjson.dumps(frame).decode()
+    except orjson.JSONEncodeError:
+        return json.dumps(frame, ensure_ascii=False)
 
 
 def delta(kind: Kind, message_id: int, text: str) -> DeltaFrame:

@@ -7,7 +7,6 @@ an `UpstreamError` (see `events`).
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
@@ -29,7 +28,7 @@ from chat.upstream.events import (
     sentence,
     server_message,
 )
-from chat.upstream.lines import complete_lines
+from chat.upstream.lines import complete_lines, json_value
 from chat.upstream.retry import retry_after
 from chat.upstream.streaming import HTTP_ERRORS, stream_events
 
@@ -80,7 +79,7 @@ class NDJSONDecoder:
             if not line or line.isspace():
                 continue
             try:
-                value = json.loads(line)
+                value = json_value(line)
             except (ValueError, RecursionError):
                 value = None
             if isinstance(value, dict):

@@ -15,7 +15,6 @@ from `usage` (asked for with `stream_options.include_usage`) and llama.cpp's
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from chat.upstream.events import (
     sentence,
     server_message,
 )
+from chat.upstream.lines import json_value
 from chat.upstream.retry import retry_after
 from chat.upstream.sse import SSEDecoder
 from chat.upstream.streaming import HTTP_ERRORS, stream_events
@@ -324,7 +324,7 @@ class StreamReader:
             self._finish(events)
             return
         try:
-            chunk = json.loads(payload)
+            chunk = json_value(payload)
         except (ValueError, RecursionError):
             chunk = None
         if chunk is None and "\n" in payload:
