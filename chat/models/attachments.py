@@ -398,11 +398,27 @@ def image_tokens(width: int, height: int) -> int:
     return max(1, math.ceil(width / IMAGE_PATCH) * math.ceil(height / IMAGE_PATCH))
 
 
-def prompt_message(message: Message, *, images: bool = True) -> dict[str, Any]:
-    """A message as it is sent to the model: its documents' blocks before its
-    text, its images (base64, Ollama's `images`; the OpenAI client turns them
-    into content parts)."""
-    attachments = list(message.attachments.all()) if message.pk else []
+def files_by_message(conversation_id: int) -> dict[int, list[Attachment]]:
+    """A conversation's sent files by their message, in one query (cheaper
+    than `prefetch_related` over every message of a long conversation, which
+    builds a queryset per message: the history builder runs at every send)."""
+    found: dict[int, list[Attachment]] = {}
+    rows = Attachment.objects.filter(
+        conversation_id=conversation_id, message__isnull=False
+    ).order_by("pk")
+    for attachment in rows:
+        found.setdefault(attachment.message_id or 0, []).append(attachment)
+    return found
+
+
+def prompt_message(
+    message: Message, attachments: Sequence[Attachment] = (), *, images: bool = True
+) -> dict[str, Any]:
+    """A message as it is sent to the model with its `attachments`: their
+    documents' blocks before its text, their images (base64, Ollama's
+    `images`; the OpenAI client turns them into content parts)."""
+    if not attachments:
+        return {"role": message.role, "content": message.content}
     content = message.content
     blocks = [a.block() for a in attachments if not a.is_image]
     if blocks:
@@ -415,14 +431,12 @@ def prompt_message(message: Message, *, images: bool = True) -> dict[str, Any]:
 
 
 def attachment_chars(
-    message: Message, chars_per_token: float, *, images: bool = True
+    attachments: Sequence[Attachment], chars_per_token: float, *, images: bool = True
 ) -> int:
-    """What a message's attachments add to the prompt, in characters (images
-    counted by their token estimate)."""
-    if not message.pk:
-        return 0
+    """What a message's `attachments` add to the prompt, in characters
+    (images counted by their token estimate)."""
     total = 0
-    for attachment in message.attachments.all():
+    for attachment in attachments:
         if attachment.is_image:
             total += math.ceil(attachment.tokens * chars_per_token) if images else 0
         else:
