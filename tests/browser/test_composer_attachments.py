@@ -118,7 +118,7 @@ def test_a_screenshot_pasted_and_a_pdf_dropped_go_with_the_question(
         "taken": True,
     }
 
-    shot = chip(page, "Screenshot")
+    shot = chip(page, "Pasted image")
     report = chip(page, "report.pdf")
     expect(shot).to_have_attribute("data-status", "ready")
     expect(report).to_have_attribute("data-status", "ready")
@@ -418,7 +418,7 @@ def test_images_follow_the_model_chosen_in_the_settings(
     expect(page.locator("#attach-button")).to_have_attribute("title", "Attach files")
     assert ".png" in page.get_attribute("#attach-input", "accept").split(",")
     assert paste(page, samples.png(), "image.png", "image/png")
-    shot = chip(page, "Screenshot")
+    shot = chip(page, "Pasted image")
     expect(shot).to_have_attribute("data-status", "ready")
     assert Attachment.objects.get().kind == "image"
 
@@ -431,7 +431,7 @@ def test_images_follow_the_model_chosen_in_the_settings(
     )
     page.fill("#composer-input", "And this?")
     page.press("#composer-input", "Enter")
-    expect(page.locator("#alert")).to_contain_text("Not sent: Screenshot")
+    expect(page.locator("#alert")).to_contain_text("Not sent: Pasted image")
     page.select_option("#id_model_profile", str(seer.pk))
     save(page, 200)
     expect(shot).to_have_attribute("data-status", "ready")
