@@ -398,11 +398,26 @@ def image_tokens(width: int, height: int) -> int:
     return max(1, math.ceil(width / IMAGE_PATCH) * math.ceil(height / IMAGE_PATCH))
 
 
+def attached(message: Message) -> Sequence[Attachment]:
+    """A message's attachments: those loaded with it when they were
+    (`prefetch_related("attachments")`: read with no new queryset, as the
+    history builder asks for every message's several times per send), else
+    from the database."""
+    loaded = getattr(message, "_prefetched_objects_cache", {}).get("attachments")
+    if loaded is not None:
+        return loaded  # type: ignore[no-any-return]
+    if message.pk is None:
+        return []
+    return list(message.attachments.all())
+
+
 def prompt_message(message: Message, *, images: bool = True) -> dict[str, Any]:
     """A message as it is sent to the model: its documents' blocks before its
     text, its images (base64, Ollama's `images`; the OpenAI client turns them
     into content parts)."""
-    attachments = list(message.attachments.all()) if message.pk else []
+    attachments = attached(message)
+    if not attachments:
+        return {"role": message.role, "content": message.content}
     content = message.content
     blocks = [a.block() for a in attachments if not a.is_image]
     if blocks:
@@ -419,10 +434,8 @@ def attachment_chars(
 ) -> int:
     """What a message's attachments add to the prompt, in characters (images
     counted by their token estimate)."""
-    if not message.pk:
-        return 0
     total = 0
-    for attachment in message.attachments.all():
+    for attachment in attached(message):
         if attachment.is_image:
             total += math.ceil(attachment.tokens * chars_per_token) if images else 0
         else:

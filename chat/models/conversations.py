@@ -310,8 +310,13 @@ class Conversation(models.Model):
                 room_tokens=self._room_for_documents(profile, content),
                 truncate=truncate_documents,
             )
-        # Loaded now, in the database's thread: its frame is rendered on the loop.
-        prefetch_related_objects([question], "attachments")
+        # Known now, in the database's thread: its frame is rendered on the loop.
+        if files_of is not None or attachments:
+            prefetch_related_objects([question], "attachments")
+        else:  # nothing attached: no need to ask the database
+            question._prefetched_objects_cache = {  # type: ignore[attr-defined]
+                "attachments": Attachment.objects.none()
+            }
         prompt = self.build_prompt(profile)
         answer = self.messages.create(
             parent=question,
