@@ -475,3 +475,24 @@ def test_a_scanned_pdf_says_it_has_no_text(live_server_url, page, login, alice, 
     expect(scan.locator(".file-note")).to_have_text(Attachment.objects.get().note)
     assert "scanned PDF: no text" in Attachment.objects.get().note
     expect(page.locator("#attach-status")).to_contain_text("scan.pdf uploaded")
+
+
+def test_esc_gives_up_waiting_for_the_upload(live_server_url, page, login, alice, talk):
+    open_conversation(page, login, live_server_url, talk, alice)
+    held = []
+    page.route("**/attachments/", lambda route: held.append(route))
+    with page.expect_request("**/attachments/"):
+        choose(page, a_file("draft.md", "text/markdown", b"# Draft"))
+    page.fill("#composer-input", "Not yet")
+    page.press("#composer-input", "Enter")
+    expect(page.locator("#composer")).to_have_attribute("data-waiting", "1")
+    page.press("#composer-input", "Escape")
+    expect(page.locator("#composer")).to_have_attribute("data-waiting", "")
+
+    [upload] = held
+    upload.continue_()
+    expect(chip(page, "draft.md")).to_have_attribute("data-status", "ready")
+    # Uploaded, and still not sent: the question and its file wait in the box.
+    expect(page.locator("#composer-input")).to_have_value("Not yet")
+    assert page.locator("article.user").count() == 0
+    assert not Message.objects.exists()
