@@ -160,22 +160,18 @@ def test_attach_by_the_keyboard_and_remove_a_chip(
     live_server_url, page, login, alice, talk
 ):
     made = uploads_to(page)
+    files = [
+        a_file("notes.md", "text/markdown", b"# Notes\n" * 50),
+        a_file("data.csv", "text/csv", b"a,b\n1,2\n" * 40),
+    ]
+    # The file dialog is answered as it opens (listening from before the page
+    # loads: Chromium then hands every dialog to the test).
+    page.on("filechooser", lambda chooser: chooser.set_files(files))
     open_conversation(page, login, live_server_url, talk, alice)
     page.focus("#composer-input")
     page.keyboard.press("Shift+Tab")
     expect(page.locator("#attach-button")).to_be_focused()
-    with page.expect_file_chooser() as chooser:
-        page.keyboard.press("Enter")
-    chooser.value.set_files(
-        [
-            {
-                "name": "notes.md",
-                "mimeType": "text/markdown",
-                "buffer": b"# Notes\n" * 50,
-            },
-            {"name": "data.csv", "mimeType": "text/csv", "buffer": b"a,b\n1,2\n" * 40},
-        ]
-    )
+    page.keyboard.press("Enter")
     expect(page.locator('.file-chip[data-status="ready"]')).to_have_count(2)
     expect(chip(page, "notes.md").locator(".file-size")).to_have_text("400 B")
     expect(chip(page, "notes.md").locator(".file-tokens")).to_contain_text("tokens")
