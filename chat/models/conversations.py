@@ -13,7 +13,7 @@ from django.db.models import Q, prefetch_related_objects
 from django.urls import reverse
 from django.utils import timezone
 
-from chat.models.attachments import Attachment
+from chat.models.attachments import Attachment, files_by_message
 from chat.models.effective import Effective, EffectiveSettings, History, Level
 from chat.models.history import Prompt, build_prompt, estimate_tokens, message_chars
 from chat.models.messages import Message
@@ -263,7 +263,7 @@ class Conversation(models.Model):
         profile = profile or self.model_for_next_answer()
         history = self.effective_history(profile).value
         return build_prompt(
-            self.messages.order_by("pk").prefetch_related("attachments"),
+            self.messages.order_by("pk"),
             system_prompt=self.system_prompt,
             policy=history.policy,
             last_n=history.last_n,
@@ -271,6 +271,7 @@ class Conversation(models.Model):
             answer_tokens=profile.answer_reserve_tokens(),
             chars_per_token=profile.estimated_chars_per_token,
             images=profile.supports_vision,
+            files=files_by_message(self.pk),
         )
 
     @transaction.atomic

@@ -9,11 +9,11 @@ and drops whole turns, oldest first, leaving room for the answer.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chat.models.attachments import attachment_chars, prompt_message
+from chat.models.attachments import Attachment, attachment_chars, prompt_message
 from chat.models.messages import Message
 from chat.models.profiles import HistoryPolicy
 
@@ -91,9 +91,12 @@ def build_prompt(
     answer_tokens: int,
     chars_per_token: float,
     images: bool = True,
+    files: Mapping[int, Sequence[Attachment]] | None = None,
 ) -> Prompt:
     """The prompt for the conversation's newest question (its last message);
-    without `images` (a model without vision) earlier pictures are left out."""
+    `files`: the messages' attachments by message id; without `images` (a
+    model without vision) their pictures are left out."""
+    files = files or {}
     candidates = sendable(messages)
     question: list[Message] = []
     earlier = candidates
@@ -102,8 +105,11 @@ def build_prompt(
 
     def size(message: Message) -> int:
         # A message's text, its documents' blocks, its images' token estimates.
+        attached = files.get(message.pk, ())
+        if not attached:
+            return message_chars(message.content)
         return message_chars(message.content) + attachment_chars(
-            message, chars_per_token, images=images
+            attached, chars_per_token, images=images
         )
 
     fixed = sum(size(m) for m in question)
@@ -122,7 +128,7 @@ def build_prompt(
 
     sent = chosen + question
     prompt = [{"role": "system", "content": system_prompt}] if system_prompt else []
-    prompt += [prompt_message(m, images=images) for m in sent]
+    prompt += [prompt_message(m, files.get(m.pk, ()), images=images) for m in sent]
     chars = fixed + sum(size(m) for m in chosen)
     return Prompt(
         messages=prompt,

@@ -38,7 +38,7 @@ def test_a_question_carries_its_documents_before_its_text_and_its_images(
         "----- END ATTACHED FILE: notes.md -----\n\nThoughts?"
     )
     assert [base64.b64decode(i) for i in sent["images"]] == [image.read()]
-    assert prompt_message(turn.question) == sent
+    assert prompt_message(turn.question, [notes, image]) == sent
     assert turn.answer.files_with_question == 2
     assert "2 files with the question" in turn.answer.history_summary
 
