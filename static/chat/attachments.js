@@ -56,14 +56,14 @@ function extensionOf(name) {
 
 // ---------------------------------------------------------------- words
 
-export function byteSize(bytes) {
+function byteSize(bytes) {
   if (bytes < 1024) return `${bytes} B`;
   if (bytes < 1024 * 1024) return `${Math.round(bytes / 1024)} KB`;
   const mb = bytes / (1024 * 1024);
   return `${mb < 10 ? mb.toFixed(1).replace(/\.0$/, "") : Math.round(mb)} MB`;
 }
 
-export function tokenCount(tokens) {
+function tokenCount(tokens) {
   if (tokens < 10000) return `~${tokens.toLocaleString("en-US")} tokens`;
   return `~${Math.round(tokens / 1000)}k tokens`;
 }
@@ -81,12 +81,13 @@ function tell(text) {
 
 // ---------------------------------------------------------------- adding files
 
-// Chromium names a pasted screenshot "image.png"; give it one worth reading.
+// Chromium names any pasted picture (a screenshot) "image.png"; give it a name
+// that tells two apart.
 function pastedName(file) {
   if (file.name && file.name !== "image.png") return file.name;
   const stamp = new Date().toISOString().slice(0, 19).replace("T", " ").replaceAll(":", ".");
   const ext = (file.type.split("/")[1] || "png").replace("jpeg", "jpg");
-  return `Screenshot ${stamp}.${ext}`;
+  return `Pasted image ${stamp}.${ext}`;
 }
 
 // Why the browser will not send this file, or null.
@@ -119,7 +120,7 @@ export function addFiles(files, { pasted = false } = {}) {
     }
     room -= 1;
     const item = { file, name, size: file.size, image, status: "uploading", id: null, tokens: null, note: "" };
-    item.chip = chipFor(item);
+    chipFor(item);
     tray.items.push(item);
     upload(item);
   }
@@ -154,7 +155,6 @@ function chipFor(item) {
     showThumbnail(item, item.preview);
   }
   document.getElementById("attachment-list").append(chip);
-  return chip;
 }
 
 function showThumbnail(item, src) {

@@ -118,7 +118,7 @@ def test_a_screenshot_pasted_and_a_pdf_dropped_go_with_the_question(
         "taken": True,
     }
 
-    shot = chip(page, "Screenshot")
+    shot = chip(page, "Pasted image")
     report = chip(page, "report.pdf")
     expect(shot).to_have_attribute("data-status", "ready")
     expect(report).to_have_attribute("data-status", "ready")
@@ -160,22 +160,18 @@ def test_attach_by_the_keyboard_and_remove_a_chip(
     live_server_url, page, login, alice, talk
 ):
     made = uploads_to(page)
+    files = [
+        a_file("notes.md", "text/markdown", b"# Notes\n" * 50),
+        a_file("data.csv", "text/csv", b"a,b\n1,2\n" * 40),
+    ]
+    # The file dialog is answered as it opens (listening from before the page
+    # loads: Chromium then hands every dialog to the test).
+    page.on("filechooser", lambda chooser: chooser.set_files(files))
     open_conversation(page, login, live_server_url, talk, alice)
     page.focus("#composer-input")
     page.keyboard.press("Shift+Tab")
     expect(page.locator("#attach-button")).to_be_focused()
-    with page.expect_file_chooser() as chooser:
-        page.keyboard.press("Enter")
-    chooser.value.set_files(
-        [
-            {
-                "name": "notes.md",
-                "mimeType": "text/markdown",
-                "buffer": b"# Notes\n" * 50,
-            },
-            {"name": "data.csv", "mimeType": "text/csv", "buffer": b"a,b\n1,2\n" * 40},
-        ]
-    )
+    page.keyboard.press("Enter")
     expect(page.locator('.file-chip[data-status="ready"]')).to_have_count(2)
     expect(chip(page, "notes.md").locator(".file-size")).to_have_text("400 B")
     expect(chip(page, "notes.md").locator(".file-tokens")).to_contain_text("tokens")
@@ -418,7 +414,7 @@ def test_images_follow_the_model_chosen_in_the_settings(
     expect(page.locator("#attach-button")).to_have_attribute("title", "Attach files")
     assert ".png" in page.get_attribute("#attach-input", "accept").split(",")
     assert paste(page, samples.png(), "image.png", "image/png")
-    shot = chip(page, "Screenshot")
+    shot = chip(page, "Pasted image")
     expect(shot).to_have_attribute("data-status", "ready")
     assert Attachment.objects.get().kind == "image"
 
@@ -431,7 +427,7 @@ def test_images_follow_the_model_chosen_in_the_settings(
     )
     page.fill("#composer-input", "And this?")
     page.press("#composer-input", "Enter")
-    expect(page.locator("#alert")).to_contain_text("Not sent: Screenshot")
+    expect(page.locator("#alert")).to_contain_text("Not sent: Pasted image")
     page.select_option("#id_model_profile", str(seer.pk))
     save(page, 200)
     expect(shot).to_have_attribute("data-status", "ready")
@@ -475,3 +471,24 @@ def test_a_scanned_pdf_says_it_has_no_text(live_server_url, page, login, alice, 
     expect(scan.locator(".file-note")).to_have_text(Attachment.objects.get().note)
     assert "scanned PDF: no text" in Attachment.objects.get().note
     expect(page.locator("#attach-status")).to_contain_text("scan.pdf uploaded")
+
+
+def test_esc_gives_up_waiting_for_the_upload(live_server_url, page, login, alice, talk):
+    open_conversation(page, login, live_server_url, talk, alice)
+    held = []
+    page.route("**/attachments/", lambda route: held.append(route))
+    with page.expect_request("**/attachments/"):
+        choose(page, a_file("draft.md", "text/markdown", b"# Draft"))
+    page.fill("#composer-input", "Not yet")
+    page.press("#composer-input", "Enter")
+    expect(page.locator("#composer")).to_have_attribute("data-waiting", "1")
+    page.press("#composer-input", "Escape")
+    expect(page.locator("#composer")).to_have_attribute("data-waiting", "")
+
+    [upload] = held
+    upload.continue_()
+    expect(chip(page, "draft.md")).to_have_attribute("data-status", "ready")
+    # Uploaded, and still not sent: the question and its file wait in the box.
+    expect(page.locator("#composer-input")).to_have_value("Not yet")
+    assert page.locator("article.user").count() == 0
+    assert not Message.objects.exists()
