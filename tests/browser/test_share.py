@@ -171,3 +171,29 @@ def test_a_live_link_shows_every_word_and_only_what_a_viewer_can_do(
         assert errors == []
     finally:
         viewer_context.close()
+
+
+def test_a_reopened_share_dialog_offers_no_stale_buttons_until_it_is_fresh(
+    live_server_url, page, login, alice, demo_profile
+):
+    conversation = Conversation.objects.create(owner=alice, model_profile=demo_profile)
+    login(page, alice)
+    page.goto(live_server_url + conversation.get_absolute_url())
+    dialog = page.locator("#share-dialog")
+    page.click("#share-button")
+    dialog.locator("button:has-text('Create link')").click()
+    expect(dialog.locator(".share-link button:has-text('Revoke')")).to_be_visible()
+    dialog.locator("button:has-text('Close')").click()
+
+    # The dialog's fresh body is held back: until it lands, nothing of the last
+    # visit may be clicked (a Revoke sent then is lost under the fresh body).
+    held = []
+    page.route("**/share/", lambda route: held.append(route))
+    page.click("#share-button")
+    expect(dialog).to_be_visible()
+    expect(dialog.locator("#share-dialog-body")).to_have_text("Loading…")
+    expect(dialog.locator(".share-link")).to_have_count(0)
+    while not held:  # the request is held (its handler runs in Playwright's waits)
+        page.wait_for_timeout(20)
+    held[0].continue_()
+    expect(dialog.locator(".share-link button:has-text('Revoke')")).to_be_visible()
