@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from chat.models.accounts import ExternalAccount, Invitation, Theme, UserSettings
+from chat.models.accounts import (
+    ExternalAccount,
+    Invitation,
+    Language,
+    Theme,
+    UserSettings,
+)
 from chat.models.admission import Ticket
 from chat.models.api_keys import ApiKey
 from chat.models.audit import AuditEvent
@@ -36,6 +42,7 @@ __all__ = [
     "Invitation",
     "Membership",
     "QuotaPeriod",
+    "Language",
     "Theme",
     "UserSettings",
     "Conversation",

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import models, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from chat.models.audit import AuditEvent
 from chat.models.profiles import ModelProfile
@@ -21,9 +22,19 @@ if TYPE_CHECKING:
 
 
 class Theme(models.TextChoices):
-    SYSTEM = "system", "As the system"
-    LIGHT = "light", "Light"
-    DARK = "dark", "Dark"
+    SYSTEM = "system", _("As the system")
+    LIGHT = "light", _("Light")
+    DARK = "dark", _("Dark")
+
+
+class Language(models.TextChoices):
+    """The interface's language (settings.LANGUAGES); blank follows the
+    browser's Accept-Language. Each language is named in itself, so whoever
+    cannot read the current one still finds theirs."""
+
+    BROWSER = "", _("As the browser")
+    EN = "en", "English"
+    ZH_HANS = "zh-hans", "简体中文"
 
 
 class UserSettings(models.Model):
@@ -32,8 +43,17 @@ class UserSettings(models.Model):
     user = models.OneToOneField(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_settings"
     )
-    display_name = models.CharField(max_length=150, blank=True)
-    theme = models.CharField(max_length=6, choices=Theme, default=Theme.SYSTEM)
+    display_name = models.CharField(_("display name"), max_length=150, blank=True)
+    theme = models.CharField(
+        _("theme"), max_length=6, choices=Theme, default=Theme.SYSTEM
+    )
+    language = models.CharField(
+        _("language"),
+        max_length=7,
+        choices=Language,
+        default=Language.BROWSER,
+        blank=True,
+    )
     default_profile = models.ForeignKey(
         ModelProfile,
         null=True,

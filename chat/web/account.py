@@ -53,7 +53,7 @@ def usable_profiles(user: Any) -> Any:
 class AccountForm(forms.ModelForm):  # type: ignore[type-arg]
     class Meta:
         model = UserSettings
-        fields = ["display_name", "theme", "default_profile"]
+        fields = ["display_name", "theme", "language", "default_profile"]
         labels = {"default_profile": "Default model"}
         help_texts = {
             "display_name": "Shown for you on this site instead of your username.",
