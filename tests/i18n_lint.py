@@ -32,7 +32,9 @@ from django.template.base import Lexer, TokenType
 MARK = "\ue000"  # stands for what a tag or variable produces: no letter
 LETTER = re.compile(r"[^\W\d_]")
 # Names, not words: shown as they are in every language.
-ALLOWED_WORDS = frozenset({"chatsite", "OpenID", "Markdown", "JSON", "API", "LDAP"})
+ALLOWED_WORDS = frozenset(
+    {"chatsite", "OpenID", "Markdown", "JSON", "API", "LDAP", "CSV", "UTC"}
+)
 SHOWN_ATTRIBUTES = frozenset(
     {"title", "aria-label", "placeholder", "alt", "hx-confirm", "hx-prompt", "label"}
 )
