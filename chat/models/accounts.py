@@ -11,6 +11,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import models, transaction
 from django.utils import timezone
+from django.utils.formats import date_format
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from chat.models.audit import AuditEvent
@@ -60,22 +62,22 @@ class UserSettings(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
-        help_text="New conversations start with this model. Blank: the site's.",
+        help_text=_("New conversations start with this model. Blank: the site's."),
     )
 
     class Meta:
-        verbose_name = verbose_name_plural = "user settings"
+        verbose_name = verbose_name_plural = _("user settings")
 
     def __str__(self) -> str:
         return f"settings of {self.user}"
 
     @classmethod
     def for_user(cls, user: models.Model) -> UserSettings:
-        obj, _ = cls.objects.get_or_create(user_id=user.pk)
+        obj, _created = cls.objects.get_or_create(user_id=user.pk)
         return obj
 
 
-WRONG_EMAIL = (
+WRONG_EMAIL = _(
     "This invitation is for another email address. Enter the address it was sent to."
 )
 
@@ -106,7 +108,7 @@ class Invitation(models.Model):
     )
     email = models.EmailField(
         blank=True,
-        help_text="Only this address may use it. Blank: anyone with the link.",
+        help_text=_("Only this address may use it. Blank: anyone with the link."),
     )
     team = models.ForeignKey(
         Team,
@@ -114,7 +116,7 @@ class Invitation(models.Model):
         blank=True,
         on_delete=models.CASCADE,
         related_name="invitations",
-        help_text="The invitee joins this team.",
+        help_text=_("The invitee joins this team."),
     )
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
@@ -133,8 +135,13 @@ class Invitation(models.Model):
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
-        whom = self.email or "anyone with the link"
-        return f"invitation for {whom}" + (f" to {self.team}" if self.team else "")
+        whom = self.email or _("anyone with the link")
+        if self.team:
+            return _("invitation for %(whom)s to %(team)s") % {
+                "whom": whom,
+                "team": self.team,
+            }
+        return _("invitation for %(whom)s") % {"whom": whom}
 
     @classmethod
     def create_with_token(cls, **fields: object) -> tuple[Invitation, str]:
@@ -170,15 +177,19 @@ class Invitation(models.Model):
         if self.used_at is not None:
             return self.Unusable(
                 "used",
-                "This invitation has already been used. An invitation makes one "
-                "account; ask whoever invited you for a new link.",
+                gettext(
+                    "This invitation has already been used. An invitation makes "
+                    "one account; ask whoever invited you for a new link."
+                ),
             )
         if self.expires_at <= timezone.now():
             return self.Unusable(
                 "expired",
-                "This invitation expired on "
-                f"{self.expires_at:%d %b %Y at %H:%M} UTC. Ask whoever invited "
-                "you for a new link.",
+                _(
+                    "This invitation expired on %(when)s UTC. Ask whoever invited "
+                    "you for a new link."
+                )
+                % {"when": date_format(self.expires_at, "DATETIME_FORMAT")},
             )
         return None
 
@@ -199,7 +210,7 @@ class Invitation(models.Model):
             if refusal is not None:
                 raise refusal
             if not locked.email_matches(email):
-                raise self.Unusable("email", WRONG_EMAIL)
+                raise self.Unusable("email", str(WRONG_EMAIL))
             users = get_user_model()._default_manager
             user = users.create_user(
                 username=username, email=email.strip(), password=password

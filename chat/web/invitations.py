@@ -18,22 +18,23 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods
 
 from chat.models import Invitation
 from chat.models.accounts import WRONG_EMAIL
 from chat.web.client_address import client_address
 
-UNKNOWN = (
+UNKNOWN = _(
     "This invitation link is not valid. Check that you copied all of it, or ask "
     "whoever invited you for a new one."
 )
-NO_LOCAL_SIGNIN = (
+NO_LOCAL_SIGNIN = _(
     "This site signs people in only through its identity provider, so an "
     "invitation cannot make an account with a password here. Sign in with your "
     "organisation's account instead."
 )
-USERNAME_TAKEN = "That username was just taken. Choose another."
+USERNAME_TAKEN = _("That username was just taken. Choose another.")
 
 
 class AcceptInvitationForm(UserCreationForm):  # type: ignore[type-arg]
@@ -52,7 +53,7 @@ class AcceptInvitationForm(UserCreationForm):  # type: ignore[type-arg]
         # A bound invitation's address is not shown: whoever holds a forwarded
         # link does not learn it.
         if invitation.email:
-            email.help_text = "Enter the address this invitation was sent to."
+            email.help_text = _("Enter the address this invitation was sent to.")
 
     def clean_email(self) -> str:
         email = str(self.cleaned_data["email"]).strip()
@@ -71,9 +72,9 @@ def _refused(request: HttpRequest, message: str, status: int) -> HttpResponse:
 def accept_invitation(request: HttpRequest, token: str) -> HttpResponse:
     invitation = Invitation.objects.select_related("team").by_token(token)
     if invitation is None:
-        return _refused(request, UNKNOWN, 404)
+        return _refused(request, str(UNKNOWN), 404)
     if not settings.CHATSITE_LOCAL_SIGNIN:
-        return _refused(request, NO_LOCAL_SIGNIN, 403)
+        return _refused(request, str(NO_LOCAL_SIGNIN), 403)
     refusal = invitation.refusal()
     if refusal is not None:
         return _refused(request, str(refusal), 410)

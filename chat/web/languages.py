@@ -21,6 +21,13 @@ from django.views.i18n import JavaScriptCatalog
 
 from chat.models import UserSettings
 
+# The signed-in user's choice, kept in their session so that a request costs
+# no query for it: read from UserSettings once per session, set again when
+# they save it (`chat.web.account`), and brought up to date by any full page
+# (whose appearance reads their settings anyway), so a choice made on another
+# device reaches this one at its next page.
+SESSION_KEY = "chat_language"
+
 
 def stored_language(user_id: int) -> str:
     """The user's choice, "" when they follow their browser."""
@@ -32,11 +39,14 @@ def stored_language(user_id: int) -> str:
     )
 
 
+def remember(request: HttpRequest, language: str) -> None:
+    if request.session.get(SESSION_KEY) != language:
+        request.session[SESSION_KEY] = language
+
+
 class StoredLanguageMiddleware:
     """After AuthenticationMiddleware: the signed-in user's stored language
-    over the one LocaleMiddleware took from Accept-Language. Reads
-    `request.user` only when the session has signed someone in, so a page
-    without a session costs no query."""
+    over the one LocaleMiddleware took from Accept-Language."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -44,7 +54,10 @@ class StoredLanguageMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         user = request.user
         if user.is_authenticated:
-            chosen = stored_language(user.pk)
+            chosen = request.session.get(SESSION_KEY)
+            if chosen is None:
+                chosen = stored_language(user.pk)
+                remember(request, chosen)
             if chosen:
                 translation.activate(chosen)
                 request.LANGUAGE_CODE = translation.get_language()

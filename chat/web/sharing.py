@@ -10,6 +10,7 @@ from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from chat.models import Message, SharedMessage, ShareLink, SiteDefaults, Team
@@ -90,7 +91,7 @@ def update_share_link(request: SignedInRequest, link_pk: int) -> HttpResponse:
     link = _own_link(request, link_pk)
     if link.is_live or not link.is_active:
         return HttpResponse(
-            "Only an active snapshot link can be updated.",
+            _("Only an active snapshot link can be updated."),
             status=409,
             content_type="text/plain; charset=utf-8",
         )
