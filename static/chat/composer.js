@@ -6,6 +6,7 @@ import { followNewest, liveAnswer, rememberThinking } from "./live_answer.js";
 import { announce, list, owner, showAlert } from "./page.js";
 import { handlers, isOpen, preloadModel, sendFrame } from "./socket.js";
 import { isBusy, questionSent, setBusy } from "./turn.js";
+import { gettext, interpolate } from "./i18n.js";
 
 // crypto.randomUUID needs a secure context; teams often serve plain http on a LAN.
 function newClientId() {
@@ -20,7 +21,7 @@ function send() {
   const content = input.value;
   if (!content.trim() || isBusy()) return;
   if (!isOpen()) {
-    showAlert("Not connected: your message is kept, send it again once reconnected.");
+    showAlert(gettext("Not connected: your message is kept, send it again once reconnected."));
     return;
   }
   showAlert("");
@@ -75,7 +76,7 @@ function followModelName() {
   document.body.addEventListener("htmx:afterSettle", () => {
     const name = document.getElementById("model-label")?.dataset.modelName;
     if (!name) return;
-    owner.input.placeholder = `Message ${name}`;
+    owner.input.placeholder = interpolate(gettext("Message %(model)s"), { model: name });
     for (const ref of document.querySelectorAll(".model-name-ref")) ref.textContent = name;
   });
 }
@@ -92,11 +93,11 @@ export function wireOwner() {
 // cannot be done.
 function sendReplacing(frame) {
   if (isBusy()) {
-    showAlert("Wait for the current answer, or stop it.");
+    showAlert(gettext("Wait for the current answer, or stop it."));
     return false;
   }
   if (!isOpen()) {
-    showAlert("Not connected: try again once reconnected.");
+    showAlert(gettext("Not connected: try again once reconnected."));
     return false;
   }
   showAlert("");
@@ -153,7 +154,7 @@ function stopEditing(article) {
 // The field stays until the server replaces the question (a refusal keeps it).
 function resendEdited(article, content) {
   if (!content.trim()) {
-    showAlert("Type a message before resending.");
+    showAlert(gettext("Type a message before resending."));
     return;
   }
   sendReplacing({ type: "edit", message_id: Number(article.dataset.messageId), content });
@@ -175,7 +176,7 @@ function csrfToken() {
 // without its socket.
 async function showVersion(button) {
   if (isBusy()) {
-    showAlert("Wait for the current answer, or stop it.");
+    showAlert(gettext("Wait for the current answer, or stop it."));
     return;
   }
   let response;
@@ -186,7 +187,7 @@ async function showVersion(button) {
       headers: { "X-CSRFToken": csrfToken() },
     });
   } catch {
-    showAlert("Not connected: try again once reconnected.");
+    showAlert(gettext("Not connected: try again once reconnected."));
     return;
   }
   if (!response.ok) {
@@ -205,7 +206,7 @@ async function showVersion(button) {
   const steps = control.querySelectorAll(".version-step:not(:disabled)");
   const same = control.querySelector(`.version-step[data-step="${button.dataset.step}"]:not(:disabled)`);
   (same ?? steps[0])?.focus({ preventScroll: true });
-  announce(`Version ${control.dataset.number} of ${control.dataset.count}`);
+  announce(interpolate(gettext("Version %(number)s of %(count)s"), control.dataset));
 }
 
 // ---------------------------------------------------------------- clicks in the list
@@ -214,8 +215,8 @@ async function copyFrom(button, source) {
   const copied = await copyToClipboard(source).catch(() => false);
   const label = button.querySelector("span") ?? button;
   const before = label.textContent;
-  label.textContent = copied ? "Copied" : "Copy failed";
-  announce(copied ? "Copied to the clipboard." : "Could not copy.");
+  label.textContent = copied ? gettext("Copied") : gettext("Copy failed");
+  announce(copied ? gettext("Copied to the clipboard.") : gettext("Could not copy."));
   setTimeout(() => {
     label.textContent = before;
   }, 1500);
@@ -226,7 +227,7 @@ function answerSource(button) {
   const state = liveAnswer(Number(article.dataset.messageId));
   if (state?.source() != null) return state.source();
   return fetch(button.dataset.sourceUrl, { credentials: "same-origin" }).then((response) => {
-    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    if (!response.ok) throw new Error(`HTTP ${response.status}`); // i18n: not text
     return response.text();
   });
 }
