@@ -81,18 +81,28 @@ def test_every_marked_string_is_in_the_chinese_catalog(
     domain: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # makemessages from scratch into an empty directory: what the code marks
-    # today, compared with what the committed catalog translates.
-    monkeypatch.chdir(ROOT)
-    with override_settings(LOCALE_PATHS=[tmp_path]):
+    # today, compared with what the committed catalog translates. It runs in a
+    # directory of links to the sources: in the project itself it would write
+    # into the committed catalogs (it files each source under the locale/
+    # directory beside it).
+    sources = tmp_path / "sources"
+    sources.mkdir()
+    for name in ("chat", "chatsite", "templates", "static"):
+        (sources / name).symlink_to(ROOT / name)
+    monkeypatch.chdir(sources)
+    with override_settings(LOCALE_PATHS=[tmp_path / "out"]):
         call_command(
             "makemessages",
             locale=["zh_Hans"],
             domain=domain,
             ignore_patterns=IGNORED,
+            symlinks=True,
             no_obsolete=True,
             verbosity=0,
         )
-    with (tmp_path / "zh_Hans" / "LC_MESSAGES" / f"{domain}.po").open("rb") as po:
+    with (tmp_path / "out" / "zh_Hans" / "LC_MESSAGES" / f"{domain}.po").open(
+        "rb"
+    ) as po:
         marked = _ids(read_po(po, locale="zh_Hans"))
     committed = _ids(_catalog("zh_Hans", domain))
     assert sorted(marked - committed, key=str) == [], "not in the catalog"

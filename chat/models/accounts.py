@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.db import models, transaction
 from django.utils import timezone
 from django.utils.formats import date_format
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
 
 from chat.models.audit import AuditEvent
@@ -77,7 +77,7 @@ class UserSettings(models.Model):
         return obj
 
 
-WRONG_EMAIL = _(
+WRONG_EMAIL = gettext_noop(
     "This invitation is for another email address. Enter the address it was sent to."
 )
 
@@ -210,7 +210,7 @@ class Invitation(models.Model):
             if refusal is not None:
                 raise refusal
             if not locked.email_matches(email):
-                raise self.Unusable("email", str(WRONG_EMAIL))
+                raise self.Unusable("email", gettext(WRONG_EMAIL))
             users = get_user_model()._default_manager
             user = users.create_user(
                 username=username, email=email.strip(), password=password
