@@ -17,6 +17,7 @@ from django.contrib.auth.views import PasswordChangeView
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
+from django.utils import translation
 from django.utils.decorators import method_decorator
 from django.utils.functional import SimpleLazyObject
 from django.utils.translation import gettext_lazy as _
@@ -95,6 +96,9 @@ def account(request: SignedInRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         form.save()
         remember(request, form.instance.language)
+        # The notice below is in the language just chosen.
+        chosen = form.instance.language
+        translation.activate(chosen or translation.get_language_from_request(request))
         messages.success(request, _("Your settings are saved."))
         return redirect("account")
     return account_page(request, form=form, status=422 if form.errors else 200)
