@@ -11,6 +11,8 @@ import asyncio
 import time
 from contextlib import aclosing
 
+from django.utils.translation import gettext as _
+
 from chat.live import first_token
 from chat.live.generation import Generation, send_all
 from chat.live.loop_state import client_for
@@ -57,4 +59,4 @@ async def relay(
         if publisher is not None:
             pump.cancel()
     if generation.finished is None:
-        raise UpstreamError("stream_cut", "The model server ended the answer early.")
+        raise UpstreamError("stream_cut", _("The model server ended the answer early."))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
@@ -62,6 +63,22 @@ class StoredLanguageMiddleware:
                 translation.activate(chosen)
                 request.LANGUAGE_CODE = translation.get_language()
         return self.get_response(request)
+
+
+def socket_language(scope: dict[str, Any]) -> str:
+    """A WebSocket's language, as its page's: the signed-in user's choice (in
+    the session the page left it in), else the browser's Accept-Language."""
+    user, session = scope.get("user"), scope.get("session")
+    if user is not None and user.is_authenticated and session is not None:
+        chosen = session.get(SESSION_KEY)
+        if chosen:
+            return str(chosen)
+    request = HttpRequest()
+    for name, value in scope.get("headers", ()):
+        if name == b"accept-language":
+            request.META["HTTP_ACCEPT_LANGUAGE"] = value.decode("latin1")
+    request.COOKIES = scope.get("cookies", {})
+    return translation.get_language_from_request(request)
 
 
 def _compiled_at(request: HttpRequest, lang: str) -> datetime | None:
