@@ -53,15 +53,15 @@ class StoredLanguageMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        user = request.user
-        if user.is_authenticated:
-            chosen = request.session.get(SESSION_KEY)
-            if chosen is None:
-                chosen = stored_language(user.pk)
-                remember(request, chosen)
-            if chosen:
-                translation.activate(chosen)
-                request.LANGUAGE_CODE = translation.get_language()
+        # Only a signed-in session holds the key (signing out flushes it), so
+        # once it is there the user need not be looked up for it.
+        chosen = request.session.get(SESSION_KEY)
+        if chosen is None and request.user.is_authenticated:
+            chosen = stored_language(request.user.pk)
+            remember(request, chosen)
+        if chosen:
+            translation.activate(chosen)
+            request.LANGUAGE_CODE = translation.get_language()
         return self.get_response(request)
 
 
