@@ -26,5 +26,10 @@ def seconds(milliseconds: float | None) -> str:
     if milliseconds is None:
         return ""
     value = milliseconds / 1000
-    shown = number_format(value, 1) if value < 10 else number_format(value, 0)
+    # Rounded first: number_format cuts the digits it leaves out.
+    shown = (
+        number_format(round(value, 1), 1)
+        if value < 10
+        else number_format(round(value), 0)
+    )
     return _("%(seconds)s s") % {"seconds": shown}
