@@ -39,6 +39,11 @@ class Language(models.TextChoices):
     ZH_HANS = "zh-hans", "简体中文"
 
 
+# Where a signed-in session keeps the user's language (chat.web.languages sets
+# it; pages and sockets read it).
+LANGUAGE_SESSION_KEY = "chat_language"
+
+
 class UserSettings(models.Model):
     """One per user, made on first use (`for_user`)."""
 

@@ -23,8 +23,8 @@ from chat.live.frames import ServerFrame
 from chat.live.share_frames import ViewerFrame
 from chat.sockets.close_codes import CLOSE_RATE_LIMITED, CLOSE_SERVER_ERROR
 from chat.sockets.feed import Feed
+from chat.sockets.languages import socket_language
 from chat.sockets.ratelimit import FrameLimiter, Verdict
-from chat.web.languages import socket_language
 
 
 class LiveSocket(AsyncWebsocketConsumer):

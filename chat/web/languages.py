@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
@@ -21,13 +20,15 @@ from django.views.decorators.http import last_modified
 from django.views.i18n import JavaScriptCatalog
 
 from chat.models import UserSettings
+from chat.models.accounts import LANGUAGE_SESSION_KEY
 
 # The signed-in user's choice, kept in their session so that a request costs
 # no query for it: read from UserSettings once per session, set again when
 # they save it (`chat.web.account`), and brought up to date by any full page
 # (whose appearance reads their settings anyway), so a choice made on another
-# device reaches this one at its next page.
-SESSION_KEY = "chat_language"
+# device reaches this one at its next page. The sockets read it there too
+# (chat.sockets.languages).
+SESSION_KEY = LANGUAGE_SESSION_KEY
 
 
 def stored_language(user_id: int) -> str:
@@ -63,22 +64,6 @@ class StoredLanguageMiddleware:
             translation.activate(chosen)
             request.LANGUAGE_CODE = translation.get_language()
         return self.get_response(request)
-
-
-def socket_language(scope: dict[str, Any]) -> str:
-    """A WebSocket's language, as its page's: the signed-in user's choice (in
-    the session the page left it in), else the browser's Accept-Language."""
-    user, session = scope.get("user"), scope.get("session")
-    if user is not None and user.is_authenticated and session is not None:
-        chosen = session.get(SESSION_KEY)
-        if chosen:
-            return str(chosen)
-    request = HttpRequest()
-    for name, value in scope.get("headers", ()):
-        if name == b"accept-language":
-            request.META["HTTP_ACCEPT_LANGUAGE"] = value.decode("latin1")
-    request.COOKIES = scope.get("cookies", {})
-    return translation.get_language_from_request(request)
 
 
 def _compiled_at(request: HttpRequest, lang: str) -> datetime | None:
