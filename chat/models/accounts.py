@@ -137,6 +137,8 @@ class Invitation(models.Model):
     objects = InvitationQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("invitation")
+        verbose_name_plural = _("invitations")
         ordering = ["-created_at"]
 
     def __str__(self) -> str:

@@ -123,6 +123,7 @@ class ApiKey(models.Model):
     objects = ApiKeyQuerySet.as_manager()
 
     class Meta:
+        verbose_name_plural = _("API keys")
         ordering = ["-created_at"]
         verbose_name = _("API key")
 

@@ -56,6 +56,8 @@ class AuditEvent(models.Model):
     detail = models.JSONField(default=dict, blank=True)
 
     class Meta:
+        verbose_name = _("audit event")
+        verbose_name_plural = _("audit events")
         ordering = ["-at", "-pk"]
 
     def __str__(self) -> str:

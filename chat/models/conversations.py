@@ -12,6 +12,7 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from chat.models.effective import Effective, EffectiveSettings, History, Level
 from chat.models.history import Prompt, build_prompt, estimate_tokens, message_chars
@@ -95,6 +96,8 @@ class Conversation(models.Model):
     import_key = models.CharField(max_length=200, blank=True)
 
     class Meta:
+        verbose_name = gettext_lazy("conversation")
+        verbose_name_plural = gettext_lazy("conversations")
         ordering = ["-updated_at", "-pk"]
         indexes = [
             # The sidebar's page: one owner's listed conversations by activity.

@@ -64,6 +64,8 @@ class GroupRule(models.Model):
     )
 
     class Meta:
+        verbose_name = _("sign-in group rule")
+        verbose_name_plural = _("sign-in group rules")
         ordering = ["group"]
 
     def __str__(self) -> str:

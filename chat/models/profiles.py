@@ -215,6 +215,8 @@ class ModelProfile(models.Model):
     objects = ModelProfileQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("model profile")
+        verbose_name_plural = _("model profiles")
         ordering = ["display_name", "tag"]
         constraints = [
             models.UniqueConstraint(

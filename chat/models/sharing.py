@@ -72,6 +72,8 @@ class ShareLink(models.Model):
     objects = ShareLinkQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("share link")
+        verbose_name_plural = _("share links")
         ordering = ["-created_at", "-pk"]
 
     def __str__(self) -> str:

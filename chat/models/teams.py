@@ -63,6 +63,8 @@ class Team(models.Model):
     objects = TeamQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("team")
+        verbose_name_plural = _("teams")
         ordering = ["name"]
 
     def __str__(self) -> str:
@@ -228,6 +230,8 @@ class Membership(models.Model):
     )
 
     class Meta:
+        verbose_name = _("membership")
+        verbose_name_plural = _("memberships")
         db_table = "chat_team_members"
         constraints = [
             models.UniqueConstraint(fields=["team", "user"], name="one_membership")

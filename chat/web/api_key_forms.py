@@ -20,6 +20,7 @@ EXPIRY_DAYS = {"30d": 30, "90d": 90, "365d": 365}
 
 class ApiKeyForm(forms.Form):
     name = forms.CharField(
+        label=_("Name"),
         max_length=100,
         help_text=_("What will use it, e.g. “laptop editor” or “nightly report”."),
         error_messages={"required": _("Give the key a name: what will use it.")},
