@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from contextlib import aclosing
+from typing import Any
 
 from django.utils.translation import gettext as _
 
@@ -24,7 +25,7 @@ from chat.upstream import UpstreamError
 async def relay(
     generation: Generation,
     profile: ModelProfile,
-    history: list[dict[str, str]],
+    history: list[dict[str, Any]],
     tell: Tell,
 ) -> None:
     """Stream the answer from the model server to the generation's sockets until

@@ -171,7 +171,7 @@ class Runner:
         self,
         profile: ModelProfile,
         message: Message,
-        history: list[dict[str, str]],
+        history: list[dict[str, Any]],
         options: dict[str, Any] | None = None,
         told: Sequence[frames.ServerFrame] = (),
         plan: admission.Plan | None = None,
@@ -304,7 +304,7 @@ class Runner:
         self,
         generation: Generation,
         profile: ModelProfile,
-        history: list[dict[str, str]],
+        history: list[dict[str, Any]],
         told: Sequence[frames.ServerFrame] = (),
         plan: admission.Plan | None = None,
     ) -> None:

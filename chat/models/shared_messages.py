@@ -14,6 +14,7 @@ from typing import Any
 
 from django.utils.translation import gettext_lazy as _
 
+from chat.models.attachments import AttachmentView
 from chat.models.messages import Message
 
 # What a reader is told of a failed answer. The owner's detail names the model
@@ -58,10 +59,17 @@ class SharedMessage:
     error_detail: str
     source_url: str
     stats: dict[str, Any] = field(default_factory=dict)
+    files: list[AttachmentView] = field(default_factory=list)
 
     @classmethod
     def of(
-        cls, message: Message, ordinal: int, *, include_thinking: bool, source_url: str
+        cls,
+        message: Message,
+        ordinal: int,
+        *,
+        include_thinking: bool,
+        source_url: str,
+        files: list[AttachmentView] | None = None,
     ) -> SharedMessage:
         return cls(
             ordinal=ordinal,
@@ -74,6 +82,7 @@ class SharedMessage:
             error_detail=viewer_detail(message.error_code, message.error_detail),
             source_url=source_url,
             stats=message.stats(),
+            files=files or [],
         )
 
     @property

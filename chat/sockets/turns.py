@@ -18,16 +18,22 @@ from chat.models import Conversation, Retry, Turn
 
 
 def begin(
-    conversation_id: int, content: str, client_id: str
+    conversation_id: int,
+    content: str,
+    client_id: str,
+    files: tuple[list[str], bool] = ([], False),
 ) -> tuple[Turn, admission.Plan]:
-    """Store a sent question and its answer's placeholder, and take the
+    """Store a sent question (with its attachments: their ids, and whether
+    documents may be truncated) and its answer's placeholder, and take the
     answer's place in line (`chat.live.admission`), in one commit."""
     conversation = Conversation.objects.select_related("model_profile").get(
         pk=conversation_id
     )
     # One commit for the question, the answer's placeholder and its place in line.
     with transaction.atomic():
-        turn = conversation.begin_turn(content, client_id)
+        turn = conversation.begin_turn(
+            content, client_id, attachments=files[0], truncate_documents=files[1]
+        )
         plan = admission.take_ticket(turn.answer, turn.profile, conversation.owner_id)
     return turn, plan
 

@@ -23,6 +23,9 @@ class ShareLinkForm(forms.Form):
         widget=forms.RadioSelect,
     )
     include_thinking = forms.BooleanField(required=False, label=_("Include thinking"))
+    include_attachments = forms.BooleanField(
+        required=False, initial=True, label=_("Include attached files")
+    )
     expiry = forms.ChoiceField(
         choices=[
             ("never", _("Never")),

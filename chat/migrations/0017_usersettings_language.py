@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chat', '0015_transfer_audit_kind'),
+        ('chat', '0016_attachments'),
     ]
 
     operations = [
