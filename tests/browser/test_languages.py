@@ -83,3 +83,40 @@ def test_an_english_reader_keeps_english(
     ask(page)
     done = page.locator('article.assistant[data-status="done"]')
     expect(done.locator(".figures")).to_contain_text(re.compile(r"\d+ tokens"))
+
+
+def test_a_chinese_reader_attaches_files_in_chinese(
+    live_server_url, page, login, alice, demo_profile
+):
+    UserSettings.objects.create(user=alice, language="zh-hans")
+    conversation = Conversation.objects.create(owner=alice, model_profile=demo_profile)
+    login(page, alice)
+    page.goto(live_server_url + conversation.get_absolute_url())
+    # The demo model sees no images: documents only, and why.
+    expect(page.locator("#attach-button")).to_have_attribute("aria-label", "添加文档")
+    expect(page.locator("#attach-button")).to_have_attribute(
+        "title", re.compile("无法识别图片：其服务器的能力列表中没有视觉。")
+    )
+    page.set_input_files(
+        "#attach-input",
+        files=[
+            {
+                "name": "notes.md",
+                "mimeType": "text/markdown",
+                "buffer": b"# Notes\n" * 50,
+            },
+            {"name": "empty.txt", "mimeType": "text/plain", "buffer": b""},
+        ],
+    )
+    # Refused in the browser (attachments.js), and the chip drawn by it.
+    expect(page.locator("#alert")).to_have_text("empty.txt 是空文件。未上传。")
+    expect(page.locator('.file-chip[data-status="ready"]')).to_have_count(1)
+    expect(page.locator(".file-chip .file-remove")).to_have_attribute(
+        "aria-label", "移除 notes.md"
+    )
+    expect(page.locator(".file-chip .file-size")).to_have_text("400 B")
+    expect(page.locator(".file-chip .file-tokens")).to_contain_text(
+        re.compile(r"约 \d+ 个 token")
+    )
+    expect(page.locator("#attach-summary")).to_contain_text("1 个文件 · 随此提问发送：约")
+    expect(page.locator("#attach-status")).to_contain_text("notes.md 已上传")
