@@ -118,5 +118,7 @@ def test_a_chinese_reader_attaches_files_in_chinese(
     expect(page.locator(".file-chip .file-tokens")).to_contain_text(
         re.compile(r"约 \d+ 个 token")
     )
-    expect(page.locator("#attach-summary")).to_contain_text("1 个文件 · 随此提问发送：约")
+    expect(page.locator("#attach-summary")).to_contain_text(
+        "1 个文件 · 随此提问发送：约"
+    )
     expect(page.locator("#attach-status")).to_contain_text("notes.md 已上传")
