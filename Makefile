@@ -5,6 +5,7 @@
 #                 then the smoke tests again on the zero-config SQLite defaults
 #   make test-real  a real small model (SmolLM2 on llama.cpp) chatted with through the site
 #   make bench-data  search, the sidebar and import with 1,000,000 messages on PostgreSQL
+#   make messages  compile the interface's translations (locale/*.po to .mo)
 #   make lint / format / bench / vendor / clean / distclean
 #
 # Variables: HOST, PORT, RUNSITE_ARGS (run), e.g. RUNSITE_ARGS=--no-simulator;
@@ -28,7 +29,7 @@ PYTEST_WORKERS ?= 2
 LOAD_ARGS ?=
 RUNSITE_ARGS ?=
 
-.PHONY: help venv vendor chromium oidc-provider slapd nginx llm run test test-real lint format bench bench-data clean distclean
+.PHONY: help venv vendor messages gettext chromium oidc-provider slapd nginx llm run test test-real lint format bench bench-data clean distclean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -53,6 +54,16 @@ $(STAMP): requirements.txt requirements-dev.txt | $(PY)
 # made from another package-lock.json.
 vendor:
 	@scripts/vendor.sh --if-needed
+
+# The interface's catalogs, locale/*/LC_MESSAGES/*.po, compiled to the .mo files
+# Django reads (chatsite/catalogs.py, pure Python; only those older than their .po).
+messages: venv
+	@$(PY) -m chatsite.catalogs
+
+# Installs Debian's gettext when it is missing (as root): the translation tests
+# run Django's makemessages (xgettext) to find strings missing from the catalogs.
+gettext:
+	@scripts/ensure-gettext.sh
 
 # Installs Debian's chromium when it is missing (as root), for browser tests.
 chromium:
@@ -79,7 +90,7 @@ oidc-provider:
 
 # ---------------------------------------------------------------- run
 
-run: venv vendor
+run: venv vendor messages
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py runsite --host $(HOST) --port $(PORT) $(RUNSITE_ARGS)
 
@@ -106,7 +117,7 @@ format: venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: venv chromium oidc-provider slapd nginx
+test: venv messages gettext chromium oidc-provider slapd nginx
 	scripts/vendor.sh --check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

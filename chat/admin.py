@@ -12,6 +12,8 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from chat.models import (
     ApiKey,
@@ -72,15 +74,17 @@ class ModelProfileAdmin(AuditedAdmin):
     fieldsets = [
         (None, {"fields": ["tag", "display_name", "enabled", "is_demo"]}),
         (
-            "Who may use it",
+            _("Who may use it"),
             {
-                "description": "Only members of the chosen teams are offered the "
-                "model; none chosen: everyone.",
+                "description": _(
+                    "Only members of the chosen teams are offered the "
+                    "model; none chosen: everyone."
+                ),
                 "fields": ["teams"],
             },
         ),
         (
-            "Server",
+            _("Server"),
             {
                 "fields": [
                     "backend",
@@ -94,7 +98,7 @@ class ModelProfileAdmin(AuditedAdmin):
             },
         ),
         (
-            "Model",
+            _("Model"),
             {
                 "fields": [
                     "supports_thinking",
@@ -109,10 +113,12 @@ class ModelProfileAdmin(AuditedAdmin):
             },
         ),
         (
-            "Defaults for its conversations",
+            _("Defaults for its conversations"),
             {
-                "description": "A conversation's own setting wins; blank here "
-                "means the site default.",
+                "description": _(
+                    "A conversation's own setting wins; blank here "
+                    "means the site default."
+                ),
                 "fields": [
                     "default_thinking",
                     "default_history_policy",
@@ -164,10 +170,12 @@ class SiteDefaultsAdmin(AuditedAdmin):
 
     fieldsets = [
         (
-            "New conversations",
+            _("New conversations"),
             {
-                "description": "What a conversation gets when neither it nor its "
-                "model profile says otherwise.",
+                "description": _(
+                    "What a conversation gets when neither it nor its "
+                    "model profile says otherwise."
+                ),
                 "fields": [
                     "default_profile",
                     "default_thinking",
@@ -177,24 +185,28 @@ class SiteDefaultsAdmin(AuditedAdmin):
             },
         ),
         (
-            "Limits and sharing",
+            _("Limits and sharing"),
             {"fields": ["generations_per_user", "share_requires_sign_in"]},
         ),
         (
-            "Quota of each user",
+            _("Quota of each user"),
             {
-                "description": "Counted from the stored answers, per UTC day or "
-                "month; a team's own quotas are set on the team. 0: no limit.",
+                "description": _(
+                    "Counted from the stored answers, per UTC day or "
+                    "month; a team's own quotas are set on the team. 0: no limit."
+                ),
                 "fields": ["quota_period", "user_output_tokens", "user_answers"],
             },
         ),
         (
-            "API",
+            _("API"),
             {
-                "description": "The OpenAI- and Ollama-compatible API, used with "
-                "the personal keys people make on their account page (listed "
-                "under API keys). Closing it refuses every key at once; the keys "
-                "are kept.",
+                "description": _(
+                    "The OpenAI- and Ollama-compatible API, used with "
+                    "the personal keys people make on their account page (listed "
+                    "under API keys). Closing it refuses every key at once; the keys "
+                    "are kept."
+                ),
                 "fields": ["api_enabled", "api_teams"],
             },
         ),
@@ -304,15 +316,15 @@ class ApiKeyAdmin(ReadOnlyAdmin):
     )
     actions = ["revoke_selected"]
 
-    @admin.display(description="key", ordering="shown")
+    @admin.display(description=_("key"), ordering="shown")
     def shown_prefix(self, api_key: ApiKey) -> str:
         return f"{api_key.shown}…"
 
-    @admin.display(description="state")
+    @admin.display(description=_("state"))
     def state(self, api_key: ApiKey) -> str:
         return api_key.state
 
-    @admin.action(description="Revoke selected keys", permissions=["revoke"])
+    @admin.action(description=_("Revoke selected keys"), permissions=["revoke"])
     def revoke_selected(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
         address = client_address(request)
         keys = list(queryset.select_related("user"))
@@ -323,8 +335,11 @@ class ApiKeyAdmin(ReadOnlyAdmin):
         already = len(keys) - revoked
         self.message_user(
             request,
-            f"Revoked {revoked} key{'s' if revoked != 1 else ''}"
-            + (f" ({already} already were)." if already else "."),
+            ngettext("Revoked %(count)d key", "Revoked %(count)d keys", revoked)
+            % {"count": revoked}
+            + (
+                _(" (%(count)d already were).") % {"count": already} if already else "."
+            ),
         )
 
     def has_revoke_permission(self, request: HttpRequest) -> bool:
@@ -382,8 +397,10 @@ class InvitationAdminForm(forms.ModelForm):  # type: ignore[type-arg]
         # may be ended now (withdrawn).
         if self.instance.pk is None and expires_at <= timezone.now():
             raise forms.ValidationError(
-                "This time has passed: the link would never work. Choose a "
-                "time in the future."
+                _(
+                    "This time has passed: the link would never work. Choose a "
+                    "time in the future."
+                )
             )
         return expires_at
 
@@ -401,11 +418,13 @@ class InvitationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     # Between save_model and response_add of one request, by invitation pk.
     _new_links: dict[int, str] = {}
 
-    @admin.display(description="state")
+    @admin.display(description=_("state"))
     def state(self, invitation: Invitation) -> str:
         if invitation.used_at is not None:
-            return f"used by {invitation.used_by or 'a deleted account'}"
-        return "open" if invitation.usable else "expired"
+            return str(_("used by %(user)s")) % {
+                "user": invitation.used_by or _("a deleted account")
+            }
+        return str(_("open") if invitation.usable else _("expired"))
 
     def get_fields(
         self, request: HttpRequest, obj: Invitation | None = None
@@ -453,7 +472,7 @@ class InvitationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
-            "title": "Invitation created",
+            "title": _("Invitation created"),
             "invitation": obj,
             "link": request.build_absolute_uri(reverse("invitation", args=[token])),
         }

@@ -39,9 +39,14 @@ MIDDLEWARE = [
     "chat.web.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The language: from Accept-Language (after the session, before
+    # CommonMiddleware as Django's docs ask), then the signed-in user's stored
+    # choice over it (chat.web.languages, once the user is known).
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "chat.web.languages.StoredLanguageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -58,6 +63,8 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                # LANGUAGE_CODE: <html lang> and the JavaScript catalog's URL
+                "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 # issue 13, selfservice: the user's theme and shown name
@@ -309,7 +316,12 @@ CHATSITE_LDAP_GROUP_FILTER = os.environ.get(
 )
 # ---- end of LDAP
 
-LANGUAGE_CODE = "en-us"
+# The interface's languages (model output and users' text are never translated).
+# English is the default, for a browser that asks for neither; the catalogs are
+# locale/<lang>/LC_MESSAGES/*.po, compiled to .mo by `make messages`.
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

@@ -42,6 +42,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connections
 
+from chatsite.catalogs import compile_stale
 from tests.fixtures import is_async_test
 from tests.flushing import flush_keeping_migrated_rows
 
@@ -88,6 +89,12 @@ def _in_ci() -> bool:
 
 # --------------------------------------------------------------------------
 # Collection: markers, ordering, async DB cleanup
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The translated pages need the compiled catalogs, as `make messages`
+    # leaves them (a run of pytest alone too).
+    compile_stale()
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:

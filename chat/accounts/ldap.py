@@ -37,6 +37,7 @@ from django.conf import settings
 from django.contrib.auth.backends import ModelBackend
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest
+from django.utils.translation import gettext, gettext_noop
 from django_python3_ldap import ldap as library
 from django_python3_ldap import utils as library_utils
 from ldap3.core.exceptions import LDAPException
@@ -52,12 +53,12 @@ logger = logging.getLogger(__name__)
 
 UNREACHABLE = NOT_CHECKED  # the sign-in throttle does not count these
 REFUSED = "ldap_refused"
-UNREACHABLE_MESSAGE = (
+UNREACHABLE_MESSAGE = gettext_noop(
     "The directory server (LDAP) that checks passwords here does not answer "
     "just now, so you cannot sign in with your directory account. Try again in a "
     "few minutes; if it goes on, tell your admins."
 )
-NO_IDENTIFIER_MESSAGE = (
+NO_IDENTIFIER_MESSAGE = gettext_noop(
     "The directory did not send the identifier this site needs for your "
     "account, so it cannot sign you in. Tell your admins (the LDAP settings "
     "name an identifier attribute the directory does not have)."
@@ -141,7 +142,7 @@ def _directory_entry(username: str, password: str, address: str) -> Entry | None
         method="ldap",
         reason="the directory does not answer",
     )
-    raise ValidationError(UNREACHABLE_MESSAGE, code=UNREACHABLE)
+    raise ValidationError(gettext(UNREACHABLE_MESSAGE), code=UNREACHABLE)
 
 
 def _look_up(found: Any, username: str) -> Entry | None:
@@ -199,7 +200,7 @@ def _identity(entry: Entry) -> Identity:
             entry.dn,
             settings.CHATSITE_LDAP_ID_ATTRIBUTE,
         )
-        raise ValidationError(NO_IDENTIFIER_MESSAGE, code=REFUSED)
+        raise ValidationError(gettext(NO_IDENTIFIER_MESSAGE), code=REFUSED)
     return Identity(
         method="ldap",
         subject=subject,

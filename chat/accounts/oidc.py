@@ -28,6 +28,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import SuspiciousOperation
 from django.http import HttpRequest
+from django.utils.translation import gettext, gettext_noop
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
 from chat.accounts.provisioning import Identity, Refused, provision
@@ -35,28 +36,28 @@ from chat.web.client_address import client_address
 
 DISCOVERY_TTL = 300  # seconds a provider's discovery document is reused
 
-UNREACHABLE = (
+UNREACHABLE = gettext_noop(
     "The sign-in service ({name}) did not answer in time, so you cannot sign in "
     "with it right now. Try again in a few minutes"
 )
-CREDENTIALS = (
+CREDENTIALS = gettext_noop(
     "The sign-in service ({name}) refused this site's own credentials, so nobody "
     "can sign in with it until an admin fixes the site's settings."
 )
-CODE_REFUSED = (
+CODE_REFUSED = gettext_noop(
     "The sign-in service ({name}) refused the sign-in code (it may have been "
     "used already or have expired). Start again from the sign-in page."
 )
-UNTRUSTED = (
+UNTRUSTED = gettext_noop(
     "The answer of the sign-in service ({name}) could not be verified (it may "
     "have been altered on the way), so you were not signed in. Start again."
 )
-BAD_GROUPS = (
+BAD_GROUPS = gettext_noop(
     "The sign-in service ({name}) sent your groups in a form this site cannot "
     "read (it expects a list of group names), so you were not signed in. Tell "
     "an admin."
 )
-NO_USERNAME = (
+NO_USERNAME = gettext_noop(
     "The sign-in service ({name}) did not say who you are (no “{claim}” claim), "
     "so you were not signed in. Tell an admin."
 )
@@ -82,15 +83,16 @@ def provider_name() -> str:
 
 
 def _say(template: str, **values: str) -> str:
-    return template.format(name=provider_name(), **values)
+    # Marked where defined (gettext_noop), translated here.
+    return gettext(template).format(name=provider_name(), **values)
 
 
 def unreachable() -> SignInFailed:
     message = _say(UNREACHABLE)
     if settings.CHATSITE_LOCAL_SIGNIN:
-        message += "; accounts with a password here can still sign in below."
+        message += gettext("; accounts with a password here can still sign in below.")
     else:
-        message += "."
+        message += gettext(".")
     return SignInFailed(message, status=503)
 
 

@@ -18,6 +18,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from chat.models import AuditEvent, ExternalAccount, GroupRule
 
@@ -100,8 +101,11 @@ def provision(identity: Identity, *, address: str = "") -> User:
 def _account(identity: Identity) -> tuple[User, bool]:
     if identity.email and not identity.email_verified:
         raise Refused(
-            "Your identity provider has not verified your email address, so "
-            "this site cannot sign you in with it. Verify it there, then try again."
+            gettext(
+                "Your identity provider has not verified your email address, so "
+                "this site cannot sign you in with it. Verify it there, then try "
+                "again."
+            )
         )
     link = (
         ExternalAccount.objects.select_for_update()
@@ -113,14 +117,18 @@ def _account(identity: Identity) -> tuple[User, bool]:
     if link is None:
         if not email_domain_allowed(identity.email):
             raise Refused(
-                "Accounts are made here only for email addresses of "
-                + ", ".join(settings.CHATSITE_ALLOWED_EMAIL_DOMAINS)
-                + "."
+                gettext(
+                    "Accounts are made here only for email addresses of %(domains)s."
+                )
+                % {"domains": ", ".join(settings.CHATSITE_ALLOWED_EMAIL_DOMAINS)}
             )
         if users.filter(username=identity.username).exists():
             raise Refused(
-                f"An account named “{identity.username}” already exists here and "
-                "is not linked to your sign-in. Ask an admin to link or rename it."
+                gettext(
+                    "An account named “%(username)s” already exists here and is not "
+                    "linked to your sign-in. Ask an admin to link or rename it."
+                )
+                % {"username": identity.username}
             )
         user = users.create_user(
             username=identity.username,
@@ -139,7 +147,9 @@ def _account(identity: Identity) -> tuple[User, bool]:
         created = False
         if not user.is_active:
             raise Refused(
-                "This account is switched off. Ask an admin if you need it back."
+                gettext(
+                    "This account is switched off. Ask an admin if you need it back."
+                )
             )
         user.email = identity.email or user.email
         user.first_name = identity.first_name[:150] or user.first_name

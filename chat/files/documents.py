@@ -10,6 +10,8 @@ import zipfile
 from collections.abc import Callable
 
 import docx
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from pypdf import PasswordType, PdfReader
 
 from chat.files.refusals import Refused
@@ -69,7 +71,7 @@ BINARY_SIGNATURES = (
 )
 # A DOCX is a ZIP: its parts may not unpack to more than this.
 DOCX_MAX_UNPACKED = 200 * 1024 * 1024
-SCANNED = "scanned PDF: no text (it holds only pictures of pages)"
+SCANNED = gettext_lazy("scanned PDF: no text (it holds only pictures of pages)")
 
 
 def content_type(extension: str) -> str:
@@ -100,7 +102,11 @@ def _plain_text(name: str, data: bytes) -> tuple[str, str]:
             json.loads(text)
         except ValueError:
             raise Refused(
-                f"{name} is not valid JSON: its content does not match its extension.",
+                _(
+                    "%(name)s is not valid JSON: its content does not match its "
+                    "extension."
+                )
+                % {"name": name},
                 415,
             ) from None
     return text, ""
@@ -108,8 +114,19 @@ def _plain_text(name: str, data: bytes) -> tuple[str, str]:
 
 def _not_text(name: str) -> Refused:
     return Refused(
-        f"{name} is not a text file (binary content, or not UTF-8): its content "
-        "does not match its extension.",
+        _(
+            "%(name)s is not a text file (binary content, or not UTF-8): its "
+            "content does not match its extension."
+        )
+        % {"name": name},
+        415,
+    )
+
+
+def _not_word(name: str) -> Refused:
+    return Refused(
+        _("%(name)s is not a Word document: its content does not match its extension.")
+        % {"name": name},
         415,
     )
 
@@ -117,24 +134,30 @@ def _not_text(name: str) -> Refused:
 def _pdf_text(name: str, data: bytes) -> tuple[str, str]:
     if b"%PDF-" not in data[:1024]:
         raise Refused(
-            f"{name} is not a PDF: its content does not match its extension.", 415
+            _("%(name)s is not a PDF: its content does not match its extension.")
+            % {"name": name},
+            415,
         )
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and reader.decrypt("") == PasswordType.NOT_DECRYPTED:
             raise Refused(
-                f"{name} is protected by a password: remove the protection and "
-                "attach it again."
+                _(
+                    "%(name)s is protected by a password: remove the protection "
+                    "and attach it again."
+                )
+                % {"name": name}
             )
         pages = [page.extract_text() or "" for page in reader.pages]
     except Refused:
         raise
     except Exception:  # pypdf raises many kinds on a damaged file
         raise Refused(
-            f"{name} could not be read: the PDF is damaged or incomplete."
+            _("%(name)s could not be read: the PDF is damaged or incomplete.")
+            % {"name": name}
         ) from None
     text = "\n\n".join(page.strip() for page in pages if page.strip())
-    return text, "" if text else SCANNED
+    return text, "" if text else str(SCANNED)
 
 
 def _docx_text(name: str, data: bytes) -> tuple[str, str]:
@@ -144,21 +167,19 @@ def _docx_text(name: str, data: bytes) -> tuple[str, str]:
             names = {entry.filename for entry in entries}
             unpacked = sum(entry.file_size for entry in entries)
     except zipfile.BadZipFile:
-        raise Refused(
-            f"{name} is not a Word document: its content does not match its extension.",
-            415,
-        ) from None
+        raise _not_word(name) from None
     if "word/document.xml" not in names:
-        raise Refused(
-            f"{name} is not a Word document: its content does not match its extension.",
-            415,
-        )
+        raise _not_word(name)
     if unpacked > DOCX_MAX_UNPACKED:
-        raise Refused(f"{name} unpacks to too much data to read safely.")
+        raise Refused(
+            _("%(name)s unpacks to too much data to read safely.") % {"name": name}
+        )
     try:
         document = docx.Document(io.BytesIO(data))
     except Exception:  # python-docx and lxml raise many kinds on a damaged file
-        raise Refused(f"{name} could not be read: the document is damaged.") from None
+        raise Refused(
+            _("%(name)s could not be read: the document is damaged.") % {"name": name}
+        ) from None
     lines = [paragraph.text for paragraph in document.paragraphs]
     for table in document.tables:
         for row in table.rows:

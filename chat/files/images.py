@@ -9,6 +9,7 @@ import io
 import warnings
 from dataclasses import dataclass
 
+from django.utils.translation import gettext as _
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from chat.files.refusals import Refused
@@ -47,7 +48,8 @@ def normalised(
             upright = ImageOps.exif_transpose(image)
         except (OSError, ValueError, Image.DecompressionBombWarning):
             raise Refused(
-                f"{name} could not be read: the image is damaged or cut short."
+                _("%(name)s could not be read: the image is damaged or cut short.")
+                % {"name": name}
             ) from None
     keeps_alpha = upright.mode in ("RGBA", "LA", "PA") or (
         upright.mode == "P" and "transparency" in upright.info
@@ -75,13 +77,20 @@ def _encoded(picture: Image.Image, kind: str) -> bytes:
 
 def not_matching(name: str, expected: str) -> Refused:
     return Refused(
-        f"{name} is not a {expected} image: its content does not match its extension.",
+        _(
+            "%(name)s is not a %(format)s image: its content does not match its "
+            "extension."
+        )
+        % {"name": name, "format": expected},
         415,
     )
 
 
 def bomb(name: str) -> Refused:
     return Refused(
-        f"{name} has too many pixels to open safely (a decompression bomb?). "
-        "Attach a smaller image.",
+        _(
+            "%(name)s has too many pixels to open safely (a decompression bomb?). "
+            "Attach a smaller image."
+        )
+        % {"name": name},
     )

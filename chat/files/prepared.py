@@ -8,6 +8,8 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from django.utils.translation import gettext as _
+
 from chat.files import documents, images
 from chat.files.refusals import Refused
 
@@ -69,7 +71,7 @@ def prepare(raw_name: str, data: bytes, limits: Limits) -> Prepared:
     if len(data) > limits.max_bytes:
         raise Refused(too_large(limits.max_bytes), 413)
     if not data:
-        raise Refused(f"{name} is empty.")
+        raise Refused(_("%(name)s is empty.") % {"name": name})
     extension = PurePosixPath(name).suffix.lower()
     if extension in IMAGE_EXTENSIONS:
         image = images.normalised(
@@ -96,16 +98,28 @@ def prepare(raw_name: str, data: bytes, limits: Limits) -> Prepared:
             text=text,
             note=note,
         )
-    shown = extension or "without an extension"
-    raise Refused(
-        f"{name}: files {shown} are not accepted. Attach images (PNG, JPEG, GIF, "
-        "WebP), PDF, DOCX, or text: Markdown, source code, CSV, JSON, logs.",
-        415,
+    accepted = _(
+        "Attach images (PNG, JPEG, GIF, WebP), PDF, DOCX, or text: Markdown, "
+        "source code, CSV, JSON, logs."
     )
+    if extension:
+        refused = _("%(name)s: files %(extension)s are not accepted.") % {
+            "name": name,
+            "extension": extension,
+        }
+    else:
+        refused = _("%(name)s: files without an extension are not accepted.") % {
+            "name": name
+        }
+    # Two sentences: Chinese puts no space between them.
+    joined = _("%(refused)s %(accepted)s") % {"refused": refused, "accepted": accepted}
+    raise Refused(joined, 415)
 
 
 def too_large(limit: int) -> str:
-    return f"The file is too large: attachments are limited to {mebibytes(limit)}."
+    return _("The file is too large: attachments are limited to %(size)s.") % {
+        "size": mebibytes(limit)
+    }
 
 
 def mebibytes(size: int) -> str:

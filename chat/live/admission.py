@@ -36,6 +36,7 @@ from channels.layers import BaseChannelLayer, get_channel_layer
 from django.db import DatabaseError, transaction
 from django.db.models import Max
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from chat.live import events
 from chat.live import layer as guarded_layer
@@ -264,8 +265,10 @@ async def wait_for_slot(
         logger.warning("answer %s could not join the queue: %s", message_id, exc)
         raise UpstreamError(
             "queue_unavailable",
-            "The answer could not be queued: the database did not answer. "
-            "Try again in a moment.",
+            _(
+                "The answer could not be queued: the database did not answer. "
+                "Try again in a moment."
+            ),
         ) from exc
     if _admitted(decided, message_id):
         await _wake_others(layer, decided, message_id)

@@ -14,6 +14,8 @@ from collections.abc import Set as AbstractSet
 
 from channels.db import database_sync_to_async
 from django.db import DatabaseError
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from chat.live import frames
 from chat.live.generation import Generation, Sink, send_all
@@ -27,7 +29,7 @@ logger = logging.getLogger(__name__)
 # This process's sockets of the answer's conversation (`Runner.subscribe`).
 Viewers = Callable[[], AbstractSet[Sink]]
 
-SAVE_FAILED = (
+SAVE_FAILED = gettext_noop(
     "The answer could not be saved; its text up to the last save (about a second "
     "before the end) is kept."
 )
@@ -42,7 +44,7 @@ def outcome(
         return Message.Status.DONE, None
     if isinstance(ended, asyncio.CancelledError):
         if generation.shutting_down:
-            detail = "The server shut down while this answer was being written."
+            detail = _("The server shut down while this answer was being written.")
             return Message.Status.INTERRUPTED, UpstreamError("interrupted", detail)
         if generation.failure is not None:  # the first-token watch stopped it
             return Message.Status.ERROR, generation.failure
@@ -51,7 +53,9 @@ def outcome(
         logger.warning("generation %s failed: %s", generation.message_id, ended.detail)
         return Message.Status.ERROR, ended
     logger.error("generation %s crashed", generation.message_id, exc_info=ended)
-    error = UpstreamError("internal_error", f"Internal error: {ended}")
+    error = UpstreamError(
+        "internal_error", _("Internal error: %(error)s") % {"error": ended}
+    )
     return Message.Status.ERROR, error
 
 
@@ -99,13 +103,13 @@ async def unsaved(generation: Generation, viewers: Viewers) -> list[frames.Serve
     told either way. Returns those frames (its `closing` from here on)."""
     message = generation.message
     message.status = Message.Status.ERROR
-    message.error_code, message.error_detail = "save_failed", SAVE_FAILED
+    message.error_code, message.error_detail = "save_failed", _(SAVE_FAILED)
     try:
         await _mark_unsaved(message)
     except Exception:
         logger.warning("answer %s: marking it failed failed", message.pk)
     closing: list[frames.ServerFrame] = [
-        frames.error(message.pk, message.error_code, SAVE_FAILED)
+        frames.error(message.pk, message.error_code, _(SAVE_FAILED))
     ]
     closing.append(frames.done(message))
     generation.closing = closing

@@ -18,6 +18,8 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Protocol
 
+from django.utils.translation import gettext as _
+
 from chat.live import frames, loop_state
 from chat.live.preload import Preloader, Tell
 from chat.upstream import UpstreamError
@@ -78,11 +80,11 @@ async def _watch(
     await tell(conversation_id, frames.model_state("loading", profile.tag))
     if not await _load_ended(generation, profile, preloads, started):
         if generation.awaits_first_token():
-            detail = (
-                f"The model {profile.tag} did not finish loading within "
-                f"{LOAD_LIMIT:g} s. Your question is kept: try again later, or ask "
-                "an admin to check the model server."
-            )
+            detail = _(
+                "The model %(model)s did not finish loading within %(limit)s s. "
+                "Your question is kept: try again later, or ask an admin to check "
+                "the model server."
+            ) % {"model": profile.tag, "limit": f"{LOAD_LIMIT:g}"}
             _fail(generation, relay, detail)
         return
     if not generation.awaits_first_token():
@@ -128,11 +130,11 @@ async def _limit(
     while generation.awaits_first_token():
         remaining = deadline - time.perf_counter()
         if remaining <= 0:
-            detail = (
-                f"The model {profile.tag} sent no first token within "
-                f"{profile.first_token_timeout} s. Your question is kept: try "
-                "again, or ask an admin to raise the model's first-token limit."
-            )
+            detail = _(
+                "The model %(model)s sent no first token within %(limit)s s. Your "
+                "question is kept: try again, or ask an admin to raise the model's "
+                "first-token limit."
+            ) % {"model": profile.tag, "limit": profile.first_token_timeout}
             _fail(generation, relay, detail)
             return
         await asyncio.sleep(remaining)

@@ -59,6 +59,8 @@ from typing import TYPE_CHECKING, Any, Literal, NotRequired, Protocol, TypedDict
 import orjson
 from django.conf import settings
 from django.template.loader import render_to_string
+from django.utils.formats import number_format
+from django.utils.translation import gettext as _
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -138,14 +140,14 @@ def max_frame_bytes() -> int:
 def parse(text: str | None) -> ClientFrame:
     """Decode and validate one client frame; raise FrameError with a clear reason."""
     if text is None:
-        raise FrameError("bad_frame", "Frames must be JSON text, not binary.")
+        raise FrameError("bad_frame", _("Frames must be JSON text, not binary."))
     if len(text) > max_frame_chars():
         raise FrameError(
-            "frame_too_large", "The frame is larger than the server accepts."
+            "frame_too_large", _("The frame is larger than the server accepts.")
         )
     data = _decode(text)
     if not isinstance(data, dict):
-        raise FrameError("bad_frame", "A frame must be a JSON object.")
+        raise FrameError("bad_frame", _("A frame must be a JSON object."))
     kind = data.get("type")
     if kind == "send":
         return _parse_send(data)
@@ -174,7 +176,10 @@ def parse(text: str | None) -> ClientFrame:
             attachments=attachments,
             truncate_documents=_flag(data, "truncate_documents"),
         )
-    raise FrameError("unknown_type", f"Unknown frame type: {str(kind)[:40]!r}.")
+    raise FrameError(
+        "unknown_type",
+        _("Unknown frame type: %(type)r.") % {"type": str(kind)[:40]},
+    )
 
 
 def _decode(text: str) -> Any:
@@ -186,13 +191,13 @@ def _decode(text: str) -> Any:
         data = json.loads(text)
         json.dumps(data, ensure_ascii=False).encode("utf-8")
     except RecursionError:
-        raise FrameError("bad_frame", "The frame is nested too deeply.") from None
+        raise FrameError("bad_frame", _("The frame is nested too deeply.")) from None
     except UnicodeEncodeError:  # before ValueError, its base class
         raise FrameError(
-            "bad_frame", "The frame holds text that is not valid Unicode."
+            "bad_frame", _("The frame holds text that is not valid Unicode.")
         ) from None
     except ValueError:
-        raise FrameError("bad_frame", "The frame is not valid JSON.") from None
+        raise FrameError("bad_frame", _("The frame is not valid JSON.")) from None
     return data
 
 
@@ -202,10 +207,10 @@ def _parse_send(data: dict[str, Any]) -> SendFrame:
     client_id = data.get("client_id", "")
     if not isinstance(client_id, str) or len(client_id) > 64:
         raise FrameError(
-            "bad_frame", "client_id must be a string of 64 characters at most."
+            "bad_frame", _("client_id must be a string of 64 characters at most.")
         )
     if "\x00" in client_id:
-        raise FrameError("bad_frame", "The client id contains a NUL character.")
+        raise FrameError("bad_frame", _("The client id contains a NUL character."))
     return SendFrame(
         type="send",
         content=content,
@@ -224,7 +229,7 @@ def _attachments(data: dict[str, Any]) -> list[str]:
         or not all(isinstance(i, str) and 0 < len(i) <= 64 for i in value)
     ):
         raise FrameError(
-            "bad_frame", "attachments must be a list of the uploaded files' ids."
+            "bad_frame", _("attachments must be a list of the uploaded files' ids.")
         )
     return list(value)
 
@@ -232,7 +237,9 @@ def _attachments(data: dict[str, Any]) -> list[str]:
 def _flag(data: dict[str, Any], key: str) -> bool:
     value = data.get(key, False)
     if not isinstance(value, bool):
-        raise FrameError("bad_frame", f"{key} must be true or false.")
+        raise FrameError(
+            "bad_frame", _("%(key)s must be true or false.") % {"key": key}
+        )
     return value
 
 
@@ -243,16 +250,19 @@ def _content(data: dict[str, Any], attachments: list[str] | None = None) -> str:
     if content is None and attachments:
         content = ""
     if not isinstance(content, str) or (not content.strip() and not attachments):
-        raise FrameError("empty_message", "Type a message before sending.")
+        raise FrameError("empty_message", _("Type a message before sending."))
     if len(content) > settings.MESSAGE_MAX_CHARS:
         raise FrameError(
             "message_too_long",
-            f"The message is {len(content):,} characters; the limit is "
-            f"{settings.MESSAGE_MAX_CHARS:,}.",
+            _("The message is %(length)s characters; the limit is %(limit)s.")
+            % {
+                "length": number_format(len(content), force_grouping=True),
+                "limit": number_format(settings.MESSAGE_MAX_CHARS, force_grouping=True),
+            },
         )
     if "\x00" in content:
         # PostgreSQL cannot store NUL characters in text.
-        raise FrameError("bad_frame", "The message contains a NUL character.")
+        raise FrameError("bad_frame", _("The message contains a NUL character."))
     return content
 
 
@@ -261,9 +271,11 @@ def _non_negative_int(
 ) -> int:
     value = data.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise FrameError("bad_frame", f"{key} must be a non-negative integer.")
+        raise FrameError(
+            "bad_frame", _("%(key)s must be a non-negative integer.") % {"key": key}
+        )
     if value > MAX_INT:  # larger than any id or offset, and than SQLite's integers
-        raise FrameError("bad_frame", f"{key} is too large.")
+        raise FrameError("bad_frame", _("%(key)s is too large.") % {"key": key})
     return value
 
 

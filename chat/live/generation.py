@@ -18,6 +18,8 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from django.utils.translation import gettext as _
+
 from chat.live import fanout, frames
 from chat.models import Message
 from chat.upstream import Delta, Event, Finished, UpstreamError
@@ -141,11 +143,16 @@ class Generation:
         the next text to the wrong place), or None."""
         if offset <= self.content_len and thinking_offset <= self.thinking_len:
             return None
-        detail = (
-            f"Cannot resume from offset {offset} (thinking {thinking_offset}): the "
-            f"answer has {self.content_len} characters so far (thinking "
-            f"{self.thinking_len}). Reload the page to see it whole."
-        )
+        detail = _(
+            "Cannot resume from offset %(offset)d (thinking %(thinking_offset)d): "
+            "the answer has %(length)d characters so far (thinking "
+            "%(thinking_length)d). Reload the page to see it whole."
+        ) % {
+            "offset": offset,
+            "thinking_offset": thinking_offset,
+            "length": self.content_len,
+            "thinking_length": self.thinking_len,
+        }
         return frames.error(self.message_id, "bad_offset", detail)
 
     def cancel(self) -> None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from django.utils.translation import gettext as _
 
 from chat.live import frames
 from chat.models import ModelProfile
@@ -184,7 +185,9 @@ class Preloader:
             # Asked again on the next preload, not in a minute.
             self._recent.pop(profile.pk, None)
             logger.warning("preload of %s failed: %s", profile.tag, exc.detail)
-            detail = f"The model could not be loaded: {exc.detail}"
+            detail = _("The model could not be loaded: %(error)s") % {
+                "error": exc.detail
+            }
             final = frames.model_state("error", profile.tag, detail=detail)
         finally:
             # Over before it is told: a preload asked from now on starts anew.

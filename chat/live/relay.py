@@ -12,6 +12,8 @@ import time
 from contextlib import aclosing
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from chat.live import first_token
 from chat.live.generation import Generation, send_all
 from chat.live.loop_state import client_for
@@ -58,4 +60,4 @@ async def relay(
         if publisher is not None:
             pump.cancel()
     if generation.finished is None:
-        raise UpstreamError("stream_cut", "The model server ended the answer early.")
+        raise UpstreamError("stream_cut", _("The model server ended the answer early."))

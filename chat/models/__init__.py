@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from chat.models.accounts import ExternalAccount, Invitation, Theme, UserSettings
+from chat.models.accounts import (
+    ExternalAccount,
+    Invitation,
+    Language,
+    Theme,
+    UserSettings,
+)
 from chat.models.admission import Ticket
 from chat.models.api_keys import ApiKey
 from chat.models.attachments import Attachment, AttachmentRefused, DocumentsTooLarge
@@ -40,6 +46,7 @@ __all__ = [
     "Invitation",
     "Membership",
     "QuotaPeriod",
+    "Language",
     "Theme",
     "UserSettings",
     "Conversation",

@@ -11,6 +11,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import models, transaction
 from django.utils import timezone
+from django.utils.formats import date_format
+from django.utils.translation import gettext, gettext_noop
+from django.utils.translation import gettext_lazy as _
 
 from chat.models.audit import AuditEvent
 from chat.models.profiles import ModelProfile
@@ -21,9 +24,24 @@ if TYPE_CHECKING:
 
 
 class Theme(models.TextChoices):
-    SYSTEM = "system", "As the system"
-    LIGHT = "light", "Light"
-    DARK = "dark", "Dark"
+    SYSTEM = "system", _("As the system")
+    LIGHT = "light", _("Light")
+    DARK = "dark", _("Dark")
+
+
+class Language(models.TextChoices):
+    """The interface's language (settings.LANGUAGES); blank follows the
+    browser's Accept-Language. Each language is named in itself, so whoever
+    cannot read the current one still finds theirs."""
+
+    BROWSER = "", _("As the browser")
+    EN = "en", "English"
+    ZH_HANS = "zh-hans", "简体中文"
+
+
+# Where a signed-in session keeps the user's language (chat.web.languages sets
+# it; pages and sockets read it).
+LANGUAGE_SESSION_KEY = "chat_language"
 
 
 class UserSettings(models.Model):
@@ -32,30 +50,39 @@ class UserSettings(models.Model):
     user = models.OneToOneField(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_settings"
     )
-    display_name = models.CharField(max_length=150, blank=True)
-    theme = models.CharField(max_length=6, choices=Theme, default=Theme.SYSTEM)
+    display_name = models.CharField(_("display name"), max_length=150, blank=True)
+    theme = models.CharField(
+        _("theme"), max_length=6, choices=Theme, default=Theme.SYSTEM
+    )
+    language = models.CharField(
+        _("language"),
+        max_length=7,
+        choices=Language,
+        default=Language.BROWSER,
+        blank=True,
+    )
     default_profile = models.ForeignKey(
         ModelProfile,
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
-        help_text="New conversations start with this model. Blank: the site's.",
+        help_text=_("New conversations start with this model. Blank: the site's."),
     )
 
     class Meta:
-        verbose_name = verbose_name_plural = "user settings"
+        verbose_name = verbose_name_plural = _("user settings")
 
     def __str__(self) -> str:
         return f"settings of {self.user}"
 
     @classmethod
     def for_user(cls, user: models.Model) -> UserSettings:
-        obj, _ = cls.objects.get_or_create(user_id=user.pk)
+        obj, _created = cls.objects.get_or_create(user_id=user.pk)
         return obj
 
 
-WRONG_EMAIL = (
+WRONG_EMAIL = gettext_noop(
     "This invitation is for another email address. Enter the address it was sent to."
 )
 
@@ -86,7 +113,7 @@ class Invitation(models.Model):
     )
     email = models.EmailField(
         blank=True,
-        help_text="Only this address may use it. Blank: anyone with the link.",
+        help_text=_("Only this address may use it. Blank: anyone with the link."),
     )
     team = models.ForeignKey(
         Team,
@@ -94,7 +121,7 @@ class Invitation(models.Model):
         blank=True,
         on_delete=models.CASCADE,
         related_name="invitations",
-        help_text="The invitee joins this team.",
+        help_text=_("The invitee joins this team."),
     )
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
@@ -110,11 +137,18 @@ class Invitation(models.Model):
     objects = InvitationQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("invitation")
+        verbose_name_plural = _("invitations")
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
-        whom = self.email or "anyone with the link"
-        return f"invitation for {whom}" + (f" to {self.team}" if self.team else "")
+        whom = self.email or _("anyone with the link")
+        if self.team:
+            return _("invitation for %(whom)s to %(team)s") % {
+                "whom": whom,
+                "team": self.team,
+            }
+        return _("invitation for %(whom)s") % {"whom": whom}
 
     @classmethod
     def create_with_token(cls, **fields: object) -> tuple[Invitation, str]:
@@ -150,15 +184,19 @@ class Invitation(models.Model):
         if self.used_at is not None:
             return self.Unusable(
                 "used",
-                "This invitation has already been used. An invitation makes one "
-                "account; ask whoever invited you for a new link.",
+                gettext(
+                    "This invitation has already been used. An invitation makes "
+                    "one account; ask whoever invited you for a new link."
+                ),
             )
         if self.expires_at <= timezone.now():
             return self.Unusable(
                 "expired",
-                "This invitation expired on "
-                f"{self.expires_at:%d %b %Y at %H:%M} UTC. Ask whoever invited "
-                "you for a new link.",
+                _(
+                    "This invitation expired on %(when)s UTC. Ask whoever invited "
+                    "you for a new link."
+                )
+                % {"when": date_format(self.expires_at, "DATETIME_FORMAT")},
             )
         return None
 
@@ -179,7 +217,7 @@ class Invitation(models.Model):
             if refusal is not None:
                 raise refusal
             if not locked.email_matches(email):
-                raise self.Unusable("email", WRONG_EMAIL)
+                raise self.Unusable("email", gettext(WRONG_EMAIL))
             users = get_user_model()._default_manager
             user = users.create_user(
                 username=username, email=email.strip(), password=password

@@ -21,6 +21,7 @@ from django.db import models, transaction
 from django.db.models.signals import pre_delete
 from django.dispatch import receiver
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from chat.models.audit import AuditEvent
 from chat.models.profiles import ModelProfile
@@ -109,19 +110,22 @@ class ApiKey(models.Model):
         ModelProfile,
         blank=True,
         related_name="+",
-        help_text="Only these models. None: every model the owner may use.",
+        help_text=_("Only these models. None: every model the owner may use."),
     )
     store_conversations = models.BooleanField(
         default=False,
-        help_text="Keep its answers as conversations in the owner's list (a "
-        "request can also ask with the X-Chatsite-Store header).",
+        help_text=_(
+            "Keep its answers as conversations in the owner's list (a "
+            "request can also ask with the X-Chatsite-Store header)."
+        ),
     )
 
     objects = ApiKeyQuerySet.as_manager()
 
     class Meta:
+        verbose_name_plural = _("API keys")
         ordering = ["-created_at"]
-        verbose_name = "API key"
+        verbose_name = _("API key")
 
     def __str__(self) -> str:
         return f"{self.name} ({self.shown}…)"

@@ -27,6 +27,7 @@ from django.db.models.signals import post_delete
 from django.dispatch import receiver
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext
 from PIL import Image
 
 from chat.models.messages import Message, spoken_tokens
@@ -270,8 +271,11 @@ class Attachment(models.Model):
         limit = settings.ATTACHMENT_MAX_FILES
         if len(ids) > limit:
             raise AttachmentRefused(
-                f"{len(ids)} files are attached; at most {limit} can go with one "
-                "question."
+                gettext(
+                    "%(count)s files are attached; at most %(limit)s can go with "
+                    "one question."
+                )
+                % {"count": len(ids), "limit": limit}
             )
         found: list[Attachment] = list(
             Attachment.objects.select_for_update()
@@ -282,20 +286,28 @@ class Attachment(models.Model):
         missing = [i for i in ids if i not in by_id]
         if missing:
             raise AttachmentRefused(
-                "An attached file is no longer available (removed, or not yours): "
-                "attach it again."
+                gettext(
+                    "An attached file is no longer available (removed, or not "
+                    "yours): attach it again."
+                )
             )
         attachments = [by_id[i] for i in ids]
         sent = [a.name for a in attachments if a.message_id is not None]
         if sent:
             raise AttachmentRefused(
-                f"{sent[0]} was already sent with another question: attach it again."
+                gettext(
+                    "%(name)s was already sent with another question: attach it again."
+                )
+                % {"name": sent[0]}
             )
         images = [a for a in attachments if a.is_image]
         if images and not profile.supports_vision:
             raise AttachmentRefused(
-                f"{profile.label} cannot see images: {profile.vision_reason()} "
-                "Remove the image or choose a model with vision."
+                gettext(
+                    "%(model)s cannot see images: %(reason)s Remove the image or "
+                    "choose a model with vision."
+                )
+                % {"model": profile.label, "reason": profile.vision_reason()}
             )
         documents = [a for a in attachments if not a.is_image]
         for attachment in documents:
@@ -305,10 +317,16 @@ class Attachment(models.Model):
         if documents and wanted > room_tokens:
             if not truncate:
                 raise DocumentsTooLarge(
-                    f"The attached documents are ~{spoken_tokens(wanted)} tokens; "
-                    f"this model's context is {spoken_tokens(profile.context_length)}"
-                    f" (~{spoken_tokens(max(room_tokens, 0))} left for them). Remove "
-                    "some, or send them truncated."
+                    gettext(
+                        "The attached documents are ~%(wanted)s tokens; this "
+                        "model's context is %(context)s (~%(room)s left for them). "
+                        "Remove some, or send them truncated."
+                    )
+                    % {
+                        "wanted": spoken_tokens(wanted),
+                        "context": spoken_tokens(profile.context_length),
+                        "room": spoken_tokens(max(room_tokens, 0)),
+                    }
                 )
             _truncate(documents, room_tokens, profile.estimated_chars_per_token)
         for attachment in attachments:
@@ -359,9 +377,12 @@ class Attachment(models.Model):
             and source.attachments.filter(kind=Attachment.Kind.IMAGE).exists()
         ):
             raise AttachmentRefused(
-                f"This question has a picture and {profile.label} cannot see "
-                f"images: {profile.vision_reason()} Choose a model with vision, "
-                "or ask again without the picture."
+                gettext(
+                    "This question has a picture and %(model)s cannot see "
+                    "images: %(reason)s Choose a model with vision, or ask again "
+                    "without the picture."
+                )
+                % {"model": profile.label, "reason": profile.vision_reason()}
             )
         copies = []
         for attachment in source.attachments.all():

@@ -9,25 +9,26 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class AuditEvent(models.Model):
     class Kind(models.TextChoices):
-        SIGN_IN = "sign_in", "Signed in"
-        SIGN_IN_FAILED = "sign_in_failed", "Sign-in failed"
-        SIGN_OUT = "sign_out", "Signed out"
-        ACCOUNT_CREATED = "account_created", "Account created"
-        INVITATION_CREATED = "invitation_created", "Invitation created"
-        INVITATION_USED = "invitation_used", "Invitation used"
-        PASSWORD_CHANGED = "password_changed", "Password changed"
-        MEMBERSHIP_CHANGED = "membership_changed", "Team membership changed"
-        ROLE_CHANGED = "role_changed", "Role changed"
-        ACCESS_CHANGED = "access_changed", "Model access changed"
-        QUOTA_CHANGED = "quota_changed", "Quota changed"
-        API_KEY_CREATED = "api_key_created", "API key created"
-        API_KEY_REVOKED = "api_key_revoked", "API key revoked"
+        SIGN_IN = "sign_in", _("Signed in")
+        SIGN_IN_FAILED = "sign_in_failed", _("Sign-in failed")
+        SIGN_OUT = "sign_out", _("Signed out")
+        ACCOUNT_CREATED = "account_created", _("Account created")
+        INVITATION_CREATED = "invitation_created", _("Invitation created")
+        INVITATION_USED = "invitation_used", _("Invitation used")
+        PASSWORD_CHANGED = "password_changed", _("Password changed")
+        MEMBERSHIP_CHANGED = "membership_changed", _("Team membership changed")
+        ROLE_CHANGED = "role_changed", _("Role changed")
+        ACCESS_CHANGED = "access_changed", _("Model access changed")
+        QUOTA_CHANGED = "quota_changed", _("Quota changed")
+        API_KEY_CREATED = "api_key_created", _("API key created")
+        API_KEY_REVOKED = "api_key_revoked", _("API key revoked")
         # Staff took a copy of a user's conversations (chat.web.transfer).
-        DATA_EXPORTED = "data_exported", "Conversations exported"
+        DATA_EXPORTED = "data_exported", _("Conversations exported")
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     kind = models.CharField(max_length=20, choices=Kind)
@@ -50,11 +51,13 @@ class AuditEvent(models.Model):
     username = models.CharField(max_length=150, blank=True)
     address = models.CharField(max_length=45, blank=True)
     method = models.CharField(
-        max_length=10, blank=True, help_text="password, oidc, ldap, invitation"
+        max_length=10, blank=True, help_text=_("password, oidc, ldap, invitation")
     )
     detail = models.JSONField(default=dict, blank=True)
 
     class Meta:
+        verbose_name = _("audit event")
+        verbose_name_plural = _("audit events")
         ordering = ["-at", "-pk"]
 
     def __str__(self) -> str:

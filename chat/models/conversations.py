@@ -12,6 +12,8 @@ from django.db import models, transaction
 from django.db.models import Q, prefetch_related_objects
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from chat.models.attachments import Attachment, files_by_message
 from chat.models.effective import Effective, EffectiveSettings, History, Level
@@ -96,6 +98,8 @@ class Conversation(models.Model):
     import_key = models.CharField(max_length=200, blank=True)
 
     class Meta:
+        verbose_name = gettext_lazy("conversation")
+        verbose_name_plural = gettext_lazy("conversations")
         ordering = ["-updated_at", "-pk"]
         indexes = [
             # The sidebar's page: one owner's listed conversations by activity.
@@ -120,7 +124,7 @@ class Conversation(models.Model):
 
     @property
     def display_title(self) -> str:
-        return self.title or "New conversation"
+        return self.title or _("New conversation")
 
     @staticmethod
     def title_from(text: str) -> str:
@@ -187,20 +191,25 @@ class Conversation(models.Model):
         if profile is not None and profile.enabled:
             if not profile.allowed_for(self.owner):
                 raise Conversation.ModelForbidden(
-                    f"{profile.label} is not available to you any more. Choose "
-                    "another model in the conversation settings."
+                    _(
+                        "%(model)s is not available to you any more. Choose "
+                        "another model in the conversation settings."
+                    )
+                    % {"model": profile.label}
                 )
             return Effective(profile, Level.CONVERSATION)
         site = site or SiteDefaults.load()
         if site.model_profile() is None:
             raise Conversation.NoModel(
-                "No model is set up. An admin can add one under Model profiles."
+                _("No model is set up. An admin can add one under Model profiles.")
             )
         profile = self.site_model_for(self.owner, site)
         if profile is None:
             raise Conversation.ModelForbidden(
-                "None of the models is available to you. An admin can give "
-                "one of your teams access to one."
+                _(
+                    "None of the models is available to you. An admin can give "
+                    "one of your teams access to one."
+                )
             )
         return Effective(profile, Level.SITE)
 
@@ -380,7 +389,8 @@ class Conversation(models.Model):
             profile.enabled and profile.allowed_for(owner) and api_key.allows(profile)
         ):
             raise Conversation.ModelForbidden(
-                f"The model {profile.tag} is not available to this key."
+                _("The model %(model)s is not available to this key.")
+                % {"model": profile.tag}
             )
         quotas.lock(owner)
         quotas.check(owner)
@@ -494,11 +504,11 @@ class Conversation(models.Model):
             question = answer.parent if answer is not None else None
             if question is None or question.role != Message.Role.USER:
                 raise Conversation.NothingToRegenerate(
-                    "That answer is not one of this conversation's to regenerate."
+                    _("That answer is not one of this conversation's to regenerate.")
                 )
         if question is None:
             raise Conversation.NothingToRegenerate(
-                "There is no answer to regenerate yet."
+                _("There is no answer to regenerate yet.")
             )
         return self._retry(question, question.content)
 
@@ -518,7 +528,7 @@ class Conversation(models.Model):
         question = self.messages.filter(pk=message_id, role=Message.Role.USER).first()
         if question is None:
             raise Conversation.NotAQuestion(
-                "Only your own questions in this conversation can be edited."
+                _("Only your own questions in this conversation can be edited.")
             )
         if attachments is None:
             return self._retry(question, content)
@@ -534,7 +544,7 @@ class Conversation(models.Model):
         # from two processes take turns.
         Conversation.objects.select_for_update().filter(pk=self.pk).first()
         if self.messages.filter(status=Message.Status.STREAMING).exists():
-            raise Conversation.Busy("Wait for the current answer, or stop it.")
+            raise Conversation.Busy(_("Wait for the current answer, or stop it."))
 
     def _check_before_retry(self) -> None:
         # The model first, so a missing one changes nothing; then the lock.
@@ -618,7 +628,7 @@ class Conversation(models.Model):
             ).first()
         if chosen is None or shown is None:
             raise Conversation.NotAVersion(
-                "That is not a version of a question shown in this conversation."
+                _("That is not a version of a question shown in this conversation.")
             )
         removed: list[int] = []
         if shown.pk != chosen.pk:

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from django.db import models
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from chat.models.profiles import HistoryPolicy
 
@@ -17,10 +19,10 @@ T = TypeVar("T")
 
 
 class Level(models.TextChoices):
-    CONVERSATION = "conversation", "set for this conversation"
-    MODEL = "model", "the model's default"
-    SITE = "site", "the site default"
-    SERVER = "server", "the model server's default"
+    CONVERSATION = "conversation", _("set for this conversation")
+    MODEL = "model", _("the model's default")
+    SITE = "site", _("the site default")
+    SERVER = "server", _("the model server's default")
 
 
 @dataclass(frozen=True)
@@ -36,14 +38,14 @@ class History:
 
     def __str__(self) -> str:
         if self.policy == HistoryPolicy.LAST_N:
-            if self.last_n == 1:
-                return "last message"
-            return f"last {self.last_n} messages"
+            return ngettext("last message", "last %(count)d messages", self.last_n) % {
+                "count": self.last_n
+            }
         if self.policy == HistoryPolicy.FIT:
-            return "fit the model's context"
+            return gettext("fit the model's context")
         if self.policy == HistoryPolicy.NONE:
-            return "none"
-        return "all messages"
+            return gettext("none")
+        return gettext("all messages")
 
 
 @dataclass(frozen=True)

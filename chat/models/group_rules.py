@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from django.db import models, transaction
+from django.utils.translation import gettext_lazy as _
 
 from chat.models.teams import Membership, Team
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
 
 class Source(models.TextChoices):
-    ANY = "any", "Any provider"
+    ANY = "any", _("Any provider")
     OIDC = "oidc", "OpenID Connect"
     LDAP = "ldap", "LDAP"
 
@@ -41,8 +42,10 @@ class GroupRule(models.Model):
 
     group = models.CharField(
         max_length=500,
-        help_text="The group's name as the provider sends it (an OpenID Connect "
-        "claim's value; an LDAP group's cn or its full DN). Compared exactly.",
+        help_text=_(
+            "The group's name as the provider sends it (an OpenID Connect "
+            "claim's value; an LDAP group's cn or its full DN). Compared exactly."
+        ),
     )
     source = models.CharField(max_length=4, choices=Source, default=Source.ANY)
     team = models.ForeignKey(
@@ -51,16 +54,18 @@ class GroupRule(models.Model):
         blank=True,
         on_delete=models.CASCADE,
         related_name="group_rules",
-        help_text="Members of the group are members of this team.",
+        help_text=_("Members of the group are members of this team."),
     )
     team_role = models.CharField(
         max_length=6, choices=Membership.Role, default=Membership.Role.MEMBER
     )
     makes_staff = models.BooleanField(
-        default=False, help_text="Members of the group are staff (admins)."
+        default=False, help_text=_("Members of the group are staff (admins).")
     )
 
     class Meta:
+        verbose_name = _("sign-in group rule")
+        verbose_name_plural = _("sign-in group rules")
         ordering = ["group"]
 
     def __str__(self) -> str:
@@ -86,7 +91,7 @@ class GroupRule(models.Model):
         for rule in matching:
             if rule.team is not None:
                 # The higher role wins when two groups map to one team.
-                role, _ = wanted.get(rule.team.pk, (Membership.Role.MEMBER, ""))
+                role, _source = wanted.get(rule.team.pk, (Membership.Role.MEMBER, ""))
                 if rule.team_role == Membership.Role.ADMIN:
                     role = Membership.Role.ADMIN
                 wanted[rule.team.pk] = (role, rule.team.name)

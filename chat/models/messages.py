@@ -7,8 +7,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.db import models
-from django.template.defaultfilters import pluralize
 from django.utils import timezone
+from django.utils.translation import ngettext
 
 if TYPE_CHECKING:
     from chat.models.attachments import AttachmentView
@@ -216,17 +216,36 @@ class Message(models.Model):
         if self.history_sent is None or self.history_total is None:
             return ""
         total = self.history_total
-        text = f"{self.history_sent} of {total} message{pluralize(total)}"
+        parts = [
+            ngettext(
+                "%(sent)s of %(total)s message", "%(sent)s of %(total)s messages", total
+            )
+            % {"sent": self.history_sent, "total": total}
+        ]
         if self.prompt_tokens_estimate is not None and self.context_tokens:
             context = self.context_tokens
-            text += (
-                f", ~{spoken_tokens(self.prompt_tokens_estimate)} of "
-                f"{spoken_tokens(context)} token{pluralize(context)}"
+            parts.append(
+                ngettext(
+                    "~%(used)s of %(context)s token",
+                    "~%(used)s of %(context)s tokens",
+                    context,
+                )
+                % {
+                    "used": spoken_tokens(self.prompt_tokens_estimate),
+                    "context": spoken_tokens(context),
+                }
             )
         files = self.question_files()
         if files:
-            text += f", {files} file{pluralize(files)} with the question"
-        return text
+            parts.append(
+                ngettext(
+                    "%(count)s file with the question",
+                    "%(count)s files with the question",
+                    files,
+                )
+                % {"count": files}
+            )
+        return ", ".join(parts)
 
     def question_files(self) -> int:
         """How many files went with this answer's question: counted when the

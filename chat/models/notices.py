@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from django.db import models
+from django.utils.translation import gettext as _
 
 if TYPE_CHECKING:
     from chat.models.conversations import Conversation
@@ -49,19 +50,31 @@ class SettingsChange(models.Model):
             "model": effective.model.value.label,
             "thinking": _thinking(effective.thinking.value, effective.thinking.level),
             "history": str(effective.history.value),
-            "temperature": "model default"
+            "temperature": _("model default")
             if effective.temperature.value is None
             else f"{effective.temperature.value:g}",
-            "system prompt": "changed" if effective.system_prompt else "none",
+            "system prompt": _("changed") if effective.system_prompt else _("none"),
         }
-        parts = [f"{name} → {values[name]}" for name in changed if name in values]
-        return cls.objects.create(
-            conversation=conversation, text="Settings changed: " + ", ".join(parts)
-        )
+        # The notice is stored as text, in the language of whoever changed it
+        # (the conversation's owner).
+        names = {
+            "model": _("model"),
+            "thinking": _("thinking"),
+            "history": _("history"),
+            "temperature": _("temperature"),
+            "system prompt": _("system prompt"),
+        }
+        parts = [
+            f"{names[name]} → {values[name]}" for name in changed if name in values
+        ]
+        text = _("Settings changed: %(changes)s") % {"changes": ", ".join(parts)}
+        return cls.objects.create(conversation=conversation, text=text)
 
 
 def _thinking(value: bool | None, level: str) -> str:
     if value is None:
-        return "not supported"
-    text = "on" if value else "off"
-    return f"model default ({text})" if level == "model" else text
+        return _("not supported")
+    text = _("on") if value else _("off")
+    if level == "model":
+        return _("model default (%(value)s)") % {"value": text}
+    return text

@@ -8,6 +8,8 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from chat.models.sampling import (
     QWEN3_SAMPLING,
@@ -43,33 +45,33 @@ class ServerSettings(TypedDict):
 
 
 class ThinkingMode(models.TextChoices):
-    DEFAULT = "default", "Model default"
-    ON = "on", "On"
-    OFF = "off", "Off"
+    DEFAULT = "default", _("Model default")
+    ON = "on", _("On")
+    OFF = "off", _("Off")
 
 
 class HistoryPolicy(models.TextChoices):
-    ALL = "all", "All messages"
-    LAST_N = "last_n", "Last N messages"
-    FIT = "fit", "Fit the model's context"
-    NONE = "none", "None (each question alone)"
+    ALL = "all", _("All messages")
+    LAST_N = "last_n", _("Last N messages")
+    FIT = "fit", _("Fit the model's context")
+    NONE = "none", _("None (each question alone)")
 
 
 class ThinkingSwitch(models.TextChoices):
     """How an OpenAI-compatible server is told to think or not."""
 
     TEMPLATE = "template", "chat_template_kwargs.enable_thinking"
-    SOFT = "soft", "/think or /no_think after the question (Qwen3)"
-    BOTH = "both", "Both"
-    NONE = "none", "Nothing (the server's own default)"
+    SOFT = "soft", _("/think or /no_think after the question (Qwen3)")
+    BOTH = "both", _("Both")
+    NONE = "none", _("Nothing (the server's own default)")
 
 
 class ThinkTags(models.TextChoices):
     """Whether inline <think>...</think> in an OpenAI-compatible answer is reasoning."""
 
-    PARSE = "parse", "Split <think>…</think> out of the answer"
-    CLOSE_ONLY = "close_only", "Split; the answer may only close the tag"
-    OFF = "off", "Leave the answer as it is"
+    PARSE = "parse", _("Split <think>…</think> out of the answer")
+    CLOSE_ONLY = "close_only", _("Split; the answer may only close the tag")
+    OFF = "off", _("Leave the answer as it is")
 
 
 def validate_server_url(value: str) -> None:
@@ -85,8 +87,10 @@ def validate_server_url(value: str) -> None:
         ok = False
     if not ok:
         raise ValidationError(
-            "Enter the model server's address with http:// or https://, a host "
-            "and, if needed, a port, e.g. http://gpu-box:11434.",
+            _(
+                "Enter the model server's address with http:// or https://, a host "
+                "and, if needed, a port, e.g. http://gpu-box:11434."
+            ),
             code="invalid",
         )
 
@@ -120,84 +124,98 @@ class ModelProfile(models.Model):
         OPENAI = "openai", "OpenAI-compatible"
 
     tag = models.CharField(
-        max_length=200, help_text="Model name on the server, e.g. qwen3:14b"
+        max_length=200, help_text=_("Model name on the server, e.g. qwen3:14b")
     )
     display_name = models.CharField(max_length=200, blank=True)
     backend = models.CharField(max_length=10, choices=Backend, default=Backend.OLLAMA)
     base_url = models.CharField(
         max_length=500,
         validators=[validate_server_url],
-        help_text="e.g. http://gpu-box:11434",
+        help_text=_("e.g. http://gpu-box:11434"),
     )
     enabled = models.BooleanField(default=True)
     teams = models.ManyToManyField(
         "chat.Team",
         blank=True,
         related_name="profiles",
-        help_text="Only members of these teams may use the model. None: everyone.",
+        help_text=_("Only members of these teams may use the model. None: everyone."),
     )
     is_demo = models.BooleanField(
-        default=False, help_text="Served by the bundled simulator, not a real model."
+        default=False, help_text=_("Served by the bundled simulator, not a real model.")
     )
     supports_thinking = models.BooleanField(default=False)
     # Ollama: from `/api/show` capabilities ("vision"), set by discovery; an
     # OpenAI-compatible server does not say, so an admin sets it.
     supports_vision = models.BooleanField(
         default=False,
-        help_text="The model accepts images. Read from Ollama's capabilities; set it "
-        "by hand for an OpenAI-compatible server.",
+        help_text=_(
+            "The model accepts images. Read from Ollama's capabilities; set it "
+            "by hand for an OpenAI-compatible server."
+        ),
     )
     image_max_side = models.PositiveIntegerField(
         default=1568,
-        help_text="Images are downscaled so that their longer side is at most this "
-        "many pixels before they are sent.",
+        help_text=_(
+            "Images are downscaled so that their longer side is at most this "
+            "many pixels before they are sent."
+        ),
     )
     context_length = models.PositiveIntegerField(default=4096)
     default_thinking = models.CharField(
         max_length=10,
-        choices=[(ThinkingMode.ON, "On"), (ThinkingMode.OFF, "Off")],
+        choices=[(ThinkingMode.ON, _("On")), (ThinkingMode.OFF, _("Off"))],
         default=ThinkingMode.ON,
     )
     parallel_slots = models.PositiveIntegerField(
         default=0,
-        help_text="Answers the server runs at once (e.g. OLLAMA_NUM_PARALLEL); "
-        "more wait in a queue. 0 means no limit.",
+        help_text=_(
+            "Answers the server runs at once (e.g. OLLAMA_NUM_PARALLEL); "
+            "more wait in a queue. 0 means no limit."
+        ),
     )
     default_history_policy = models.CharField(
         max_length=10,
         choices=HistoryPolicy,
         blank=True,
-        help_text="Blank: the site default.",
+        help_text=_("Blank: the site default."),
     )
     default_history_last_n = models.PositiveIntegerField(null=True, blank=True)
     options = models.JSONField(
-        default=dict, blank=True, help_text="Sampling options sent with every request."
+        default=dict,
+        blank=True,
+        help_text=_("Sampling options sent with every request."),
     )
     # Learnt from the server's prompt token counts (see `learn_from`).
     chars_per_token = models.FloatField(
         null=True,
         blank=True,
-        help_text="Characters per token, measured from the server's prompt token "
-        "counts; blank until the first answer (then about 4 is assumed).",
+        help_text=_(
+            "Characters per token, measured from the server's prompt token "
+            "counts; blank until the first answer (then about 4 is assumed)."
+        ),
     )
     keep_alive = models.CharField(
         max_length=20,
         blank=True,
-        help_text="Ollama: how long the model stays loaded after an answer, "
-        'e.g. "30m", "-1" (always). Blank: the server\'s default.',
+        help_text=_(
+            "Ollama: how long the model stays loaded after an answer, "
+            'e.g. "30m", "-1" (always). Blank: the server\'s default.'
+        ),
     )
     thinking_switch = models.CharField(
         max_length=10,
         choices=ThinkingSwitch,
         default=ThinkingSwitch.TEMPLATE,
-        help_text="OpenAI-compatible servers: how thinking is turned on and off.",
+        help_text=_("OpenAI-compatible servers: how thinking is turned on and off."),
     )
     think_tags = models.CharField(
         max_length=10,
         choices=ThinkTags,
         default=ThinkTags.PARSE,
-        help_text="OpenAI-compatible servers: reasoning inline in the answer. "
-        "Qwen3-Thinking-2507 and DeepSeek-R1 only close the tag.",
+        help_text=_(
+            "OpenAI-compatible servers: reasoning inline in the answer. "
+            "Qwen3-Thinking-2507 and DeepSeek-R1 only close the tag."
+        ),
     )
     # Read from the model server by discovery (see chat.ops.discovery).
     family = models.CharField(max_length=100, blank=True)
@@ -205,13 +223,17 @@ class ModelProfile(models.Model):
     quantization = models.CharField(max_length=40, blank=True)
     first_token_timeout = models.PositiveIntegerField(
         default=default_first_token_timeout,
-        help_text="Seconds to wait for the first token before giving up; a model "
-        "still loading gets its load time on top.",
+        help_text=_(
+            "Seconds to wait for the first token before giving up; a model "
+            "still loading gets its load time on top."
+        ),
     )
 
     objects = ModelProfileQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("model profile")
+        verbose_name_plural = _("model profiles")
         ordering = ["display_name", "tag"]
         constraints = [
             models.UniqueConstraint(
@@ -225,7 +247,9 @@ class ModelProfile(models.Model):
     @property
     def label(self) -> str:
         name = self.display_name or self.tag
-        return f"{name} (demo model)" if self.is_demo else name
+        if self.is_demo:
+            return _("%(name)s (demo model)") % {"name": name}
+        return name
 
     def allowed_for(self, user: AbstractBaseUser | AnonymousUser) -> bool:
         """Whether `user` may use the model (enabled or not: that is `enabled`)."""
@@ -248,8 +272,8 @@ class ModelProfile(models.Model):
         if self.supports_vision:
             return ""
         if self.backend == ModelProfile.Backend.OLLAMA:
-            return "its server does not list vision among its capabilities."
-        return "an admin has not marked it as a vision model."
+            return gettext("its server does not list vision among its capabilities.")
+        return gettext("an admin has not marked it as a vision model.")
 
     # The history builder's token estimates.
 

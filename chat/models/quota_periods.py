@@ -5,13 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class QuotaPeriod(models.TextChoices):
     """It resets at 00:00 UTC (of the 1st, for a month)."""
 
-    DAY = "day", "Per day (UTC)"
-    MONTH = "month", "Per month (UTC)"
+    DAY = "day", _("Per day (UTC)")
+    MONTH = "month", _("Per month (UTC)")
 
     def window(self, now: datetime) -> tuple[datetime, datetime]:
         """[start, end) of the period that holds `now` (a field's plain value

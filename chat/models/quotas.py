@@ -21,6 +21,9 @@ from django.contrib.auth import get_user_model
 from django.db.models import Case, F, FloatField, Q, Sum, Value, When
 from django.db.models.functions import Cast, Coalesce, Length
 from django.utils import timezone
+from django.utils.formats import date_format, number_format
+from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 
 from chat.models.messages import Message
 from chat.models.quota_periods import QuotaPeriod
@@ -63,29 +66,60 @@ class Limit:
         return self.used >= self.allowed
 
     @property
-    def _whose(self) -> str:
-        return "Your" if self.scope == "you" else f"Your {self.scope}'s"
+    def label(self) -> str:
+        """Whose limit, of what ("Yours, answers"), in the active language."""
+        kind = _("answers") if self.kind == ANSWERS else _("output tokens")
+        if self.scope == "you":
+            return _("Yours, %(kind)s") % {"kind": kind}
+        return _("Team %(team)s, %(kind)s") % {"team": self._team, "kind": kind}
 
     @property
-    def _when(self) -> str:
+    def _team(self) -> str:
+        return self.scope.removeprefix("team ")
+
+    @property
+    def _figures(self) -> dict[str, str]:
+        when = self.resets_at.strftime("%H:%M UTC")
         if self.resets_at.day == 1 and self.resets_at.hour == 0:
-            return self.resets_at.strftime("%H:%M UTC on %d %b")
-        return self.resets_at.strftime("%H:%M UTC")
+            day = date_format(self.resets_at, pgettext("a quota's reset day", "d M"))
+            when = _("%(time)s on %(day)s") % {"time": when, "day": day}
+        return {
+            "team": self._team,
+            "used": number_format(self.used, force_grouping=True),
+            "allowed": number_format(self.allowed, force_grouping=True),
+            "kind": _("answers") if self.kind == ANSWERS else _("output tokens"),
+            "percent": f"{self.fraction:.0%}",
+            "when": when,
+        }
 
     def message(self) -> str:
-        return (
-            f"{self._whose} quota is reached ({self.used:,} of {self.allowed:,} "
-            f"{self.kind}); it resets at {self._when}."
-        )
+        if self.scope == "you":
+            text = _(
+                "Your quota is reached (%(used)s of %(allowed)s %(kind)s); "
+                "it resets at %(when)s."
+            )
+        else:
+            text = _(
+                "Your team %(team)s's quota is reached (%(used)s of %(allowed)s "
+                "%(kind)s); it resets at %(when)s."
+            )
+        return text % self._figures
 
     def warning(self) -> str:
         """The quiet line near the composer (`warnings`)."""
         if self.reached:
             return self.message()
-        return (
-            f"{self._whose} quota is {self.fraction:.0%} used ({self.used:,} of "
-            f"{self.allowed:,} {self.kind}); it resets at {self._when}."
-        )
+        if self.scope == "you":
+            text = _(
+                "Your quota is %(percent)s used (%(used)s of %(allowed)s "
+                "%(kind)s); it resets at %(when)s."
+            )
+        else:
+            text = _(
+                "Your team %(team)s's quota is %(percent)s used (%(used)s of "
+                "%(allowed)s %(kind)s); it resets at %(when)s."
+            )
+        return text % self._figures
 
 
 def answer_tokens() -> Any:

@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext_lazy as _
 
 # Qwen's recommended sampling per mode (Qwen3 model card, "Best practices").
 QWEN3_SAMPLING: dict[bool, dict[str, Any]] = {
@@ -48,19 +49,32 @@ _KEEP_ALIVE = re.compile(r"-?\d+|-?(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+")
 def validate_options(options: object) -> None:
     """Raise `ValidationError` naming each option that is unknown or mistyped."""
     if not isinstance(options, dict):
-        raise ValidationError('Options are a JSON object, e.g. {"temperature": 0.6}.')
-    problems = []
+        raise ValidationError(
+            _('Options are a JSON object, e.g. {"temperature": 0.6}.')
+        )
+    problems: list[str] = []
     for name, value in options.items():
         kind = OPTION_TYPES.get(name)
         if name == "num_ctx":
             problems.append(
-                'num_ctx comes from the profile\'s "context length"; set it there.'
+                str(
+                    _(
+                        'num_ctx comes from the profile\'s "context length"; '
+                        "set it there."
+                    )
+                )
             )
         elif kind is None:
             known = ", ".join(sorted(OPTION_TYPES))
-            problems.append(f'Unknown option "{name}" (known: {known}).')
+            problems.append(
+                _('Unknown option "%(name)s" (known: %(known)s).')
+                % {"name": name, "known": known}
+            )
         elif not _is(kind, value):
-            problems.append(f'Option "{name}" must be {_article(kind)}.')
+            problems.append(
+                _('Option "%(name)s" must be %(kind)s.')
+                % {"name": name, "kind": _article(kind)}
+            )
     if problems:
         raise ValidationError(problems)
 
@@ -68,8 +82,10 @@ def validate_options(options: object) -> None:
 def validate_keep_alive(value: str) -> None:
     if value.strip() and not _KEEP_ALIVE.fullmatch(value.strip()):
         raise ValidationError(
-            'Keep alive is seconds ("600", "-1" for always) or a duration '
-            '("30m", "1h30m").'
+            _(
+                'Keep alive is seconds ("600", "-1" for always) or a duration '
+                '("30m", "1h30m").'
+            )
         )
 
 
@@ -85,8 +101,8 @@ def _is(kind: str, value: object) -> bool:
 
 def _article(kind: str) -> str:
     names = {
-        "integer": "a whole number",
-        "number": "a number",
-        "boolean": "true or false",
+        "integer": _("a whole number"),
+        "number": _("a number"),
+        "boolean": _("true or false"),
     }
-    return names.get(kind, "a list of strings")
+    return str(names.get(kind, _("a list of strings")))

@@ -30,6 +30,7 @@ from django.db import connection
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext
 
 MAX_QUERY_CHARS: Final = 200
 MAX_TERMS: Final = 10
@@ -73,7 +74,8 @@ def parse(text: str, *, thinking: bool = False) -> Query:
     """The terms of a query; raises QueryTooLong over MAX_QUERY_CHARS."""
     if len(text) > MAX_QUERY_CHARS:
         raise QueryTooLong(
-            f"Search for at most {MAX_QUERY_CHARS} characters (this is {len(text)})."
+            gettext("Search for at most %(limit)d characters (this is %(length)d).")
+            % {"limit": MAX_QUERY_CHARS, "length": len(text)}
         )
     terms: list[Term] = []
     for raw in _clean(text).lower().split():

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext_lazy as _
+
 from chat.models.attachments import AttachmentView
 from chat.models.messages import Message
 
@@ -19,25 +21,25 @@ from chat.models.messages import Message
 # server (its internal address, its own error text): a link's viewers, signed
 # out too, get the code's plain sentence instead.
 VIEWER_DETAILS = {
-    "interrupted": "The server restarted while this answer was being written.",
-    "upstream_unreachable": "The model server could not be reached.",
-    "upstream_timeout": "The model server took too long to answer.",
-    "model_not_found": "The model is not available on its server.",
-    "thinking_unsupported": "The model cannot think.",
-    "bad_request": "The model server refused the request.",
-    "upstream_busy": "The model server was busy.",
-    "upstream_error": "The model server reported an error.",
-    "stream_cut": "The connection to the model server broke mid-answer.",
-    "malformed": "The model server sent a reply that could not be read.",
-    "queue_unavailable": "The answer could not wait for the model.",
+    "interrupted": _("The server restarted while this answer was being written."),
+    "upstream_unreachable": _("The model server could not be reached."),
+    "upstream_timeout": _("The model server took too long to answer."),
+    "model_not_found": _("The model is not available on its server."),
+    "thinking_unsupported": _("The model cannot think."),
+    "bad_request": _("The model server refused the request."),
+    "upstream_busy": _("The model server was busy."),
+    "upstream_error": _("The model server reported an error."),
+    "stream_cut": _("The connection to the model server broke mid-answer."),
+    "malformed": _("The model server sent a reply that could not be read."),
+    "queue_unavailable": _("The answer could not wait for the model."),
 }
-FAILED = "The answer failed."
+FAILED = _("The answer failed.")
 
 
 def viewer_detail(code: str, detail: str) -> str:
     if not code and not detail:
         return ""
-    return VIEWER_DETAILS.get(code, FAILED)
+    return str(VIEWER_DETAILS.get(code, FAILED))
 
 
 @dataclass

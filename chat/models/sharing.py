@@ -22,6 +22,7 @@ from django.db import models, transaction
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from chat.models.conversations import Conversation
 from chat.models.messages import Message
@@ -42,13 +43,13 @@ class ShareLinkQuerySet(models.QuerySet["ShareLink"]):
 
 class ShareLink(models.Model):
     class Mode(models.TextChoices):
-        SNAPSHOT = "snapshot", "Snapshot"
-        LIVE = "live", "Live"
+        SNAPSHOT = "snapshot", _("Snapshot")
+        LIVE = "live", _("Live")
 
     class Status(models.TextChoices):
-        ACTIVE = "active", "Active"
-        EXPIRED = "expired", "Expired"
-        REVOKED = "revoked", "Revoked"
+        ACTIVE = "active", _("Active")
+        EXPIRED = "expired", _("Expired")
+        REVOKED = "revoked", _("Revoked")
 
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="share_links"
@@ -73,6 +74,8 @@ class ShareLink(models.Model):
     objects = ShareLinkQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("share link")
+        verbose_name_plural = _("share links")
         ordering = ["-created_at", "-pk"]
 
     def __str__(self) -> str:

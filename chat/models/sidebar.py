@@ -26,6 +26,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 from django.utils.formats import date_format
+from django.utils.translation import gettext_lazy as _
 
 from chat.models.conversations import Conversation
 from chat.models.folders import Folder
@@ -35,10 +36,12 @@ from chat.models.messages import Message
 # one overnight, short enough that they do not pile up.
 EMPTY_KEPT_FOR = timedelta(days=1)
 
-TODAY = "Today"
-YESTERDAY = "Yesterday"
-WEEK = "Previous 7 days"
-MONTH = "Previous 30 days"
+# Headings in the active language (static/chat/sidebar.js names "Today" with
+# the same translation when it moves an entry there).
+TODAY = _("Today")
+YESTERDAY = _("Yesterday")
+WEEK = _("Previous 7 days")
+MONTH = _("Previous 30 days")
 
 
 def page_size() -> int:
@@ -53,18 +56,18 @@ def date_group(moment: datetime, now: datetime | None = None) -> str:
     day = timezone.localdate(moment)
     days = (today - day).days
     if days <= 0:  # (a clock a little ahead counts as today)
-        return TODAY
+        return str(TODAY)
     if days == 1:
-        return YESTERDAY
+        return str(YESTERDAY)
     if days <= 7:
-        return WEEK
+        return str(WEEK)
     if days <= 30:
-        return MONTH
+        return str(MONTH)
     return month_label(day)
 
 
 def month_label(day: date) -> str:
-    return date_format(day, "F Y")
+    return date_format(day, "YEAR_MONTH_FORMAT")
 
 
 _CURSOR = re.compile(r"([0-9]{1,17})-([0-9]{1,18})")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from chat.models.profiles import HistoryPolicy, ModelProfile, ThinkingMode
 from chat.models.quota_periods import QuotaPeriod
@@ -16,8 +17,10 @@ class SiteDefaults(models.Model):
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
-        help_text="Blank: the oldest enabled model profile. A new profile becomes "
-        "the default only when chosen here.",
+        help_text=_(
+            "Blank: the oldest enabled model profile. A new profile becomes "
+            "the default only when chosen here."
+        ),
     )
     default_thinking = models.CharField(
         max_length=10, choices=ThinkingMode, default=ThinkingMode.DEFAULT
@@ -28,40 +31,46 @@ class SiteDefaults(models.Model):
     default_history_last_n = models.PositiveIntegerField(default=20)
     generations_per_user = models.PositiveIntegerField(
         default=3,
-        help_text="Answers one user may have running at once; more wait in a "
-        "queue. 0 means no limit.",
+        help_text=_(
+            "Answers one user may have running at once; more wait in a "
+            "queue. 0 means no limit."
+        ),
     )
     quota_period = models.CharField(
         max_length=5, choices=QuotaPeriod, default=QuotaPeriod.DAY
     )
     user_output_tokens = models.PositiveIntegerField(
         default=0,
-        help_text="Output tokens each user may use per period, whatever their "
-        "teams. 0: no limit.",
+        help_text=_(
+            "Output tokens each user may use per period, whatever their "
+            "teams. 0: no limit."
+        ),
     )
     user_answers = models.PositiveIntegerField(
-        default=0, help_text="Answers each user may get per period. 0: no limit."
+        default=0, help_text=_("Answers each user may get per period. 0: no limit.")
     )
     share_requires_sign_in = models.BooleanField(
-        default=False, help_text="Shared links open only for signed-in users."
+        default=False, help_text=_("Shared links open only for signed-in users.")
     )
     # The API for scripts and tools (`chat.api`, `chat.models.api_keys`).
     api_enabled = models.BooleanField(
         "API access",
         default=True,
-        help_text="People may create personal API keys and use the OpenAI- and "
-        "Ollama-compatible API. Off: every key is refused at once.",
+        help_text=_(
+            "People may create personal API keys and use the OpenAI- and "
+            "Ollama-compatible API. Off: every key is refused at once."
+        ),
     )
     api_teams = models.ManyToManyField(
         "chat.Team",
         blank=True,
         related_name="+",
-        verbose_name="API for teams",
-        help_text="Only members of these teams may use the API. None: everyone.",
+        verbose_name=_("API for teams"),
+        help_text=_("Only members of these teams may use the API. None: everyone."),
     )
 
     class Meta:
-        verbose_name = verbose_name_plural = "site defaults"
+        verbose_name = verbose_name_plural = _("site defaults")
 
     def __str__(self) -> str:
         return "Site defaults"
@@ -79,5 +88,5 @@ class SiteDefaults(models.Model):
 
     @classmethod
     def load(cls) -> SiteDefaults:
-        obj, _ = cls.objects.get_or_create(pk=1)
+        obj, _created = cls.objects.get_or_create(pk=1)
         return obj

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import models, transaction
+from django.utils.translation import gettext_lazy as _
 
 from chat.models.audit import AuditEvent
 from chat.models.conversations import Conversation
@@ -44,16 +45,16 @@ class Team(models.Model):
         max_length=5, choices=QuotaPeriod, default=QuotaPeriod.DAY
     )
     team_output_tokens = models.PositiveIntegerField(
-        default=0, help_text="Output tokens the whole team may use. 0: no limit."
+        default=0, help_text=_("Output tokens the whole team may use. 0: no limit.")
     )
     team_answers = models.PositiveIntegerField(
-        default=0, help_text="Answers the whole team may get. 0: no limit."
+        default=0, help_text=_("Answers the whole team may get. 0: no limit.")
     )
     member_output_tokens = models.PositiveIntegerField(
-        default=0, help_text="Output tokens each member may use. 0: no limit."
+        default=0, help_text=_("Output tokens each member may use. 0: no limit.")
     )
     member_answers = models.PositiveIntegerField(
-        default=0, help_text="Answers each member may get. 0: no limit."
+        default=0, help_text=_("Answers each member may get. 0: no limit.")
     )
     conversations = models.ManyToManyField(
         Conversation, related_name="shared_with_teams", blank=True
@@ -62,6 +63,8 @@ class Team(models.Model):
     objects = TeamQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("team")
+        verbose_name_plural = _("teams")
         ordering = ["name"]
 
     def __str__(self) -> str:
@@ -92,17 +95,26 @@ class Team(models.Model):
     def add_member(self, username: str, *, by: User, address: str = "") -> Membership:
         username = username.strip()
         if not username:
-            raise Team.Refused("Type the username of the person to add.")
+            raise Team.Refused(_("Type the username of the person to add."))
         user = get_user_model()._default_manager.filter(username=username).first()
         if user is None:
             raise Team.Refused(
-                f"No account is named “{username}”. Invite them with a link instead."
+                _(
+                    "No account is named “%(username)s”. Invite them with a link "
+                    "instead."
+                )
+                % {"username": username}
             )
         if not user.is_active:
-            raise Team.Refused(f"The account “{username}” is switched off.")
+            raise Team.Refused(
+                _("The account “%(username)s” is switched off.")
+                % {"username": username}
+            )
         membership, created = Membership.objects.get_or_create(team=self, user=user)
         if not created:
-            raise Team.Refused(f"“{username}” is already on this team.")
+            raise Team.Refused(
+                _("“%(username)s” is already on this team.") % {"username": username}
+            )
         self._audit(AuditEvent.Kind.MEMBERSHIP_CHANGED, by, user, address, joined=True)
         return membership
 
@@ -113,7 +125,7 @@ class Team(models.Model):
         membership = self._locked(membership)
         self._refuse_synced(membership)
         if membership.role == Membership.Role.ADMIN:
-            self._refuse_last_admin(membership, "removed")
+            self._refuse_last_admin(membership, _("removed"))
         membership.delete()
         self._audit(
             AuditEvent.Kind.MEMBERSHIP_CHANGED, by, membership.user, address, left=True
@@ -124,13 +136,13 @@ class Team(models.Model):
         self, membership: Membership, role: str, *, by: User, address: str = ""
     ) -> None:
         if role not in Membership.Role.values:
-            raise Team.Refused("Choose a role: member or team admin.")
+            raise Team.Refused(_("Choose a role: member or team admin."))
         membership = self._locked(membership)
         if membership.role == role:
             return
         self._refuse_synced(membership)
         if membership.role == Membership.Role.ADMIN:
-            self._refuse_last_admin(membership, "made a plain member")
+            self._refuse_last_admin(membership, _("made a plain member"))
         before, membership.role = membership.role, role
         membership.save(update_fields=["role"])
         self._audit(
@@ -151,26 +163,32 @@ class Team(models.Model):
             .first()
         )
         if fresh is None:
-            raise Team.Refused("That person is no longer on this team.")
+            raise Team.Refused(_("That person is no longer on this team."))
         return fresh
 
     @staticmethod
     def _refuse_synced(membership: Membership) -> None:
         if membership.synced:
             raise Team.Refused(
-                f"“{membership.user.get_username()}” is on this team through a "
-                "sign-in group rule: change their groups at the identity "
-                "provider, or the rule in the admin."
+                _(
+                    "“%(username)s” is on this team through a sign-in group rule: "
+                    "change their groups at the identity provider, or the rule in "
+                    "the admin."
+                )
+                % {"username": membership.user.get_username()}
             )
 
-    def _refuse_last_admin(self, membership: Membership, change: str) -> None:
+    def _refuse_last_admin(self, membership: Membership, change: Any) -> None:
         others = self.memberships.filter(role=Membership.Role.ADMIN).exclude(
             pk=membership.pk
         )
         if not others.exists():
             raise Team.Refused(
-                f"The last admin of this team cannot be {change}: make someone "
-                "else a team admin first."
+                _(
+                    "The last admin of this team cannot be %(change)s: make "
+                    "someone else a team admin first."
+                )
+                % {"change": change}
             )
 
     def _audit(
@@ -197,8 +215,8 @@ class Membership(models.Model):
     page, invitation) are left alone by sign-ins."""
 
     class Role(models.TextChoices):
-        MEMBER = "member", "Member"
-        ADMIN = "admin", "Team admin"
+        MEMBER = "member", _("Member")
+        ADMIN = "admin", _("Team admin")
 
     # The many-to-many's own column type (an int, not the app's big int).
     id = models.AutoField(primary_key=True)
@@ -208,10 +226,12 @@ class Membership(models.Model):
     )
     role = models.CharField(max_length=6, choices=Role, default=Role.MEMBER)
     synced = models.BooleanField(
-        default=False, help_text="Added by a sign-in group rule."
+        default=False, help_text=_("Added by a sign-in group rule.")
     )
 
     class Meta:
+        verbose_name = _("membership")
+        verbose_name_plural = _("memberships")
         db_table = "chat_team_members"
         constraints = [
             models.UniqueConstraint(fields=["team", "user"], name="one_membership")

@@ -13,6 +13,7 @@ from django.core.paginator import Paginator
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
@@ -23,12 +24,12 @@ PER_PAGE = 50
 
 class AuditFilter(forms.Form):
     kind = forms.ChoiceField(
-        choices=[("", "All kinds"), *AuditEvent.Kind.choices], required=False
+        choices=[("", _("All kinds")), *AuditEvent.Kind.choices], required=False
     )
     user = forms.CharField(
         required=False,
         max_length=150,
-        help_text="A username: who did it, to whom, or who tried to sign in.",
+        help_text=_("A username: who did it, to whom, or who tried to sign in."),
     )
     address = forms.CharField(required=False, max_length=45)
 
@@ -56,7 +57,7 @@ def audit_log_page(request: HttpRequest) -> HttpResponse:
     form = AuditFilter(request.GET)
     context: dict[str, Any] = {
         **admin.site.each_context(request),
-        "title": "Audit log",
+        "title": _("Audit log"),
         "form": form,
         "page": None,
     }

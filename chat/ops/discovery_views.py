@@ -9,6 +9,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 
 from chat.models import ModelProfile
 from chat.models.profiles import validate_server_url
@@ -21,23 +22,28 @@ def report(request: HttpRequest, results: list[Refreshed]) -> None:
         if result.error is not None:
             messages.error(
                 request,
-                f"Models at {result.base_url} could not be read, so its profiles "
-                f"are unchanged: {result.error.detail}",
+                _(
+                    "Models at %(url)s could not be read, so its profiles are "
+                    "unchanged: %(error)s"
+                )
+                % {"url": result.base_url, "error": result.error.detail},
             )
         elif not result.profiles:
             messages.warning(
-                request, f"The model server at {result.base_url} has no models."
+                request,
+                _("The model server at %(url)s has no models.")
+                % {"url": result.base_url},
             )
         else:
             tags = ", ".join(profile.tag for profile in result.profiles)
             messages.success(
                 request,
-                f"Models at {result.base_url}: {len(result.profiles)} profiles "
-                f"up to date ({tags}).",
+                _("Models at %(url)s: %(count)d profiles up to date (%(tags)s).")
+                % {"url": result.base_url, "count": len(result.profiles), "tags": tags},
             )
 
 
-@admin.action(description="Refresh from the model server")
+@admin.action(description=_("Refresh from the model server"))
 def refresh_from_server(
     modeladmin: admin.ModelAdmin[ModelProfile],
     request: HttpRequest,
@@ -51,11 +57,13 @@ def refresh_from_server(
 
 class DiscoverForm(forms.Form):
     base_url = forms.CharField(
-        label="Server URL",
+        label=_("Server URL"),
         max_length=500,
         validators=[validate_server_url],
-        help_text="e.g. http://gpu-box:11434 (Ollama) or http://gpu-box:8000 "
-        "(vLLM, llama.cpp, LM Studio, SGLang; /v1 may be added or left out).",
+        help_text=_(
+            "e.g. http://gpu-box:11434 (Ollama) or http://gpu-box:8000 "
+            "(vLLM, llama.cpp, LM Studio, SGLang; /v1 may be added or left out)."
+        ),
     )
     backend = forms.ChoiceField(
         choices=ModelProfile.Backend.choices, initial=ModelProfile.Backend.OLLAMA
@@ -76,7 +84,7 @@ def discover_view(
     context = {
         **modeladmin.admin_site.each_context(request),
         "opts": modeladmin.model._meta,
-        "title": "Discover models at URL",
+        "title": _("Discover models at URL"),
         "form": form,
     }
     return TemplateResponse(request, "admin/chat/modelprofile/discover.html", context)

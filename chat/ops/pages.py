@@ -16,6 +16,7 @@ from django.shortcuts import render
 from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
@@ -34,10 +35,10 @@ RANGES = {
 class ThroughputFilter(forms.Form):
     range = forms.ChoiceField(
         choices=[
-            ("24h", "Last 24 hours"),
-            ("7d", "Last 7 days"),
-            ("30d", "Last 30 days"),
-            ("custom", "Custom"),
+            ("24h", _("Last 24 hours")),
+            ("7d", _("Last 7 days")),
+            ("30d", _("Last 30 days")),
+            ("custom", _("Custom")),
         ],
         initial="7d",
         required=False,
@@ -48,12 +49,12 @@ class ThroughputFilter(forms.Form):
     end = forms.DateField(
         required=False,
         widget=forms.DateInput(attrs={"type": "date"}),
-        help_text="Inclusive (UTC days).",
+        help_text=_("Inclusive (UTC days)."),
     )
     user = forms.ModelChoiceField(
         queryset=get_user_model().objects.order_by("username"),
         required=False,
-        empty_label="All users",
+        empty_label=_("All users"),
     )
     model = forms.ChoiceField(required=False)
 
@@ -68,16 +69,18 @@ class ThroughputFilter(forms.Form):
         )
         model = self.fields["model"]
         assert isinstance(model, forms.ChoiceField)
-        model.choices = [("", "All models")] + [(t, t) for t in tags]
+        model.choices = [("", _("All models"))] + [(t, t) for t in tags]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         if data.get("range") == "custom":
             start, end = data.get("start"), data.get("end")
             if start is None or end is None:
-                raise forms.ValidationError("A custom range needs a start and an end.")
+                raise forms.ValidationError(
+                    _("A custom range needs a start and an end.")
+                )
             if start > end:
-                raise forms.ValidationError("The start must not be after the end.")
+                raise forms.ValidationError(_("The start must not be after the end."))
         return data
 
     def window(self, now: datetime) -> throughput.Window:
@@ -110,7 +113,7 @@ def throughput_page(request: HttpRequest) -> HttpResponse:
     form = _filter(request)
     context: dict[str, Any] = {
         **admin.site.each_context(request),
-        "title": "Throughput per model",
+        "title": _("Throughput per model"),
         "form": form,
     }
     wants_csv = request.GET.get("format") == "csv"
@@ -136,7 +139,7 @@ def throughput_page(request: HttpRequest) -> HttpResponse:
         )
     elif wants_csv:
         return HttpResponse(
-            "Bad filter: " + "; ".join(_errors(form)),
+            _("Bad filter: %(errors)s") % {"errors": "; ".join(_errors(form))},
             status=400,
             content_type="text/plain; charset=utf-8",
         )
@@ -147,12 +150,12 @@ def _charts(
     window: throughput.Window, points: list[throughput.Point]
 ) -> list[LineChart]:
     series = {
-        ("Decode rate (median)", "tok/s"): [(p.at, p.decode_tps) for p in points],
-        ("Time to first token (median)", "ms"): [(p.at, p.ttft_ms) for p in points],
+        (_("Decode rate (median)"), "tok/s"): [(p.at, p.decode_tps) for p in points],
+        (_("Time to first token (median)"), "ms"): [(p.at, p.ttft_ms) for p in points],
     }
     return [
         line_chart(
-            title,
+            str(title),
             unit,
             values,
             start=window.start,
@@ -213,7 +216,7 @@ def _cell(value: Any) -> Any:
 @require_safe
 @never_cache
 def model_servers_page(request: HttpRequest) -> HttpResponse:
-    context = {**admin.site.each_context(request), "title": "Model servers"}
+    context = {**admin.site.each_context(request), "title": _("Model servers")}
     return TemplateResponse(request, "admin/chat/model_servers.html", context)
 
 

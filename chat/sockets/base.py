@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.utils import translation
+from django.utils.translation import gettext
 
 from chat.live import frames, layer
 from chat.live.events import CatchupEvent, DeltaEvent, FrameEvent
@@ -20,6 +22,7 @@ from chat.live.frames import ServerFrame
 from chat.live.share_frames import ViewerFrame
 from chat.sockets.close_codes import CLOSE_RATE_LIMITED, CLOSE_SERVER_ERROR
 from chat.sockets.feed import Feed
+from chat.sockets.languages import socket_language
 from chat.sockets.ratelimit import FrameLimiter, Verdict
 
 
@@ -32,6 +35,9 @@ class LiveSocket(AsyncWebsocketConsumer):
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         """However the socket ends (a crashed handler, a cancel), it leaves the
         runner and its groups: `disconnect` only runs on a clean close."""
+        # The socket's texts (its errors, the answers' HTML that its turns
+        # render) in its page's language; the tasks it starts inherit it.
+        translation.activate(socket_language(scope))
         try:
             await super().__call__(scope, receive, send)
         finally:
@@ -82,7 +88,9 @@ class LiveSocket(AsyncWebsocketConsumer):
         """Whether this frame is over the rate (see chat.sockets.ratelimit)."""
         verdict = self.limiter.check()
         if verdict is Verdict.WARN:
-            detail = "Too many frames at once: this one was dropped. Slow down."
+            detail = gettext(
+                "Too many frames at once: this one was dropped. Slow down."
+            )
             await self.send_frame(frames.error(None, "rate_limited", detail))
         elif verdict is Verdict.CLOSE:
             await self.close(code=CLOSE_RATE_LIMITED)

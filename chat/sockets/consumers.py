@@ -14,6 +14,8 @@ from collections.abc import Callable
 
 from channels.db import database_sync_to_async
 from django.db import DatabaseError
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from chat.live import control, frames, loop_state
 from chat.live.runner import runner
@@ -40,7 +42,9 @@ REFUSALS: dict[type[Exception], str] = {
 }
 
 
-NOT_STORED = "Your message could not be saved: nothing was sent. Try again."
+NOT_STORED = gettext_noop(
+    "Your message could not be saved: nothing was sent. Try again."
+)
 
 
 class ChatConsumer(SessionBound, LiveSocket):
@@ -122,7 +126,9 @@ class ChatConsumer(SessionBound, LiveSocket):
         edit (which replaces the last question and answer)."""
         if not runner.claim(self.conversation_id):
             await self.send_frame(
-                frames.error(None, "busy", "Wait for the current answer, or stop it.")
+                frames.error(
+                    None, "busy", _("Wait for the current answer, or stop it.")
+                )
             )
             return
         told: list[frames.ServerFrame] = []
@@ -149,7 +155,7 @@ class ChatConsumer(SessionBound, LiveSocket):
                 "conversation %s: the turn was not stored", self.conversation_id
             )
             runner.release(self.conversation_id)
-            await self.send_frame(frames.error(None, "not_stored", NOT_STORED))
+            await self.send_frame(frames.error(None, "not_stored", _(NOT_STORED)))
             return
         except BaseException:
             runner.release(self.conversation_id)

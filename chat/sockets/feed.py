@@ -17,6 +17,7 @@ import asyncio
 from typing import Protocol
 
 from channels.db import database_sync_to_async
+from django.utils.translation import gettext as _
 
 from chat.live import control, frames, layer
 from chat.live.events import CatchupEvent, DeltaEvent, FrameEvent, conversation_group
@@ -92,7 +93,7 @@ class Feed:
         if message is None:
             await self.socket.send_frame(
                 frames.error(
-                    None, "not_found", "That message is not in this conversation."
+                    None, "not_found", _("That message is not in this conversation.")
                 )
             )
         elif message.status == Message.Status.STREAMING and message.pk in self.remote:

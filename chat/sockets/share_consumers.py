@@ -29,6 +29,8 @@ from typing import Any, Final
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from chat.live import frames, layer
 from chat.live.events import ShareGone
@@ -42,7 +44,7 @@ from chat.sockets.ratelimit import FrameLimiter
 
 logger = logging.getLogger(__name__)
 
-GONE_DETAIL = "This link is no longer available."
+GONE_DETAIL = gettext_noop("This link is no longer available.")
 DELTAS: Final = ("thinking", "content")
 
 
@@ -126,14 +128,14 @@ class ShareConsumer(LiveSocket):
         if frame["type"] != "resume":
             await self.send_frame(
                 frames.error(
-                    None, "read_only", "This shared conversation is read-only."
+                    None, "read_only", _("This shared conversation is read-only.")
                 )
             )
             return
         message_id = self.ordinals.message_id(frame["message_id"])
         if message_id is None:
             await self.send_frame(
-                frames.error(None, "not_found", "That message is not in this link.")
+                frames.error(None, "not_found", _("That message is not in this link."))
             )
             return
         assert self.feed is not None  # set in `connect`, or the socket was closed
@@ -166,7 +168,7 @@ class ShareConsumer(LiveSocket):
         """The link was revoked (a `share.gone` event) or expired: cut off."""
         if self.closed:
             return
-        await self.send_frame(frames.error(None, "link_gone", GONE_DETAIL))
+        await self.send_frame(frames.error(None, "link_gone", _(GONE_DETAIL)))
         self.closed = True
         self.pacer.close()
         if self.feed is not None:

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 from django import template
+from django.utils.formats import number_format
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
 
 from chat.rendering.markdown import render_markdown
 
@@ -24,4 +26,10 @@ def seconds(milliseconds: float | None) -> str:
     if milliseconds is None:
         return ""
     value = milliseconds / 1000
-    return f"{value:.1f} s" if value < 10 else f"{value:.0f} s"
+    # Rounded first: number_format cuts the digits it leaves out.
+    shown = (
+        number_format(round(value, 1), 1)
+        if value < 10
+        else number_format(round(value), 0)
+    )
+    return _("%(seconds)s s") % {"seconds": shown}

@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from chat.transfer.incoming import (
     Incoming,
     IncomingConversation,
@@ -39,7 +41,7 @@ def read(conversations: list[Any], summary: Summary) -> Incoming:
 def _conversation(item: Any, summary: Summary) -> IncomingConversation | None:
     mapping = item.get("mapping") if isinstance(item, dict) else None
     if not isinstance(mapping, dict):
-        summary.warn("Conversations without a message tree skipped")
+        summary.warn(_("Conversations without a message tree skipped"))
         return None
     assert isinstance(item, dict)
     created = from_epoch(item.get("create_time")) or summary.now
@@ -58,7 +60,7 @@ def _conversation(item: Any, summary: Summary) -> IncomingConversation | None:
             messages.append(message)
     messages = one_branch(messages, summary)
     if not messages:
-        summary.warn("Conversations without any text message skipped")
+        summary.warn(_("Conversations without any text message skipped"))
         return None
     updated = from_epoch(item.get("update_time")) or messages[-1].created_at
     title = item.get("title")
@@ -101,20 +103,23 @@ def _message(
         return None
     if role == "system":
         if _parts_text(content):
-            summary.warn("System messages skipped")
+            summary.warn(_("System messages skipped"))
         return None
     if role == "tool":
-        summary.warn("Tool messages skipped")
+        summary.warn(_("Tool messages skipped"))
         return None
     if role not in ("user", "assistant"):
-        summary.warn(f"Messages with an unknown role skipped ({str(role)[:40]})")
+        summary.warn(
+            _("Messages with an unknown role skipped (%(role)s)")
+            % {"role": str(role)[:40]}
+        )
         return None
     if kind == "thoughts":
         thoughts.extend(_thoughts(content))
         return None
     recipient = message.get("recipient")
     if role == "assistant" and recipient not in (None, "all"):
-        summary.warn("Calls to tools skipped")
+        summary.warn(_("Calls to tools skipped"))
         return None
     if kind == "code":
         text = content.get("text")
@@ -122,7 +127,9 @@ def _message(
     elif kind in ("text", "multimodal_text"):
         text = _parts_text(content, summary)
     else:
-        summary.warn(f"Parts that are not text skipped ({str(kind)[:40]})")
+        summary.warn(
+            _("Parts that are not text skipped (%(kind)s)") % {"kind": str(kind)[:40]}
+        )
         return None
     if not text.strip():
         return None
@@ -146,7 +153,7 @@ def _parts_text(content: dict[str, Any], summary: Summary | None = None) -> str:
         return ""
     texts = [p for p in parts if isinstance(p, str)]
     if summary is not None:
-        summary.warn("Images and files left out", len(parts) - len(texts))
+        summary.warn(_("Images and files left out"), len(parts) - len(texts))
     return "\n".join(t for t in texts if t)
 
 

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, Final
 
+from django.utils.translation import gettext as _
+
 from chat.models import HistoryPolicy, Message, ThinkingMode
 from chat.transfer.export import FIGURES
 from chat.transfer.incoming import (
@@ -110,7 +112,7 @@ def _message(item: Any, where: str, number: int, summary: Summary) -> IncomingMe
         # Its writer is elsewhere: here it would wait for ever (and hold up
         # the conversation's next turn) until the orphan sweep ended it.
         status = Message.Status.INTERRUPTED
-        summary.warn("Answers still being written when exported, marked interrupted")
+        summary.warn(_("Answers still being written when exported, marked interrupted"))
     thinking_enabled = item.get("thinking_enabled")
     if thinking_enabled is not None and not isinstance(thinking_enabled, bool):
         raise ImportRefused(f"{where} has a thinking_enabled that is not true/false.")

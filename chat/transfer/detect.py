@@ -15,6 +15,9 @@ import zlib
 from dataclasses import dataclass
 from typing import IO, Any, Literal
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
+
 from chat.transfer.documents import FORMAT, VERSION
 from chat.transfer.export import DOCUMENT_NAME
 from chat.transfer.incoming import ImportRefused
@@ -23,7 +26,7 @@ Kind = Literal["chatsite", "open-webui", "chatgpt"]
 
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 _PIECE = 1024 * 1024
-_WHAT_WE_READ = (
+_WHAT_WE_READ = gettext_noop(
     "chatsite can import its own export (JSON or ZIP), Open WebUI's "
     '"Export All Chats" JSON and ChatGPT\'s conversations.json (or its ZIP).'
 )
@@ -50,7 +53,8 @@ def detect(file: IO[bytes], *, limit: int) -> Detected:
         raw = file.read(limit + 1)
         if len(raw) > limit:
             raise ImportRefused(
-                f"The file is too large: imports are limited to {megabytes(limit)}."
+                _("The file is too large: imports are limited to %(limit)s.")
+                % {"limit": megabytes(limit)}
             )
     return classify(_parse(raw))
 
@@ -60,16 +64,21 @@ def _from_zip(file: IO[bytes], limit: int) -> bytes:
         archive = zipfile.ZipFile(file)
     except (zipfile.BadZipFile, OSError, ValueError):
         raise ImportRefused(
-            "The ZIP file is damaged or incomplete (perhaps cut off while it was "
-            "downloaded)."
+            _(
+                "The ZIP file is damaged or incomplete (perhaps cut off while it "
+                "was downloaded)."
+            )
         ) from None
     with archive:
         names = {info.filename.rsplit("/", 1)[-1]: info for info in archive.infolist()}
         info = names.get(DOCUMENT_NAME) or names.get("conversations.json")
         if info is None:
             raise ImportRefused(
-                f"This ZIP holds neither {DOCUMENT_NAME} (chatsite's export) nor "
-                f"conversations.json (ChatGPT's). {_WHAT_WE_READ}"
+                _(
+                    "This ZIP holds neither %(document)s (chatsite's export) nor "
+                    "conversations.json (ChatGPT's). %(what)s"
+                )
+                % {"document": DOCUMENT_NAME, "what": _(_WHAT_WE_READ)}
             )
         try:
             with archive.open(info) as entry:
@@ -78,19 +87,26 @@ def _from_zip(file: IO[bytes], limit: int) -> bytes:
                     size += len(piece)
                     if size > limit:
                         raise ImportRefused(
-                            f"{info.filename} in the ZIP is too large unpacked: "
-                            f"imports are limited to {megabytes(limit)}."
+                            _(
+                                "%(name)s in the ZIP is too large unpacked: "
+                                "imports are limited to %(limit)s."
+                            )
+                            % {"name": info.filename, "limit": megabytes(limit)}
                         )
                     pieces.append(piece)
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError):
             raise ImportRefused(
-                f"{info.filename} in the ZIP is damaged or incomplete."
+                _("%(name)s in the ZIP is damaged or incomplete.")
+                % {"name": info.filename}
             ) from None
         except (RuntimeError, NotImplementedError):
             # Encrypted, or compressed in a way Python cannot read.
             raise ImportRefused(
-                f"{info.filename} in the ZIP is encrypted or compressed in a way "
-                "chatsite cannot read."
+                _(
+                    "%(name)s in the ZIP is encrypted or compressed in a way "
+                    "chatsite cannot read."
+                )
+                % {"name": info.filename}
             ) from None
     return b"".join(pieces)
 
@@ -100,10 +116,11 @@ def _parse(raw: bytes) -> Any:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise ImportRefused(
-            f"The file is not JSON text (it is not UTF-8). {_WHAT_WE_READ}"
+            _("The file is not JSON text (it is not UTF-8). %(what)s")
+            % {"what": _(_WHAT_WE_READ)}
         ) from None
     if not text.strip():
-        raise ImportRefused("The file is empty.")
+        raise ImportRefused(_("The file is empty."))
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
@@ -113,16 +130,28 @@ def _parse(raw: bytes) -> Any:
         cut_off = error.msg.startswith("Unterminated") or error.pos >= len(
             text.rstrip()
         )
-        ending = " It ends too early: it may have been cut off." if cut_off else ""
+        ending = _(" It ends too early: it may have been cut off.") if cut_off else ""
         raise ImportRefused(
-            f"The file is not valid JSON: {error.msg.lower()} (line {error.lineno}, "
-            f"column {error.colno}).{ending} {_WHAT_WE_READ}"
+            _(
+                "The file is not valid JSON: %(error)s (line %(line)d, column "
+                "%(column)d).%(ending)s %(what)s"
+            )
+            % {
+                "error": error.msg.lower(),
+                "line": error.lineno,
+                "column": error.colno,
+                "ending": ending,
+                "what": _(_WHAT_WE_READ),
+            }
         ) from None
     except (RecursionError, ValueError):
         # Nesting deeper than Python's parser goes, or an integer too long.
         raise ImportRefused(
-            f"The file's JSON is too deeply nested or has a number too long "
-            f"to read. {_WHAT_WE_READ}"
+            _(
+                "The file's JSON is too deeply nested or has a number too long "
+                "to read. %(what)s"
+            )
+            % {"what": _(_WHAT_WE_READ)}
         ) from None
 
 
@@ -146,14 +175,18 @@ def classify(data: Any) -> Detected:
             version = data.get("version")
             if not isinstance(version, int) or not 1 <= version <= VERSION:
                 raise ImportRefused(
-                    f"This chatsite export has version {version!r}; this site "
-                    f"reads versions up to {VERSION}. Update this site to import it."
+                    _(
+                        "This chatsite export has version %(version)r; this site "
+                        "reads versions up to %(latest)s. Update this site to "
+                        "import it."
+                    )
+                    % {"version": version, "latest": VERSION}
                 )
             return Detected("chatsite", data)
         data = [data]  # one chat of Open WebUI or ChatGPT
     if isinstance(data, list):
         if not data:
-            raise ImportRefused("The file holds no conversations.")
+            raise ImportRefused(_("The file holds no conversations."))
         first = data[0]
         if isinstance(first, dict) and isinstance(first.get("mapping"), dict):
             return Detected("chatgpt", data)
@@ -161,5 +194,6 @@ def classify(data: Any) -> Detected:
         if isinstance(chat, dict) and isinstance(chat.get("history"), dict):
             return Detected("open-webui", data)
     raise ImportRefused(
-        f"This file is not an export chatsite can read. {_WHAT_WE_READ}"
+        _("This file is not an export chatsite can read. %(what)s")
+        % {"what": _(_WHAT_WE_READ)}
     )

@@ -22,6 +22,7 @@ from django.db import (
     transaction,
 )
 from django.db.models.functions import Lower
+from django.utils.translation import gettext
 
 from chat.models import Conversation, Folder, Message, ModelProfile, SettingsChange
 from chat.transfer import chatgpt, chatsite, open_webui
@@ -66,7 +67,9 @@ def store(owner: Any, incoming: Incoming, summary: Summary) -> Summary:
     except DatabaseError:
         # A value the database refused (the readers check what they can).
         raise ImportRefused(
-            "The file holds a value this site cannot store; nothing was imported."
+            gettext(
+                "The file holds a value this site cannot store; nothing was imported."
+            )
         ) from None
     return summary
 
@@ -180,8 +183,11 @@ class _Importer:
         found = self.profiles[name]
         if found is None:
             self.summary.warn(
-                "Conversations whose model is not here, set to the default "
-                f"({name[:60]})"
+                gettext(
+                    "Conversations whose model is not here, set to the default "
+                    "(%(model)s)"
+                )
+                % {"model": name[:60]}
             )
         return found
 

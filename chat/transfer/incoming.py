@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 # PostgreSQL's text cannot hold NUL, and UTF-8 cannot encode a lone surrogate
 # (JSON's "\ud800" escapes decode to one): see chat/upstream/events.py.
@@ -47,17 +48,17 @@ class Summary:
         if not isinstance(value, str):
             return ""
         if _NUL in value:
-            self.warn("NUL characters removed", value.count(_NUL))
+            self.warn(_("NUL characters removed"), value.count(_NUL))
             value = value.replace(_NUL, "")
         cleaned, replaced = _SURROGATE.subn("\ufffd", value)
-        self.warn("Invalid characters (lone surrogates) replaced by �", replaced)
+        self.warn(_("Invalid characters (lone surrogates) replaced by �"), replaced)
         return cleaned[:limit] if limit is not None else cleaned
 
     def time(self, moment: datetime) -> datetime:
         """`moment`, or now if it is later: a date in the future (a clock gone
         wrong, or a hand-made file) would sort first for ever."""
         if moment > self.now:
-            self.warn("Dates in the future set to the time of the import")
+            self.warn(_("Dates in the future set to the time of the import"))
             return self.now
         return moment
 
@@ -132,7 +133,7 @@ def one_branch(
                 t for t in (last.thinking, message.thinking) if t
             )
             last.updated_at = message.updated_at or message.created_at
-            summary.warn("Messages of one role in a row joined into one")
+            summary.warn(_("Messages of one role in a row joined into one"))
             continue
         message.parent = len(joined) - 1 if joined else None
         joined.append(message)
@@ -201,7 +202,7 @@ def branch_to(
         if not candidates:
             return []
         summary.warn(
-            "Conversations without a current message: their newest branch taken"
+            _("Conversations without a current message: their newest branch taken")
         )
         current = max(candidates, key=lambda pair: newest(pair[1]))[0]
     path: list[dict[str, Any]] = []

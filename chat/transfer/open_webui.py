@@ -18,6 +18,8 @@ import re
 from datetime import datetime
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from chat.transfer.incoming import (
     Incoming,
     IncomingConversation,
@@ -50,7 +52,7 @@ def _conversation(item: Any, summary: Summary) -> IncomingConversation | None:
     tree = history.get("messages") if isinstance(history, dict) else None
     chat_id = item.get("id") if isinstance(item, dict) else None
     if not isinstance(tree, dict) or not isinstance(chat_id, str) or not chat_id:
-        summary.warn("Chats without an id or a message history skipped")
+        summary.warn(_("Chats without an id or a message history skipped"))
         return None
     assert isinstance(chat, dict) and isinstance(history, dict)
     now = summary.now
@@ -70,7 +72,7 @@ def _conversation(item: Any, summary: Summary) -> IncomingConversation | None:
             messages.append(message)
     messages = one_branch(messages, summary)
     if not messages:
-        summary.warn("Chats without any message skipped")
+        summary.warn(_("Chats without any message skipped"))
         return None
     updated = from_epoch(item.get("updated_at")) or messages[-1].created_at
     title = item.get("title") or chat.get("title")
@@ -98,10 +100,13 @@ def _message(
 ) -> IncomingMessage | None:
     role = node.get("role")
     if role == "system":
-        summary.warn("System messages skipped")
+        summary.warn(_("System messages skipped"))
         return None
     if role not in ("user", "assistant"):
-        summary.warn(f"Messages with an unknown role skipped ({str(role)[:40]})")
+        summary.warn(
+            _("Messages with an unknown role skipped (%(role)s)")
+            % {"role": str(role)[:40]}
+        )
         return None
     content, thinking = _text_and_thinking(node)
     error = node.get("error")
@@ -111,7 +116,7 @@ def _message(
     elif isinstance(error, str) and error:
         error_detail = error
     if not content and not thinking and not error_detail:
-        summary.warn("Empty messages skipped")
+        summary.warn(_("Empty messages skipped"))
         return None
     model = node.get("model")
     return IncomingMessage(

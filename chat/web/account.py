@@ -17,8 +17,10 @@ from django.contrib.auth.views import PasswordChangeView
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
+from django.utils import translation
 from django.utils.decorators import method_decorator
 from django.utils.functional import SimpleLazyObject
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods
 
 from chat.models import (
@@ -33,6 +35,7 @@ from chat.models.quota_periods import QuotaPeriod
 from chat.web.api_key_forms import api_keys_section
 from chat.web.client_address import client_address
 from chat.web.conversations import SignedInRequest
+from chat.web.languages import remember
 from chat.web.signin import Attempt, too_many_failures
 from chat.web.transfer import transfer_section
 
@@ -53,10 +56,10 @@ def usable_profiles(user: Any) -> Any:
 class AccountForm(forms.ModelForm):  # type: ignore[type-arg]
     class Meta:
         model = UserSettings
-        fields = ["display_name", "theme", "default_profile"]
-        labels = {"default_profile": "Default model"}
+        fields = ["display_name", "theme", "language", "default_profile"]
+        labels = {"default_profile": _("Default model")}
         help_texts = {
-            "display_name": "Shown for you on this site instead of your username.",
+            "display_name": _("Shown for you on this site instead of your username."),
         }
 
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
@@ -65,9 +68,11 @@ class AccountForm(forms.ModelForm):  # type: ignore[type-arg]
         field.queryset = usable_profiles(user)  # type: ignore[attr-defined]
         site = SiteDefaults.load().model_profile()
         field.empty_label = (  # type: ignore[attr-defined]
-            f"The site's default ({site})" if site else "The site's default"
+            _("The site's default (%(model)s)") % {"model": site}
+            if site
+            else _("The site's default")
         )
-        field.error_messages["invalid_choice"] = (
+        field.error_messages["invalid_choice"] = _(
             "That model is not one you may use. Choose one from the list."
         )
 
@@ -90,7 +95,11 @@ def account(request: SignedInRequest) -> HttpResponse:
     form = AccountForm(request.POST or None, instance=mine, user=request.user)
     if request.method == "POST" and form.is_valid():
         form.save()
-        messages.success(request, "Your settings are saved.")
+        remember(request, form.instance.language)
+        # The notice below is in the language just chosen.
+        chosen = form.instance.language
+        translation.activate(chosen or translation.get_language_from_request(request))
+        messages.success(request, _("Your settings are saved."))
         return redirect("account")
     return account_page(request, form=form, status=422 if form.errors else 200)
 
@@ -169,7 +178,7 @@ class ChangePasswordView(PasswordChangeView):
             address=client_address(self.request),
             method="password",
         )
-        messages.success(self.request, "Your password is changed.")
+        messages.success(self.request, _("Your password is changed."))
         return response
 
 
@@ -179,10 +188,13 @@ class Appearance:
     name: str
 
 
-def _appearance_of(user: Any) -> Appearance:
+def _appearance_of(request: HttpRequest, user: Any) -> Appearance:
     if user is None or not user.is_authenticated:
         return Appearance(Theme.SYSTEM, "")
     mine = UserSettings.objects.filter(user_id=user.pk).first()
+    # The language the session keeps for them (chat.web.languages), brought
+    # up to date with a choice made elsewhere.
+    remember(request, mine.language if mine else "")
     if mine is None:
         return Appearance(Theme.SYSTEM, user.get_username())
     return Appearance(mine.theme, mine.display_name or user.get_username())
@@ -194,4 +206,4 @@ def appearance(request: HttpRequest) -> dict[str, object]:
     partial that shows neither costs no query) and read only (a user who never
     saved their settings gets the defaults, no row)."""
     user = getattr(request, "user", None)
-    return {"appearance": SimpleLazyObject(lambda: _appearance_of(user))}
+    return {"appearance": SimpleLazyObject(lambda: _appearance_of(request, user))}

@@ -9,6 +9,7 @@ from typing import Any
 
 from django import forms
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from chat.models import ApiKey, ModelProfile, SiteDefaults
 from chat.models.api_keys import api_access_for
@@ -19,46 +20,51 @@ EXPIRY_DAYS = {"30d": 30, "90d": 90, "365d": 365}
 
 class ApiKeyForm(forms.Form):
     name = forms.CharField(
+        label=_("Name"),
         max_length=100,
-        help_text="What will use it, e.g. “laptop editor” or “nightly report”.",
-        error_messages={"required": "Give the key a name: what will use it."},
+        help_text=_("What will use it, e.g. “laptop editor” or “nightly report”."),
+        error_messages={"required": _("Give the key a name: what will use it.")},
     )
     expiry = forms.ChoiceField(
         choices=[
-            ("30d", "In 30 days"),
-            ("90d", "In 90 days"),
-            ("365d", "In a year"),
-            ("never", "Never"),
-            ("date", "On a date…"),
+            ("30d", _("In 30 days")),
+            ("90d", _("In 90 days")),
+            ("365d", _("In a year")),
+            ("never", _("Never")),
+            ("date", _("On a date…")),
         ],
         initial="90d",
-        label="Expires",
+        label=_("Expires"),
     )
     expires_on = forms.DateField(
         required=False,
-        label="Expires on",
-        help_text="At 00:00 UTC that day.",
+        label=_("Expires on"),
+        help_text=_("At 00:00 UTC that day."),
         widget=forms.DateInput(attrs={"type": "date"}),
     )
     profiles = forms.ModelMultipleChoiceField(
         queryset=ModelProfile.objects.none(),
         required=False,
-        label="Only these models",
-        help_text="None ticked: every model you may use, now and later.",
+        label=_("Only these models"),
+        help_text=_("None ticked: every model you may use, now and later."),
         widget=forms.CheckboxSelectMultiple,
         error_messages={
-            "invalid_choice": "That model is not one you may use. Choose from "
-            "the list.",
-            "invalid_pk_value": "That model is not one you may use. Choose from "
-            "the list.",
+            "invalid_choice": _(
+                "That model is not one you may use. Choose from the list."
+            ),
+            "invalid_pk_value": _(
+                "That model is not one you may use. Choose from the list."
+            ),
         },
     )
     store_conversations = forms.BooleanField(
         required=False,
-        label="Keep its answers as conversations",
-        help_text="In your list, with the questions sent. Off: they stay out of "
-        "your list (only the last question and the answer are kept, for the "
-        "usage figures).",
+        label=_("Keep its answers as conversations"),
+        help_text=_(
+            "In your list, with the questions sent. Off: they stay out of "
+            "your list (only the last question and the answer are kept, for the "
+            "usage figures)."
+        ),
     )
 
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
@@ -71,11 +77,11 @@ class ApiKeyForm(forms.Form):
         if data.get("expiry") == "date":
             day = data.get("expires_on")
             if day is None:
-                self.add_error("expires_on", "Pick the date the key expires.")
+                self.add_error("expires_on", _("Pick the date the key expires."))
             elif day <= timezone.now().date():
                 self.add_error(
                     "expires_on",
-                    "Pick a date after today: an expired key cannot be used.",
+                    _("Pick a date after today: an expired key cannot be used."),
                 )
         return data
 

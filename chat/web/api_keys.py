@@ -11,6 +11,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
@@ -59,9 +60,9 @@ def revoke_api_key(request: SignedInRequest, pk: int) -> HttpResponse:
     api_key = get_object_or_404(ApiKey, pk=pk, user=request.user)
     revoked = api_key.revoke(actor=request.user, address=client_address(request))
     notice = (
-        f"“{api_key.name}” is revoked: it is refused from now on."
+        _("“%(name)s” is revoked: it is refused from now on.") % {"name": api_key.name}
         if revoked
-        else f"“{api_key.name}” was already revoked."
+        else _("“%(name)s” was already revoked.") % {"name": api_key.name}
     )
     if request.htmx:
         return _answer(request, notice=notice)

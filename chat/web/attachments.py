@@ -25,6 +25,7 @@ from django.http.response import HttpResponseBase
 from django.middleware.csrf import CsrfViewMiddleware
 from django.shortcuts import get_object_or_404
 from django.utils.http import content_disposition_header
+from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -70,7 +71,7 @@ async def upload(request: HttpRequest) -> HttpResponse:
     if isinstance(received, HttpResponse):
         return received
     if not isinstance(user, User):
-        return refusal("Sign in to attach files.", 403)
+        return refusal(_("Sign in to attach files."), 403)
     found = await sync_to_async(_chosen)(user, request.POST)
     if isinstance(found, HttpResponse):
         return found
@@ -92,7 +93,9 @@ async def upload(request: HttpRequest) -> HttpResponse:
         and not profile.supports_vision
     ):
         return refusal(
-            f"{profile.label} cannot see images: {profile.vision_reason()}", 422
+            _("%(model)s cannot see images: %(reason)s")
+            % {"model": profile.label, "reason": profile.vision_reason()},
+            422,
         )
     attachment = await sync_to_async(Attachment.store)(
         user,
@@ -123,7 +126,7 @@ def _received(
     if handler.too_large:
         return too_large()
     if upload_file is None:
-        return refusal("Choose a file to attach.", 400)
+        return refusal(_("Choose a file to attach."), 400)
     with upload_file:
         return upload_file.name or "", upload_file.read()
 
@@ -144,7 +147,7 @@ def _chosen(
             pk=_number(asked), owner=user
         ).first()
         if conversation is None:
-            return refusal("That conversation is not yours to attach files to.", 404)
+            return refusal(_("That conversation is not yours to attach files to."), 404)
     return conversation, _profile(user, form, conversation)
 
 
@@ -186,7 +189,7 @@ def _remove(request: SignedInRequest, public_id: str) -> HttpResponse:
     found = get_object_or_404(Attachment, public_id=public_id, owner=request.user)
     if found.message_id is not None:
         return refusal(
-            "This file was sent with a question: it stays with the conversation.",
+            _("This file was sent with a question: it stays with the conversation."),
             409,
         )
     found.delete()
@@ -210,7 +213,7 @@ def _readable(request: SignedInRequest, public_id: str) -> Attachment:
         shared.filter(pk=found.conversation_id or 0).exists()
     ):
         return found
-    raise Http404("No such file.")
+    raise Http404(_("No such file."))
 
 
 def shared_attachment(
@@ -218,7 +221,7 @@ def shared_attachment(
 ) -> FileResponse:
     """A file of a shared link's messages (`chat.web.sharing` checks the link)."""
     if not link.include_attachments:
-        raise Http404("No such file.")
+        raise Http404(_("No such file."))
     found = get_object_or_404(
         Attachment,
         public_id=public_id,
@@ -232,7 +235,7 @@ def serve(found: Attachment, *, thumbnail: bool) -> FileResponse:
     re-encoded, else downloaded; never sniffed, never cached by others."""
     name = found.thumbnail_name if thumbnail else found.storage_name
     if not name:
-        raise Http404("No thumbnail.")
+        raise Http404(_("No thumbnail."))
     response = FileResponse(
         default_storage.open(name, "rb"), content_type=found.content_type
     )

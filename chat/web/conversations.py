@@ -7,6 +7,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonRes
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
@@ -277,7 +278,7 @@ def delete_conversation(request: SignedInRequest, pk: int) -> HttpResponse:
     )
     if live.exists():
         return text_response(
-            "An answer is still being written in this conversation: stop it first.",
+            _("An answer is still being written in this conversation: stop it first."),
             status=409,
         )
     was_current = _is_current_page(request, current)

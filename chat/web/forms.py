@@ -5,6 +5,7 @@ from typing import Any
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext_lazy as _
 
 from chat.models import Conversation, HistoryPolicy, ModelProfile
 
@@ -44,14 +45,14 @@ class SettingsForm(forms.ModelForm):  # type: ignore[type-arg]
     meanwhile elsewhere (the header's thinking toggle, another tab) is kept."""
 
     history_last_n = forms.IntegerField(
-        label="Messages", required=False, min_value=0, max_value=10_000
+        label=_("Messages"), required=False, min_value=0, max_value=10_000
     )
     temperature = forms.FloatField(
         required=False,
         min_value=0,
         max_value=2,
         widget=forms.NumberInput(attrs={"step": "0.05"}),
-        help_text="0 to 2; blank for the model's default.",
+        help_text=_("0 to 2; blank for the model's default."),
     )
     system_prompt = forms.CharField(
         required=False,
@@ -69,7 +70,7 @@ class SettingsForm(forms.ModelForm):  # type: ignore[type-arg]
             "temperature",
             "system_prompt",
         ]
-        labels = {"model_profile": "Model", "history_policy": "History sent"}
+        labels = {"model_profile": _("Model"), "history_policy": _("History sent")}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -80,15 +81,17 @@ class SettingsForm(forms.ModelForm):  # type: ignore[type-arg]
         owner = self.instance.owner
         model.queryset = ModelProfile.objects.usable_by(owner)
         site_model = Conversation.site_model_for(owner)
-        model.empty_label = "Site default"
-        if site_model is not None:
-            model.empty_label += f" ({site_model.label})"
-        model.error_messages["invalid_choice"] = (
+        model.empty_label = (
+            _("Site default (%(model)s)") % {"model": site_model.label}
+            if site_model is not None
+            else _("Site default")
+        )
+        model.error_messages["invalid_choice"] = _(
             "That model is not available to you: pick another."
         )
         policy = self.fields["history_policy"]
         assert isinstance(policy, forms.ChoiceField)
-        policy.choices = [("", "Default"), *HistoryPolicy.choices]
+        policy.choices = [("", _("Default")), *HistoryPolicy.choices]
         for field in self.fields.values():
             field.show_hidden_initial = True
         # A model that cannot think: the choice is shown disabled and kept.
@@ -108,7 +111,9 @@ class SettingsForm(forms.ModelForm):  # type: ignore[type-arg]
         data = super().clean() or {}
         policy = data.get("history_policy")
         if policy == HistoryPolicy.LAST_N and data.get("history_last_n") is None:
-            self.add_error("history_last_n", "Say how many earlier messages to send.")
+            self.add_error(
+                "history_last_n", _("Say how many earlier messages to send.")
+            )
         return data
 
     def changes(self) -> list[str]:

@@ -18,22 +18,25 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext, gettext_noop
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods
 
 from chat.models import Invitation
 from chat.models.accounts import WRONG_EMAIL
 from chat.web.client_address import client_address
 
-UNKNOWN = (
+# Marked here, translated where shown (the tests compare the English).
+UNKNOWN = gettext_noop(
     "This invitation link is not valid. Check that you copied all of it, or ask "
     "whoever invited you for a new one."
 )
-NO_LOCAL_SIGNIN = (
+NO_LOCAL_SIGNIN = gettext_noop(
     "This site signs people in only through its identity provider, so an "
     "invitation cannot make an account with a password here. Sign in with your "
     "organisation's account instead."
 )
-USERNAME_TAKEN = "That username was just taken. Choose another."
+USERNAME_TAKEN = gettext_noop("That username was just taken. Choose another.")
 
 
 class AcceptInvitationForm(UserCreationForm):  # type: ignore[type-arg]
@@ -52,12 +55,12 @@ class AcceptInvitationForm(UserCreationForm):  # type: ignore[type-arg]
         # A bound invitation's address is not shown: whoever holds a forwarded
         # link does not learn it.
         if invitation.email:
-            email.help_text = "Enter the address this invitation was sent to."
+            email.help_text = _("Enter the address this invitation was sent to.")
 
     def clean_email(self) -> str:
         email = str(self.cleaned_data["email"]).strip()
         if not self.invitation.email_matches(email):
-            raise forms.ValidationError(WRONG_EMAIL, code="wrong_email")
+            raise forms.ValidationError(gettext(WRONG_EMAIL), code="wrong_email")
         return email
 
 
@@ -71,9 +74,9 @@ def _refused(request: HttpRequest, message: str, status: int) -> HttpResponse:
 def accept_invitation(request: HttpRequest, token: str) -> HttpResponse:
     invitation = Invitation.objects.select_related("team").by_token(token)
     if invitation is None:
-        return _refused(request, UNKNOWN, 404)
+        return _refused(request, gettext(UNKNOWN), 404)
     if not settings.CHATSITE_LOCAL_SIGNIN:
-        return _refused(request, NO_LOCAL_SIGNIN, 403)
+        return _refused(request, gettext(NO_LOCAL_SIGNIN), 403)
     refusal = invitation.refusal()
     if refusal is not None:
         return _refused(request, str(refusal), 410)
@@ -94,7 +97,7 @@ def accept_invitation(request: HttpRequest, token: str) -> HttpResponse:
                 return _refused(request, str(unusable), 410)
             form.add_error("email", str(unusable))
         except IntegrityError:  # the username, taken since the form was checked
-            form.add_error("username", USERNAME_TAKEN)
+            form.add_error("username", gettext(USERNAME_TAKEN))
         else:
             login(request, user, backend="django.contrib.auth.backends.ModelBackend")
             return redirect("team_home" if invitation.team_id else "home")

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.core.exceptions import SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.cache import never_cache
 from mozilla_django_oidc.views import (
     OIDCAuthenticationCallbackView,
@@ -27,15 +28,15 @@ from chat.accounts import oidc
 from chat.models import AuditEvent
 from chat.web.client_address import client_address
 
-STATE_UNKNOWN = (
+STATE_UNKNOWN = _(
     "This sign-in was already completed or was started in another browser, so "
     "it cannot be used again. Start again from the sign-in page."
 )
-STATE_EXPIRED = (
+STATE_EXPIRED = _(
     "This sign-in took too long and has expired. Start again from the sign-in page."
 )
-PROVIDER_REFUSED = "The sign-in service ({name}) did not sign you in{detail}."
-NOT_SIGNED_IN = "You were not signed in. Start again from the sign-in page."
+PROVIDER_REFUSED = _("The sign-in service ({name}) did not sign you in{detail}.")
+NOT_SIGNED_IN = _("You were not signed in. Start again from the sign-in page.")
 
 
 def failed(request: HttpRequest, failure: oidc.SignInFailed) -> HttpResponse:
@@ -66,7 +67,7 @@ class _Callback(OIDCAuthenticationCallbackView):  # type: ignore[misc]
     get_settings = staticmethod(oidc.setting)
 
     def login_failure(self) -> HttpResponse:
-        raise oidc.SignInFailed(NOT_SIGNED_IN)
+        raise oidc.SignInFailed(str(NOT_SIGNED_IN))
 
 
 @never_cache
@@ -91,7 +92,7 @@ def callback(request: HttpRequest) -> HttpResponse:
     except oidc.SignInFailed as failure:
         return failed(request, failure)
     except SuspiciousOperation:
-        return failed(request, oidc.SignInFailed(STATE_UNKNOWN))
+        return failed(request, oidc.SignInFailed(str(STATE_UNKNOWN)))
     return response
 
 
@@ -100,11 +101,11 @@ def _check_state(request: HttpRequest) -> None:
     states: Any = request.session.get("oidc_states")
     entry = states.get(state) if isinstance(states, dict) else None
     if entry is None:
-        raise oidc.SignInFailed(STATE_UNKNOWN)
+        raise oidc.SignInFailed(str(STATE_UNKNOWN))
     if time.time() - float(entry.get("added_on", 0)) > settings.OIDC_STATE_MAX_AGE:
         del states[state]
         request.session.modified = True
-        raise oidc.SignInFailed(STATE_EXPIRED)
+        raise oidc.SignInFailed(str(STATE_EXPIRED))
     if request.GET.get("error"):
         # The provider said no (the person cancelled, is unknown there, ...):
         # its state is used up like any other.

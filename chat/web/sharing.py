@@ -11,6 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from chat.models import (
@@ -103,7 +104,7 @@ def update_share_link(request: SignedInRequest, link_pk: int) -> HttpResponse:
     link = _own_link(request, link_pk)
     if link.is_live or not link.is_active:
         return HttpResponse(
-            "Only an active snapshot link can be updated.",
+            _("Only an active snapshot link can be updated."),
             status=409,
             content_type="text/plain; charset=utf-8",
         )
@@ -309,6 +310,6 @@ def _shared_file(
     found = _viewable(request, token)
     if isinstance(found, HttpResponse):
         if found.status_code == 410:  # a file of a link that is gone: none
-            raise Http404("No such file.")
+            raise Http404(_("No such file."))
         return found
     return _private(shared_attachment(found, public_id, thumbnail=thumbnail))

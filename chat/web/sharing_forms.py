@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 from django import forms
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from chat.models import ShareLink
 
@@ -15,30 +16,30 @@ EXPIRY_DAYS = {"1d": 1, "7d": 7, "30d": 30}
 class ShareLinkForm(forms.Form):
     mode = forms.ChoiceField(
         choices=[
-            (ShareLink.Mode.SNAPSHOT, "Snapshot: the conversation as it is now"),
-            (ShareLink.Mode.LIVE, "Live: follows the conversation as it is written"),
+            (ShareLink.Mode.SNAPSHOT, _("Snapshot: the conversation as it is now")),
+            (ShareLink.Mode.LIVE, _("Live: follows the conversation as it is written")),
         ],
         initial=ShareLink.Mode.SNAPSHOT,
         widget=forms.RadioSelect,
     )
-    include_thinking = forms.BooleanField(required=False, label="Include thinking")
+    include_thinking = forms.BooleanField(required=False, label=_("Include thinking"))
     include_attachments = forms.BooleanField(
-        required=False, initial=True, label="Include attached files"
+        required=False, initial=True, label=_("Include attached files")
     )
     expiry = forms.ChoiceField(
         choices=[
-            ("never", "Never"),
-            ("1d", "In 1 day"),
-            ("7d", "In 7 days"),
-            ("30d", "In 30 days"),
-            ("custom", "On…"),
+            ("never", _("Never")),
+            ("1d", _("In 1 day")),
+            ("7d", _("In 7 days")),
+            ("30d", _("In 30 days")),
+            ("custom", _("On…")),
         ],
         initial="7d",
-        label="Expires",
+        label=_("Expires"),
     )
     expires_on = forms.DateTimeField(
         required=False,
-        label="Expires on",
+        label=_("Expires on"),
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
     )
 
@@ -48,9 +49,9 @@ class ShareLinkForm(forms.Form):
         if choice == "custom":
             moment = data.get("expires_on")
             if moment is None:
-                self.add_error("expires_on", "Pick the date the link expires.")
+                self.add_error("expires_on", _("Pick the date the link expires."))
             elif moment <= timezone.now():
-                self.add_error("expires_on", "Pick a moment in the future.")
+                self.add_error("expires_on", _("Pick a moment in the future."))
         return data
 
     def expires_at(self) -> datetime | None:

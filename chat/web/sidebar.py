@@ -19,6 +19,7 @@ from django.db import IntegrityError, transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import reswap
 
@@ -53,7 +54,7 @@ class BadCursor(Exception):
 
 
 def _bad_cursor() -> HttpResponse:
-    return text_response("That list position is not valid: reload the page.", 400)
+    return text_response(_("That list position is not valid: reload the page."), 400)
 
 
 @login_required
@@ -270,7 +271,7 @@ def move_conversation(request: SignedInRequest, pk: int) -> HttpResponse:
             if not chosen:
                 return _filing(request, pk, lists.move, None)
             if not (chosen.isascii() and chosen.isdigit() and len(chosen) < 19):
-                error = "Choose one of your folders."
+                error = _("Choose one of your folders.")
             else:
                 folder = get_object_or_404(folders, pk=int(chosen))
                 return _filing(request, pk, lists.move, folder)

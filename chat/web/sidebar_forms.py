@@ -6,6 +6,7 @@ import unicodedata
 from typing import Any
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from chat.models import Folder
 
@@ -35,24 +36,31 @@ class FolderForm(forms.ModelForm):  # type: ignore[type-arg]
         super().__init__(*args, **kwargs)
         # The limit is checked after cleaning (control characters out), with
         # its own message; the browser's maxlength would cut a paste silently.
-        name = forms.CharField(error_messages={"required": "Give the folder a name."})
+        name = forms.CharField(
+            error_messages={"required": _("Give the folder a name.")}
+        )
         name.validators = []  # NUL too is stripped by `clean_name`, not refused
         self.fields["name"] = name
 
     def clean_name(self) -> str:
         name = clean_name(self.cleaned_data.get("name") or "")
         if not name:
-            raise forms.ValidationError("Give the folder a name.")
+            raise forms.ValidationError(_("Give the folder a name."))
         if len(name) > NAME_MAX:
             raise forms.ValidationError(
-                f"A folder name is at most {NAME_MAX} characters "
-                f"(this one has {len(name)})."
+                _(
+                    "A folder name is at most %(limit)d characters "
+                    "(this one has %(length)d)."
+                )
+                % {"limit": NAME_MAX, "length": len(name)}
             )
         taken = Folder.objects.filter(owner=self.instance.owner, name__iexact=name)
         if taken.exclude(pk=self.instance.pk).exists():
-            raise forms.ValidationError(f"You already have a folder named “{name}”.")
+            raise forms.ValidationError(
+                _("You already have a folder named “%(name)s”.") % {"name": name}
+            )
         return name
 
     def name_taken(self) -> None:
         """Another request took the name between the check and the save."""
-        self.add_error("name", "You already have a folder with that name.")
+        self.add_error("name", _("You already have a folder with that name."))

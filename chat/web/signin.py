@@ -36,6 +36,7 @@ from django.contrib.auth.views import LoginView
 from django.core.cache import cache
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
+from django.utils.translation import gettext_lazy as _
 from redis.exceptions import RedisError
 
 from chat.accounts.local import local_password_refused, password_form_shown
@@ -129,7 +130,10 @@ def too_many_failures() -> ValidationError:
     password, `chat.web.account`: checking it is a guess like any other)."""
     minutes = max(1, round(settings.SIGNIN_LOCKOUT_SECONDS / 60))
     return ValidationError(
-        "Too many failed sign-in attempts. Wait %(minutes)d minutes, then try again.",
+        _(
+            "Too many failed sign-in attempts. Wait %(minutes)d minutes, "
+            "then try again."
+        ),
         code=THROTTLED,
         params={"minutes": minutes},
     )

@@ -15,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
@@ -34,7 +35,7 @@ class AddMemberForm(forms.Form):
 class InviteForm(forms.Form):
     email = forms.EmailField(
         required=False,
-        help_text="Only this address may use the link. Blank: anyone who has it.",
+        help_text=_("Only this address may use the link. Blank: anyone who has it."),
     )
 
     def clean_email(self) -> str:
@@ -43,8 +44,10 @@ class InviteForm(forms.Form):
         if email and users.filter(email__iexact=email).exists():
             # An invitation makes a new account; this person has one.
             raise forms.ValidationError(
-                "%(email)s has an account here already: add them by their "
-                "username instead.",
+                _(
+                    "%(email)s has an account here already: add them by their "
+                    "username instead."
+                ),
                 params={"email": email},
             )
         return email
@@ -128,7 +131,11 @@ def add_member(request: SignedInRequest, team: Team) -> HttpResponse:
         )
     except Team.Refused as refusal:
         return _page(request, team, status=400, add_form=form, error=str(refusal))
-    messages.success(request, f"{membership.user.get_username()} is on the team.")
+    messages.success(
+        request,
+        _("%(username)s is on the team.")
+        % {"username": membership.user.get_username()},
+    )
     return redirect("team_manage", pk=team.pk)
 
 
@@ -140,7 +147,10 @@ def remove_member(request: SignedInRequest, team: Team, member_pk: int) -> HttpR
         team.remove_member(membership, by=request.user, address=client_address(request))
     except Team.Refused as refusal:
         return _refused(request, team, refusal)
-    messages.success(request, f"{membership.user.get_username()} left the team.")
+    messages.success(
+        request,
+        _("%(username)s left the team.") % {"username": membership.user.get_username()},
+    )
     if not team.managed_by(request.user):  # they removed themselves
         return redirect("team_home")
     return redirect("team_manage", pk=team.pk)

@@ -20,6 +20,8 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.utils.http import content_disposition_header
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
 
@@ -43,7 +45,9 @@ FORM_OVERHEAD = 64 * 1024
 
 def too_large_message() -> str:
     limit = settings.TRANSFER_IMPORT_MAX_BYTES
-    return f"The file is too large: imports are limited to {megabytes(limit)}."
+    return _("The file is too large: imports are limited to %(limit)s.") % {
+        "limit": megabytes(limit)
+    }
 
 
 Response = TypeVar("Response", HttpResponse, StreamingHttpResponse)
@@ -161,11 +165,12 @@ def _import(request: SignedInRequest, handler: LimitedUpload) -> HttpResponse:
     if handler.too_large:
         return _result(request, error=too_large_message(), status=413)
     if upload is None:
-        return _result(request, error="Choose a file to import.", status=422)
+        return _result(request, error=_("Choose a file to import."), status=422)
     try:
         summary = import_file(request.user, upload)
     except ImportRefused as refusal:
-        return _result(request, error=f"{refusal} Nothing was imported.", status=422)
+        error = _("%(reason)s Nothing was imported.") % {"reason": refusal}
+        return _result(request, error=error, status=422)
     finally:
         upload.close()
     return _result(request, summary=summary)
@@ -192,15 +197,22 @@ def _result(
 
 def summary_text(summary: Summary) -> str:
     conversations, count = summary.conversations, summary.messages
-    text = (
-        f"Imported from {summary.source}: {conversations} conversation"
-        f"{'' if conversations == 1 else 's'}, {count} message"
-        f"{'' if count == 1 else 's'}"
-    )
+    text = _("Imported from %(source)s: %(conversations)s, %(messages)s") % {
+        "source": summary.source,
+        "conversations": ngettext(
+            "%(count)d conversation", "%(count)d conversations", conversations
+        )
+        % {"count": conversations},
+        "messages": ngettext("%(count)d message", "%(count)d messages", count)
+        % {"count": count},
+    }
     if summary.already_imported:
-        text += f"; {summary.already_imported} skipped as already imported"
+        text += _("; %(count)d skipped as already imported") % {
+            "count": summary.already_imported
+        }
     lines = summary.lines()
-    return text + "." + (" Warnings: " + "; ".join(lines) + "." if lines else "")
+    warnings = _(" Warnings: %(lines)s.") % {"lines": "; ".join(lines)}
+    return text + "." + (warnings if lines else "")
 
 
 def transfer_section() -> dict[str, object]:

@@ -9,6 +9,7 @@ from chat.web import (
     attachments,
     conversations,
     invitations,
+    languages,
     oidc_views,
     search,
     sharing_urls,
@@ -22,6 +23,7 @@ urlpatterns = [
     path("setup/", conversations.setup, name="setup"),
     path("login/", SignInView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("jsi18n/<str:lang>/", languages.catalog, name="js_catalog"),
     # OpenID Connect sign-in (chat.web.oidc_views)
     path("oidc/authenticate/", oidc_views.start, name="oidc_authentication_init"),
     path("oidc/callback/", oidc_views.callback, name="oidc_authentication_callback"),

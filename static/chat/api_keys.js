@@ -3,6 +3,7 @@
 // so the listeners sit on the document.
 
 import { copyToClipboard } from "./clipboard.js";
+import { gettext } from "./i18n.js";
 
 document.addEventListener("focusin", (event) => {
   if (event.target.classList?.contains("api-key-value")) event.target.select();
@@ -13,7 +14,7 @@ document.addEventListener("click", async (event) => {
   if (!button) return;
   const key = document.getElementById(button.dataset.copies);
   const copied = await copyToClipboard(key.value).catch(() => false);
-  button.textContent = copied ? "Copied" : "Copy failed: select it and copy";
+  button.textContent = copied ? gettext("Copied") : gettext("Copy failed: select it and copy");
 });
 
 // A refusal (403: the site's API closed after the page was loaded) replaces

@@ -8,6 +8,7 @@
 // (size, count, type, a model that cannot read images) is refused here before
 // anything is sent; the server checks it all again.
 
+import { gettext, interpolate, ngettext, number } from "./i18n.js";
 import { csrfToken, owner, showAlert } from "./page.js";
 
 // The files in the composer, in order, and the sends waiting for their uploads.
@@ -46,7 +47,7 @@ function limits() {
 // "qwen3:8b cannot see images: <why>", as the server words its refusal.
 function visionReason(why) {
   const name = document.getElementById("model-label")?.dataset.modelName;
-  return name ? `${name} cannot see images: ${why}` : why;
+  return name ? interpolate(gettext("%(model)s cannot see images: %(reason)s"), { model: name, reason: why }) : why;
 }
 
 function extensionOf(name) {
@@ -57,19 +58,20 @@ function extensionOf(name) {
 // ---------------------------------------------------------------- words
 
 function byteSize(bytes) {
-  if (bytes < 1024) return `${bytes} B`;
-  if (bytes < 1024 * 1024) return `${Math.round(bytes / 1024)} KB`;
+  if (bytes < 1024) return interpolate(gettext("%(size)s B"), { size: number(bytes) });
+  if (bytes < 1024 * 1024) return interpolate(gettext("%(size)s KB"), { size: number(bytes / 1024) });
   const mb = bytes / (1024 * 1024);
-  return `${mb < 10 ? mb.toFixed(1).replace(/\.0$/, "") : Math.round(mb)} MB`;
+  const tenth = mb < 10 && Math.round(mb * 10) % 10 !== 0;
+  return interpolate(gettext("%(size)s MB"), { size: tenth ? number(mb, 1) : number(mb) });
 }
 
 function tokenCount(tokens) {
-  if (tokens < 10000) return `~${tokens.toLocaleString("en-US")} tokens`;
-  return `~${Math.round(tokens / 1000)}k tokens`;
+  if (tokens < 10000) return interpolate(ngettext("~%(count)s token", "~%(count)s tokens", tokens), { count: number(tokens) });
+  return interpolate(gettext("~%(thousands)sk tokens"), { thousands: number(Math.round(tokens / 1000)) });
 }
 
-function plural(count, word) {
-  return `${count} ${word}${count === 1 ? "" : "s"}`;
+function fileCount(count) {
+  return interpolate(ngettext("%(count)s file", "%(count)s files", count), { count: number(count) });
 }
 
 // Upload news for screen readers, one polite message at a time.
@@ -87,20 +89,32 @@ function pastedName(file) {
   if (file.name && file.name !== "image.png") return file.name;
   const stamp = new Date().toISOString().slice(0, 19).replace("T", " ").replaceAll(":", ".");
   const ext = (file.type.split("/")[1] || "png").replace("jpeg", "jpg");
-  return `Pasted image ${stamp}.${ext}`;
+  return interpolate(gettext("Pasted image %(stamp)s.%(ext)s"), { stamp, ext });
 }
 
 // Why the browser will not send this file, or null.
 function refusal(file, name, image, room, rules) {
   if (image && !rules.vision) return `${name}: ${rules.visionReason}`;
   if (!rules.accept.includes(extensionOf(name))) {
-    return `${name}: this type of file cannot be attached (${rules.accept.join(" ")}).`;
+    return interpolate(gettext("%(name)s: this type of file cannot be attached (%(accepted)s)."), {
+      name,
+      accepted: rules.accept.join(" "),
+    });
   }
   if (file.size > rules.maxBytes) {
-    return `${name} is ${byteSize(file.size)}; the limit is ${byteSize(rules.maxBytes)} a file. It was not uploaded.`;
+    return interpolate(gettext("%(name)s is %(size)s; the limit is %(limit)s a file. It was not uploaded."), {
+      name,
+      size: byteSize(file.size),
+      limit: byteSize(rules.maxBytes),
+    });
   }
-  if (file.size === 0) return `${name} is empty. It was not uploaded.`;
-  if (room <= 0) return `${name}: at most ${plural(rules.maxFiles, "file")} go with one question.`;
+  if (file.size === 0) return interpolate(gettext("%(name)s is empty. It was not uploaded."), { name });
+  if (room <= 0) {
+    return interpolate(
+      ngettext("%(name)s: at most %(count)s file goes with one question.", "%(name)s: at most %(count)s files go with one question.", rules.maxFiles),
+      { name, count: number(rules.maxFiles) },
+    );
+  }
   return null;
 }
 
@@ -127,7 +141,7 @@ export function addFiles(files, { pasted = false } = {}) {
   showAlert(refused.join(" "));
   showTray();
   const taken = files.length - refused.length;
-  if (taken) tell(`Uploading ${plural(taken, "file")}…`);
+  if (taken) tell(interpolate(ngettext("Uploading %(count)s file…", "Uploading %(count)s files…", taken), { count: number(taken) }));
 }
 
 // ---------------------------------------------------------------- chips
@@ -143,10 +157,10 @@ function chipFor(item) {
   part(item, "name").textContent = item.name;
   part(item, "name").title = item.name;
   part(item, "size").textContent = byteSize(item.size);
-  part(item, "remove").setAttribute("aria-label", `Remove ${item.name}`);
-  part(item, "remove").title = "Remove";
-  part(item, "retry").setAttribute("aria-label", `Retry ${item.name}`);
-  part(item, "progress").setAttribute("aria-label", `Uploading ${item.name}`);
+  part(item, "remove").setAttribute("aria-label", interpolate(gettext("Remove %(name)s"), { name: item.name }));
+  part(item, "remove").title = gettext("Remove");
+  part(item, "retry").setAttribute("aria-label", interpolate(gettext("Retry %(name)s"), { name: item.name }));
+  part(item, "progress").setAttribute("aria-label", interpolate(gettext("Uploading %(name)s"), { name: item.name }));
   part(item, "remove").addEventListener("click", () => removeItem(item));
   part(item, "retry").addEventListener("click", () => upload(item));
   if (item.image) {
@@ -169,9 +183,9 @@ function showStatus(item) {
   chip.dataset.status = item.status;
   part(item, "progress").hidden = item.status !== "uploading";
   part(item, "retry").hidden = item.status !== "failed" || !item.retryable;
-  part(item, "error").textContent = item.status === "failed" ? item.error : "";
+  part(item, "error").textContent = item.status === "failed" ? item.error : ""; // i18n: not text
   part(item, "tokens").textContent = item.tokens == null ? "" : tokenCount(item.tokens);
-  part(item, "note").textContent = item.status === "ready" ? item.note : "";
+  part(item, "note").textContent = item.status === "ready" ? item.note : ""; // i18n: not text
 }
 
 // The list and its sum ("2 files · ~1,840 tokens · 1 uploading"), shown with
@@ -190,10 +204,10 @@ function showTray() {
   const tokens = counted.reduce((sum, item) => sum + item.tokens, 0);
   const uploading = tray.items.filter((item) => item.status === "uploading").length;
   const failed = tray.items.filter((item) => item.status === "failed").length;
-  const parts = [plural(tray.items.length, "file")];
-  if (counted.length) parts.push(`${tokenCount(tokens)} with this question`);
-  if (uploading) parts.push(`${uploading} uploading`);
-  if (failed) parts.push(`${failed} failed`);
+  const parts = [fileCount(tray.items.length)];
+  if (counted.length) parts.push(interpolate(gettext("%(tokens)s with this question"), { tokens: tokenCount(tokens) }));
+  if (uploading) parts.push(interpolate(gettext("%(count)s uploading"), { count: number(uploading) }));
+  if (failed) parts.push(interpolate(gettext("%(count)s failed"), { count: number(failed) }));
   summary.textContent = parts.join(" · ");
   summary.dataset.tokens = String(tokens);
 }
@@ -205,7 +219,7 @@ function failed(item, error, retryable) {
   item.error = error;
   item.retryable = retryable;
   showStatus(item);
-  tell(`${item.name} did not upload: ${error}`);
+  tell(interpolate(gettext("%(name)s did not upload: %(error)s"), { name: item.name, error }));
 }
 
 function uploaded(item, body) {
@@ -219,8 +233,11 @@ function uploaded(item, body) {
   }
   if (body.thumbnail_url) showThumbnail(item, body.thumbnail_url);
   showStatus(item);
-  const cost = item.tokens == null ? "" : `, ${tokenCount(item.tokens)}`;
-  tell(`${item.name} uploaded${cost}.${item.note ? ` ${item.note}` : ""}`);
+  const done =
+    item.tokens == null
+      ? interpolate(gettext("%(name)s uploaded."), { name: item.name })
+      : interpolate(gettext("%(name)s uploaded, %(tokens)s."), { name: item.name, tokens: tokenCount(item.tokens) });
+  tell(item.note ? `${done} ${item.note}` : done);
 }
 
 function errorText(xhr) {
@@ -230,8 +247,8 @@ function errorText(xhr) {
   } catch {
     // not the server's JSON: a proxy's page, say
   }
-  if (xhr.status === 413) return "The file is larger than the server accepts.";
-  return `The upload failed (HTTP ${xhr.status}).`;
+  if (xhr.status === 413) return gettext("The file is larger than the server accepts.");
+  return interpolate(gettext("The upload failed (HTTP %(status)s)."), { status: xhr.status });
 }
 
 // A refusal (a file too large, of the wrong type) would be refused again.
@@ -268,7 +285,7 @@ function upload(item) {
   });
   xhr.addEventListener("error", () => {
     if (item.removed) return;
-    failed(item, "The upload was interrupted: check the connection and retry.", true);
+    failed(item, gettext("The upload was interrupted: check the connection and retry."), true);
     finished(item);
   });
   xhr.addEventListener("abort", () => finished(item));
@@ -335,7 +352,7 @@ function removeItem(item) {
   // Focus stays in the list (the next chip's remove), or goes to the field.
   const next = tray.items[Math.min(index, tray.items.length - 1)];
   (next ? part(next, "remove") : owner.input).focus();
-  tell(`${item.name} removed.`);
+  tell(interpolate(gettext("%(name)s removed."), { name: item.name }));
 }
 
 // ---------------------------------------------------------------- a question takes them
@@ -385,11 +402,16 @@ export function followVision() {
   const button = document.getElementById("attach-button");
   const accepted = rules.vision ? rules.accept : rules.accept.filter((ext) => !rules.images.includes(ext));
   input.accept = accepted.join(",");
-  const each = `Up to ${plural(rules.maxFiles, "file")}, ${byteSize(rules.maxBytes)} each.`;
-  const images = rules.vision ? "" : ` No images: ${rules.visionReason}`;
-  document.getElementById("attach-limits").textContent = `${each}${images}`;
-  button.title = rules.vision ? "Attach files" : `Attach documents (${rules.visionReason})`;
-  button.setAttribute("aria-label", rules.vision ? "Attach files" : "Attach documents");
+  const each = interpolate(ngettext("Up to %(count)s file, %(size)s each.", "Up to %(count)s files, %(size)s each.", rules.maxFiles), {
+    count: number(rules.maxFiles),
+    size: byteSize(rules.maxBytes),
+  });
+  const images = rules.vision ? "" : interpolate(gettext("No images: %(reason)s"), { reason: rules.visionReason });
+  document.getElementById("attach-limits").textContent = images ? `${each} ${images}` : each;
+  button.title = rules.vision
+    ? gettext("Attach files")
+    : interpolate(gettext("Attach documents (%(reason)s)"), { reason: rules.visionReason });
+  button.setAttribute("aria-label", rules.vision ? gettext("Attach files") : gettext("Attach documents"));
   composer().dataset.imagesOff = rules.vision ? "" : "1";
 }
 
@@ -428,7 +450,7 @@ function markPictures() {
 // ---------------------------------------------------------------- button, drop, paste
 
 function carriesFiles(event) {
-  return Array.from(event.dataTransfer?.types ?? []).includes("Files");
+  return Array.from(event.dataTransfer?.types ?? []).includes("Files"); // i18n: not text
 }
 
 // Files dropped anywhere on the conversation or the composer. Dropped

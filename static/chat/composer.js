@@ -15,6 +15,7 @@ import { followNewest, liveAnswer, rememberThinking } from "./live_answer.js";
 import { announce, csrfToken, list, owner, showAlert } from "./page.js";
 import { handlers, isOpen, preloadModel, sendFrame } from "./socket.js";
 import { isBusy, questionSent, setBusy } from "./turn.js";
+import { gettext, interpolate, ngettext } from "./i18n.js";
 
 // crypto.randomUUID needs a secure context; teams often serve plain http on a LAN.
 function newClientId() {
@@ -34,7 +35,7 @@ function showWaiting(waiting) {
   owner.composer.dataset.waiting = waiting ? "1" : "";
   owner.sendButton.setAttribute("aria-busy", waiting ? "true" : "false");
   const status = document.getElementById("attach-status");
-  status.textContent = waiting ? "Your message is sent once the files are uploaded." : "";
+  status.textContent = waiting ? gettext("Your message is sent once the files are uploaded.") : "";
 }
 
 async function send({ truncate = false } = {}) {
@@ -50,12 +51,16 @@ async function send({ truncate = false } = {}) {
   }
   const failed = failedNames();
   if (failed.length) {
-    const them = failed.length === 1 ? "it" : "them";
-    showAlert(`Not sent: ${failed.join(", ")} cannot go with it (see the file). Remove ${them}, then send again.`);
+    const why = ngettext(
+      "Not sent: %(names)s cannot go with it (see the file). Remove it, then send again.",
+      "Not sent: %(names)s cannot go with it (see the files). Remove them, then send again.",
+      failed.length,
+    );
+    showAlert(interpolate(why, { names: failed.join(", ") }));
     return;
   }
   if (!isOpen()) {
-    showAlert("Not connected: your message is kept, send it again once reconnected.");
+    showAlert(gettext("Not connected: your message is kept, send it again once reconnected."));
     return;
   }
   showAlert("");
@@ -78,7 +83,7 @@ async function send({ truncate = false } = {}) {
 // alert offers to send them again with the documents cut to fit.
 function offerTruncated(event) {
   if (event.detail.code !== "document_too_large") return;
-  showAlert(event.detail.detail, { label: "Send truncated", run: () => send({ truncate: true }) });
+  showAlert(event.detail.detail, { label: gettext("Send truncated"), run: () => send({ truncate: true }) });
 }
 
 function stop() {
@@ -128,7 +133,7 @@ function followModelName() {
   document.body.addEventListener("htmx:afterSettle", () => {
     const name = document.getElementById("model-label")?.dataset.modelName;
     if (!name) return;
-    owner.input.placeholder = `Message ${name}`;
+    owner.input.placeholder = interpolate(gettext("Message %(model)s"), { model: name });
     for (const ref of document.querySelectorAll(".model-name-ref")) ref.textContent = name;
   });
 }
@@ -145,11 +150,11 @@ export function wireOwner() {
 // cannot be done.
 function sendReplacing(frame) {
   if (isBusy()) {
-    showAlert("Wait for the current answer, or stop it.");
+    showAlert(gettext("Wait for the current answer, or stop it."));
     return false;
   }
   if (!isOpen()) {
-    showAlert("Not connected: try again once reconnected.");
+    showAlert(gettext("Not connected: try again once reconnected."));
     return false;
   }
   showAlert("");
@@ -206,7 +211,7 @@ function stopEditing(article) {
 // The field stays until the server replaces the question (a refusal keeps it).
 function resendEdited(article, content) {
   if (!content.trim()) {
-    showAlert("Type a message before resending.");
+    showAlert(gettext("Type a message before resending."));
     return;
   }
   sendReplacing({ type: "edit", message_id: Number(article.dataset.messageId), content });
@@ -220,7 +225,7 @@ function resendEdited(article, content) {
 // without its socket.
 async function showVersion(button) {
   if (isBusy()) {
-    showAlert("Wait for the current answer, or stop it.");
+    showAlert(gettext("Wait for the current answer, or stop it."));
     return;
   }
   let response;
@@ -231,7 +236,7 @@ async function showVersion(button) {
       headers: { "X-CSRFToken": csrfToken() },
     });
   } catch {
-    showAlert("Not connected: try again once reconnected.");
+    showAlert(gettext("Not connected: try again once reconnected."));
     return;
   }
   if (!response.ok) {
@@ -250,7 +255,7 @@ async function showVersion(button) {
   const steps = control.querySelectorAll(".version-step:not(:disabled)");
   const same = control.querySelector(`.version-step[data-step="${button.dataset.step}"]:not(:disabled)`);
   (same ?? steps[0])?.focus({ preventScroll: true });
-  announce(`Version ${control.dataset.number} of ${control.dataset.count}`);
+  announce(interpolate(gettext("Version %(number)s of %(count)s"), control.dataset));
 }
 
 // ---------------------------------------------------------------- clicks in the list
@@ -259,8 +264,8 @@ async function copyFrom(button, source) {
   const copied = await copyToClipboard(source).catch(() => false);
   const label = button.querySelector("span") ?? button;
   const before = label.textContent;
-  label.textContent = copied ? "Copied" : "Copy failed";
-  announce(copied ? "Copied to the clipboard." : "Could not copy.");
+  label.textContent = copied ? gettext("Copied") : gettext("Copy failed");
+  announce(copied ? gettext("Copied to the clipboard.") : gettext("Could not copy."));
   setTimeout(() => {
     label.textContent = before;
   }, 1500);
@@ -271,7 +276,7 @@ function answerSource(button) {
   const state = liveAnswer(Number(article.dataset.messageId));
   if (state?.source() != null) return state.source();
   return fetch(button.dataset.sourceUrl, { credentials: "same-origin" }).then((response) => {
-    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    if (!response.ok) throw new Error(`HTTP ${response.status}`); // i18n: not text
     return response.text();
   });
 }

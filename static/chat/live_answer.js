@@ -6,6 +6,7 @@
 
 import { IncrementalMarkdown, available as markdownAvailable } from "./markdown.js";
 import { announce, jumpButton, list, owner, sentinel, template } from "./page.js";
+import { gettext, interpolate, ngettext, number, seconds } from "./i18n.js";
 
 const THINKING_PREFERENCE = "chatsite.thinking"; // "open" | "closed" | absent
 const FIGURES_EVERY_MS = 250;
@@ -33,14 +34,6 @@ function codePoints(text) {
   return n;
 }
 
-function plural(count, word) {
-  return `${count} ${word}${count === 1 ? "" : "s"}`;
-}
-
-function seconds(ms) {
-  const s = ms / 1000;
-  return s < 10 ? `${s.toFixed(1)} s` : `${Math.round(s)} s`;
-}
 
 // Cut `text` at most `limit` UTF-16 units in, never inside a surrogate pair.
 function headOf(text, limit) {
@@ -178,12 +171,12 @@ class LiveAnswer {
       // Resumed after a reload: when the thinking began is not known here, but
       // the answer's first text says it has ended.
       if (!this.answering) return;
-      text = "Thoughts";
+      text = gettext("Thoughts");
     } else {
       text =
         this.thinkingEnd === null
-          ? `Thinking… ${Math.floor((now - this.thinkingStart) / 1000)} s`
-          : `Thought for ${seconds(this.thinkingEnd - this.thinkingStart)}`;
+          ? interpolate(gettext("Thinking… %(seconds)s s"), { seconds: number(Math.floor((now - this.thinkingStart) / 1000)) })
+          : interpolate(gettext("Thought for %(duration)s"), { duration: seconds(this.thinkingEnd - this.thinkingStart) });
     }
     if (this.label.textContent !== text) this.label.textContent = text;
   }
@@ -193,7 +186,7 @@ class LiveAnswer {
     if (!this.figures || this.firstDeltaAt === null) return;
     const elapsed = now - this.firstDeltaAt;
     if (this.deltas > 2 && elapsed > 300) {
-      this.rateText = `≈ ${Math.round(((this.deltas - 1) * 1000) / elapsed)} tok/s`;
+      this.rateText = interpolate(gettext("≈ %(rate)s tok/s"), { rate: number(((this.deltas - 1) * 1000) / elapsed) });
     }
     this.showFigures();
   }
@@ -203,9 +196,14 @@ class LiveAnswer {
   showFigures() {
     if (!this.figures || this.firstDeltaAt === null) return;
     const parts = this.rateText ? [this.rateText] : [];
-    if (this.sentAt !== null) parts.push(`first token ${seconds(this.firstDeltaAt - this.sentAt)}`);
-    const count = plural(this.shownTokens + this.checkpointTokens, "token");
-    parts.push(this.checkpointTokens ? `≈ ${count} so far` : `${count} so far`);
+    if (this.sentAt !== null) parts.push(interpolate(gettext("first token %(wait)s"), { wait: seconds(this.firstDeltaAt - this.sentAt) }));
+    const tokens = this.shownTokens + this.checkpointTokens;
+    const count = { count: number(tokens) };
+    parts.push(
+      this.checkpointTokens
+        ? interpolate(ngettext("≈ %(count)s token so far", "≈ %(count)s tokens so far", tokens), count)
+        : interpolate(ngettext("%(count)s token so far", "%(count)s tokens so far", tokens), count),
+    );
     const text = parts.join(" · ");
     if (this.figures.textContent !== text) this.figures.textContent = text;
   }
@@ -332,7 +330,7 @@ function watchThinkingScroll(state) {
 // line, until the first token's figures take its place.
 export function showQueued(state, position) {
   if (!state.figures || state.firstDeltaAt !== null) return;
-  const text = `Queued — position ${position}`;
+  const text = interpolate(gettext("Queued — position %(position)s"), { position: number(position) });
   if (state.figures.textContent === text) return;
   state.figures.textContent = text;
   announce(text);
@@ -347,7 +345,7 @@ export function showModelState(state) {
   if (!loading && modelState.hidden) return; // the usual case: an answer's first text
   modelState.hidden = !loading;
   for (const answer of drawing.live.values()) {
-    if (answer.firstDeltaAt === null && answer.figures) answer.figures.textContent = loading ? "Loading model…" : "";
+    if (answer.firstDeltaAt === null && answer.figures) answer.figures.textContent = loading ? gettext("Loading model…") : "";
   }
 }
 

@@ -12,6 +12,8 @@
 // globals markdownit, DOMPurify, hljs and katex; without markdown-it or DOMPurify
 // the answer is shown as plain text.
 
+import { gettext, interpolate } from "./i18n.js";
+
 const { markdownit, DOMPurify, hljs, katex } = window;
 
 export const available = Boolean(markdownit && DOMPurify);
@@ -215,12 +217,12 @@ function codeBlockChrome(pre, code) {
   header.className = "code-header";
   const lang = document.createElement("span");
   lang.className = "code-lang";
-  lang.textContent = languageOf(code) || "text";
+  lang.textContent = languageOf(code) || gettext("text");
   const copy = document.createElement("button");
   copy.type = "button";
   copy.className = "copy-code";
-  copy.textContent = "Copy";
-  copy.setAttribute("aria-label", `Copy ${lang.textContent} code`);
+  copy.textContent = gettext("Copy");
+  copy.setAttribute("aria-label", interpolate(gettext("Copy %(language)s code"), { language: lang.textContent }));
   header.append(lang, copy);
   pre.replaceWith(block);
   block.append(header, pre);

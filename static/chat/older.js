@@ -4,6 +4,8 @@
 // above without moving what the reader is looking at. Each inserted page brings
 // the control for the one before it, until the first message.
 
+import { gettext, interpolate, ngettext, number } from "./i18n.js";
+
 const list = document.getElementById("messages");
 const announcer = document.getElementById("announcer");
 const NEAR_TOP = "800px 0px 0px 0px"; // start fetching this far above the view
@@ -27,17 +29,17 @@ async function loadOlder() {
   loading = true;
   const button = holder.querySelector("button");
   holder.dataset.state = "loading";
-  button.textContent = "Loading older messages…";
+  button.textContent = gettext("Loading older messages…");
   try {
     const response = await fetch(holder.dataset.olderUrl, {
       credentials: "same-origin",
       headers: { Accept: "text/html" },
     });
-    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    if (!response.ok) throw new Error(`HTTP ${response.status}`); // i18n: not text
     insertAbove(holder, await response.text());
   } catch {
     holder.dataset.state = "failed";
-    button.textContent = "Could not load older messages: try again";
+    button.textContent = gettext("Could not load older messages: try again");
   } finally {
     loading = false;
   }
@@ -59,7 +61,10 @@ function insertAbove(holder, html) {
     nearTop.observe(next);
     if (hadFocus) next.querySelector("button").focus({ preventScroll: true });
   }
-  announcer.textContent = `${count} older messages shown${next ? "" : ", from the first"}.`;
+  const shown = next
+    ? ngettext("%(count)s older message shown.", "%(count)s older messages shown.", count)
+    : ngettext("%(count)s older message shown, from the first.", "%(count)s older messages shown, from the first.", count);
+  announcer.textContent = interpolate(shown, { count: number(count) });
 }
 
 list.addEventListener("click", (event) => {

@@ -2,6 +2,7 @@
 // it), and a new link's address is selected and copied on request.
 
 import { copyToClipboard } from "./clipboard.js";
+import { gettext } from "./i18n.js";
 
 const button = document.getElementById("share-button");
 const dialog = document.getElementById("share-dialog");
@@ -24,7 +25,7 @@ function wire() {
     const copy = event.target.closest(".copy-share-url");
     if (!copy) return;
     const copied = await copyToClipboard(dialog.querySelector(".share-url").value).catch(() => false);
-    copy.textContent = copied ? "Copied" : "Copy failed: select it and copy";
+    copy.textContent = copied ? gettext("Copied") : gettext("Copy failed: select it and copy");
   });
 }
 

@@ -5,6 +5,8 @@
 // fold away and take a dragged conversation. This module keeps the date-grouped
 // list in order when an entry comes back to it or has new activity.
 
+import { gettext } from "./i18n.js";
+
 const sidebar = document.getElementById("sidebar");
 const menuButton = document.getElementById("menu-button");
 const closeButton = document.getElementById("sidebar-close");
@@ -131,7 +133,8 @@ async function moveToToday(id) {
   const first = dated.querySelector(":scope > .conversation-item");
   const now = Date.now() * 1000;
   item.dataset.key = String(first && first !== item ? Math.max(now, Number(first.dataset.key) + 1) : now);
-  item.dataset.group = "Today";
+  // The same heading as the server's (chat/models/sidebar.py), in the same language.
+  item.dataset.group = gettext("Today");
   dated.prepend(item);
   tidy();
 }
@@ -333,9 +336,9 @@ function wire() {
   document.body.addEventListener("htmx:responseError", (event) => {
     if (!sidebar.contains(event.detail.elt) && event.detail.elt !== document.body) return;
     const text = event.detail.xhr.responseText;
-    showError(text && text.length < 300 ? text : "That did not work. Try again.");
+    showError(text && text.length < 300 ? text : gettext("That did not work. Try again."));
   });
-  document.body.addEventListener("htmx:sendError", () => showError("The server cannot be reached."));
+  document.body.addEventListener("htmx:sendError", () => showError(gettext("The server cannot be reached.")));
   document.body.addEventListener("htmx:load", (event) => applyFolded(event.detail.elt));
   // An entry that moves away (pinned, archived, filed) takes the focus with it:
   // it goes to the entry beside it instead of the page's start.

@@ -27,14 +27,15 @@ import {
   setBusy,
   timeFromSend,
 } from "./turn.js";
+import { gettext, interpolate } from "./i18n.js";
 
 // After these the page does not reconnect (trying again would be refused again);
 // the header says why ("Not allowed" for a code not named here).
 const CLOSED_FOR_GOOD = new Set([CLOSE_SIGNED_OUT, CLOSE_FORBIDDEN, CLOSE_NOT_FOUND, CLOSE_GONE]);
 const CLOSED_BECAUSE = {
-  [CLOSE_SIGNED_OUT]: "Signed out",
-  [CLOSE_NOT_FOUND]: "No such link",
-  [CLOSE_GONE]: "Link closed",
+  [CLOSE_SIGNED_OUT]: gettext("Signed out"),
+  [CLOSE_NOT_FOUND]: gettext("No such link"),
+  [CLOSE_GONE]: gettext("Link closed"),
 };
 
 // The socket and its reconnecting.
@@ -72,8 +73,10 @@ function replaceMessage(message) {
 
 // One polite announcement per finished answer, never one per token.
 function announceAnswer(message, state) {
-  const prefix = { done: "Answer", stopped: "Answer stopped", error: "Answer failed" }[message.status] ?? "Answer";
-  announce(`${prefix}: ${message.error_detail || state.summary(600)}`);
+  const prefix =
+    { done: gettext("Answer"), stopped: gettext("Answer stopped"), error: gettext("Answer failed") }[message.status] ??
+    gettext("Answer");
+  announce(interpolate(gettext("%(prefix)s: %(text)s"), { prefix, text: message.error_detail || state.summary(600) }));
 }
 
 // Messages a regenerate or an edit replaced (in this tab or another): gone from
@@ -218,7 +221,7 @@ export function connect() {
   link.socket = socket;
   socket.addEventListener("open", () => {
     link.retry = 0;
-    setConnection("live", "Connected");
+    setConnection("live", gettext("Connected"));
     resumeStreaming();
     preloadModel("opened");
   });
@@ -228,9 +231,9 @@ export function connect() {
   });
   socket.addEventListener("close", (event) => {
     link.socket = null;
-    if (giveBackUnsent()) showAlert("Disconnected before your message was confirmed: it is back in the box.");
+    if (giveBackUnsent()) showAlert(gettext("Disconnected before your message was confirmed: it is back in the box."));
     if (CLOSED_FOR_GOOD.has(event.code)) {
-      setConnection("closed", CLOSED_BECAUSE[event.code] ?? "Not allowed");
+      setConnection("closed", CLOSED_BECAUSE[event.code] ?? gettext("Not allowed"));
       return;
     }
     scheduleReconnect();
@@ -241,7 +244,10 @@ export function connect() {
 function scheduleReconnect() {
   const delay = Math.min(8000, 250 * 2 ** link.retry++) * (0.8 + Math.random() * 0.4);
   const wait = Math.round(delay / 1000);
-  setConnection("reconnecting", wait > 1 ? `Reconnecting in ${wait} s…` : "Reconnecting…");
+  setConnection(
+    "reconnecting",
+    wait > 1 ? interpolate(gettext("Reconnecting in %(seconds)s s…"), { seconds: wait }) : gettext("Reconnecting…"),
+  );
   link.retryTimer = setTimeout(connect, delay);
 }
 

@@ -3,6 +3,8 @@
 // none), then the server's result (chat/_import_result.html) is shown. A file
 // over the limit is refused here before it is sent; the server checks again.
 
+import { gettext, interpolate, number } from "./i18n.js";
+
 const form = document.getElementById("import-form");
 const progress = document.getElementById("import-progress");
 const status = document.getElementById("import-status");
@@ -10,7 +12,7 @@ const result = document.getElementById("import-result");
 const button = document.getElementById("import-button");
 
 function megabytes(bytes) {
-  return `${(bytes / 1e6).toFixed(bytes < 1e7 ? 1 : 0)} MB`;
+  return interpolate(gettext("%(size)s MB"), { size: number(bytes / 1e6, bytes < 1e7 ? 1 : 0) });
 }
 
 function showError(text) {
@@ -33,7 +35,11 @@ form?.addEventListener("submit", (event) => {
   if (!file) return;
   const max = Number(form.dataset.maxBytes);
   if (file.size > max) {
-    showError(`The file is too large: imports are limited to ${form.dataset.limit}. Nothing was imported.`);
+    showError(
+      interpolate(gettext("The file is too large: imports are limited to %(limit)s. Nothing was imported."), {
+        limit: form.dataset.limit,
+      }),
+    );
     return;
   }
   const xhr = new XMLHttpRequest();
@@ -43,12 +49,15 @@ form?.addEventListener("submit", (event) => {
   xhr.upload.addEventListener("progress", (e) => {
     if (!e.lengthComputable) return;
     progress.value = Math.round((e.loaded / e.total) * 100);
-    status.textContent = `Uploading… ${megabytes(e.loaded)} of ${megabytes(e.total)}`;
+    status.textContent = interpolate(gettext("Uploading… %(done)s of %(total)s"), {
+      done: megabytes(e.loaded),
+      total: megabytes(e.total),
+    });
   });
   xhr.upload.addEventListener("load", () => {
     // Uploaded: the server reads and stores it (indeterminate from here).
     progress.removeAttribute("value");
-    status.textContent = "Importing…";
+    status.textContent = gettext("Importing…");
   });
   xhr.addEventListener("load", () => {
     finish();
@@ -57,17 +66,17 @@ form?.addEventListener("submit", (event) => {
       result.innerHTML = xhr.responseText;
       if (xhr.status === 200) form.reset();
     } else {
-      showError(xhr.responseText || `The import failed (HTTP ${xhr.status}).`);
+      showError(xhr.responseText || interpolate(gettext("The import failed (HTTP %(status)s)."), { status: xhr.status }));
     }
   });
   xhr.addEventListener("error", () => {
     finish();
-    showError("The upload was interrupted: check the connection and try again. Nothing was imported.");
+    showError(gettext("The upload was interrupted: check the connection and try again. Nothing was imported."));
   });
   button.disabled = true;
   progress.hidden = false;
   progress.value = 0;
   result.replaceChildren();
-  status.textContent = "Uploading…";
+  status.textContent = gettext("Uploading…");
   xhr.send(new FormData(form));
 });

@@ -134,6 +134,25 @@ def test_a_refused_upload_says_why_in_json_and_stores_nothing(
     assert not Attachment.objects.exists()
 
 
+def test_a_refusal_is_in_the_readers_language(alice_client, vision):
+    # Checked in the worker thread the upload is read in (`files.prepare`):
+    # the request's language goes with it.
+    response = alice_client.post(
+        reverse("upload_attachment"),
+        {"file": named(samples.corrupt_pdf(), "broken.pdf")},
+        HTTP_ACCEPT_LANGUAGE="zh-CN",
+    )
+    assert response.status_code == 422
+    assert response.json()["error"] == "无法读取 broken.pdf：PDF 已损坏或不完整。"
+    response = alice_client.post(
+        reverse("upload_attachment"),
+        {"file": named(b"MZ\x90", "run.exe")},
+        HTTP_ACCEPT_LANGUAGE="zh-CN",
+    )
+    assert response.json()["error"].startswith("run.exe：不接受 .exe 文件。可添加图片")
+    assert not Attachment.objects.exists()
+
+
 def test_a_file_over_the_limit_is_refused_on_the_server(alice_client, settings):
     settings.ATTACHMENT_MAX_BYTES = 2048
     response = upload(alice_client, b"x" * 5000, "big.log")
