@@ -212,12 +212,12 @@ def take_ticket(
     ticket is written: the site's row stays locked until the commit, so no
     other decision can be taken in between (docs/latency.md, rule 8: the model
     server is asked while the rest is stored)."""
-    _prune()
     new = Entry(answer.pk, user_id, profile.pk, None)
     decided = _decide({profile.pk: profile.parallel_slots}, new)
     served = decided.numbers.get(answer.pk)
     if served is not None and admitted is not None:
         admitted(decided)
+    _prune()
     Ticket.objects.create(
         message=answer, user_id=user_id, profile=profile, served=served
     )

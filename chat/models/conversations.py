@@ -318,7 +318,7 @@ class Conversation(models.Model):
         )
         site = SiteDefaults.load()
         profile = conversation.effective_model(site).value
-        if conversation.busy:
+        if conversation.busy:  # type: ignore[attr-defined]  # annotated above
             raise Conversation.Busy("Wait for the current answer, or stop it.")
         return conversation._store_turn(
             profile, content, client_id, site=site, locked=True, placed=placed
