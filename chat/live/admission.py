@@ -34,7 +34,7 @@ from typing import TypeVar
 from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer, get_channel_layer
 from django.db import DatabaseError, transaction
-from django.db.models import Max
+from django.db.models import F, Max, Q
 from django.utils import timezone
 
 from chat.live import events
@@ -141,12 +141,21 @@ def _decide(slots: dict[int, int] | None = None, new: Entry | None = None) -> Pl
     whose ticket is not written yet (`take_ticket`): if admitted, its number is
     in the plan's `numbers`, for its ticket."""
     site = _locked_site()
-    rows = Ticket.objects.filter(message__status=STREAMING).values_list(
-        "message_id", "user_id", "profile_id", "served"
+    # The running and waiting tickets, and in the same trip the last admission's
+    # (its number is the next one's start), running or not.
+    last = Ticket.objects.order_by(F("served").desc(nulls_last=True))[:1]
+    rows = (
+        Ticket.objects.filter(
+            Q(message__status=STREAMING) | Q(pk__in=last.values("pk"))
+        )
+        .annotate(live=Q(message__status=STREAMING))
+        .values_list("message_id", "user_id", "profile_id", "served", "live")
     )
+    tickets = [Entry(*row) for row in rows]
+    turn = max((e.served or 0 for e in tickets), default=0)
     # In the order they asked: answers' ids grow.
     entries = sorted(
-        [*(Entry(*row) for row in rows), *([new] if new else [])],
+        [*(e for e in tickets if e.live), *([new] if new else [])],
         key=lambda e: e.message_id,
     )
     waiting = [e for e in entries if e.served is None]
@@ -178,7 +187,6 @@ def _decide(slots: dict[int, int] | None = None, new: Entry | None = None) -> Pl
         )
     decided = plan([*history, *entries], site.generations_per_user, slots)
     if decided.admit:
-        turn = Ticket.objects.aggregate(last=Max("served"))["last"] or 0
         for number, message_id in enumerate(decided.admit, start=turn + 1):
             if new is not None and message_id == new.message_id:
                 decided.numbers[message_id] = number
