@@ -224,7 +224,7 @@ async def begin(api_key: ApiKey, request: ChatRequest, *, store: bool) -> ApiAns
     except BaseException:
         answer.close()
         raise
-    failed = None if committed is None else stored.exception()
+    failed = stored.exception() if committed is not None and stored.done() else None
     if failed is not None:
         # The runner closed the upstream request and stored nothing.
         logger.error("an API answer could not be stored", exc_info=failed)

@@ -174,8 +174,9 @@ class ChatConsumer(SessionBound, LiveSocket):
             plan=admitted.plan,
             stored=early.told(stored, lambda begun: turn_frames(begun[0])),
         )
-        # Started: told, or the commit failed (`Runner.start` returns then).
-        failed = stored.exception()
+        # Started: told, or the commit failed (`Runner.start` returns then; or
+        # its task never ran, its loop closing).
+        failed = stored.exception() if stored.done() else None
         if failed is None:
             return
         logger.error(
