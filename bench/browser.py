@@ -13,8 +13,13 @@ token each, so token *i* is the word ``w{i}``. Both stamps are wall-clock
 Scenarios: one tab at 80, 400 and 1,000 tok/s; 10 tabs streaming 80 tok/s each at
 once, each in its own browser context (its own window: background tabs of one
 window get no animation frames); Enter pressed -> first token visible, minus the
-model's own time to first token; and the main thread's longest task while a
+model's own time to first token, also for the first question a fresh server
+process is asked (cold start); and the main thread's longest task while a
 20,000-token markdown answer streams into a conversation of 200 messages.
+
+Every stream scenario up to 400 tok/s, and Enter -> first token, is measured
+again in the same run on the floor: a bare WebSocket relay to the same simulator
+(``bench/floor.py``), and each row prints its p99 as a multiple of the floor's.
 
 With 10 tabs on a 2-core machine the browser itself needs ~1.9 ms of CPU per
 token (renderers ~1.35, the software-compositing GPU process ~0.27, the rest
@@ -71,6 +76,10 @@ class Scenario:
     tokens: int
     per_paragraph: int = 40  # words; as many as `tokens`: one long paragraph
     chinese: bool = False  # one paragraph of Chinese characters (`chinese_answer`)
+    # Also measured on the bare relay (bench/floor.py). Not at 1,000 tok/s: the
+    # floor's page keeps the whole answer in one text node, whose layout every
+    # frame then outgrows the frame at that rate, so it is no floor there.
+    floor: bool = True
 
     @property
     def stride(self) -> int:
@@ -85,10 +94,11 @@ SCENARIOS = [
     Scenario("1 tab @ 80 tok/s, one paragraph", 1, 80, 400, per_paragraph=400),
     Scenario("1 tab @ 80 tok/s, one Chinese paragraph", 1, 80, 400, chinese=True),
     Scenario("1 tab @ 400 tok/s", tabs=1, tps=400, tokens=2000),
-    Scenario("1 tab @ 1000 tok/s", tabs=1, tps=1000, tokens=3000),
+    Scenario("1 tab @ 1000 tok/s", tabs=1, tps=1000, tokens=3000, floor=False),
     Scenario("10 tabs @ 80 tok/s", tabs=10, tps=80, tokens=400),
 ]
 TTFT_SAMPLES = 15
+COLD_START = "cold start: Enter -> first token"
 TTFT_MODEL_MS = 100.0
 LONG_TOKENS = 20_000
 LONG_TPS = 1000.0
@@ -109,6 +119,15 @@ BUDGETS: dict[str, dict[str, float]] = {
         "enter_to_model_request_p95_ms": 15,
     },
     "20k-token answer, 200 messages": {"longest_task_ms": 50},
+}
+
+
+# A token's cost must not grow with the paragraph it lands in: on one long
+# paragraph the page stays within this many times the bare relay's p99
+# (``bench/floor.py``) measured in the same run.
+FLOOR_RATIO_BUDGETS: dict[str, float] = {
+    "1 tab @ 80 tok/s, one paragraph": 1.5,
+    "1 tab @ 80 tok/s, one Chinese paragraph": 1.5,
 }
 
 
@@ -343,7 +362,8 @@ def history_messages(conversation_id: int, count: int) -> list[Any]:
 
 
 class Site:
-    """A simulator and one Daphne process on a throwaway SQLite database."""
+    """A simulator, one Daphne process on a throwaway SQLite database, and the
+    floor: a bare relay to the same simulator (``bench/floor.py``)."""
 
     def __init__(self) -> None:
         self.tmp = tempfile.TemporaryDirectory(prefix="chatsite-browser-bench-")
@@ -355,12 +375,17 @@ class Site:
         }
         self.env.pop("REDIS_URL", None)
         self.sim_port, self.web_port = free_port(), free_port()
+        self.floor_port = free_port()
         self.processes: list[subprocess.Popen[bytes]] = []
         self.session_key = ""
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.web_port}"
+
+    @property
+    def floor_url(self) -> str:
+        return f"http://127.0.0.1:{self.floor_port}"
 
     @property
     def sim_url(self) -> str:
@@ -374,9 +399,12 @@ class Site:
                   "--ttft-ms", "0"),
             spawn(self.env, "-m", "daphne", "-b", "127.0.0.1", "-p",
                   str(self.web_port), "chatsite.asgi:application"),
+            spawn(self.env, "-m", "bench.floor", "--port", str(self.floor_port),
+                  "--upstream", self.sim_url, "--model", MODEL),
         ]  # fmt: skip
         wait_until_up(f"{self.sim_url}/api/version")
         wait_until_up(f"{self.url}/login/")
+        wait_until_up(self.floor_url)
         self.session_key = self.shell(
             "from django.contrib.auth.models import User;"
             "from django.contrib.sessions.backends.db import SessionStore;"
@@ -495,10 +523,11 @@ class CpuMeter:
     browser's also by process kind: renderers, the GPU process that composites
     in software here, the main process)."""
 
-    def __init__(self, site: Site) -> None:
+    def __init__(self, site: Site, floor: bool = False) -> None:
         browser = [pid for pid in descendants(os.getpid()) if pid not in site.pids()]
         self.groups = {
-            "daphne": [site.processes[1].pid],
+            # The server's column: Daphne, or the bare relay in the floor's rows.
+            "daphne": [site.processes[2 if floor else 1].pid],
             "simulator": [site.processes[0].pid],
             "browser": browser,
             "renderers": [p for p in browser if chromium_kind(p) == "renderer"],
@@ -516,7 +545,10 @@ class CpuMeter:
 # ---------------------------------------------------------------- browser side
 
 
-async def open_page(browser: Any, site: Site, conversation_id: int, *scripts: str):
+async def open_page(
+    browser: Any, site: Site, conversation_id: int | None, *scripts: str
+):
+    """A conversation's page, or the floor's page for ``None``."""
     context = await browser.new_context(viewport={"width": 1280, "height": 800})
     await context.add_cookies(
         [{"name": "sessionid", "value": site.session_key, "url": site.url}]
@@ -524,7 +556,10 @@ async def open_page(browser: Any, site: Site, conversation_id: int, *scripts: st
     page = await context.new_page()
     for script in scripts:
         await page.add_init_script(script)
-    await page.goto(f"{site.url}/c/{conversation_id}/")
+    if conversation_id is None:
+        await page.goto(site.floor_url)
+    else:
+        await page.goto(f"{site.url}/c/{conversation_id}/")
     await page.wait_for_selector('#chat[data-connected="1"]')
     return page
 
@@ -565,7 +600,11 @@ def token_latencies(
 
 
 async def measure_streams(
-    browser: Any, site: Site, scenario: Scenario, browser_nice: int = 0
+    browser: Any,
+    site: Site,
+    scenario: Scenario,
+    browser_nice: int = 0,
+    floor: bool = False,
 ) -> dict:
     site.configure(
         tps=scenario.tps,
@@ -574,13 +613,15 @@ async def measure_streams(
         else plain_answer(scenario.tokens, scenario.per_paragraph),
         ttft_ms=0,
     )
-    conversations = site.new_conversations(scenario.tabs)
+    conversations: list[int | None] = (
+        [None] * scenario.tabs if floor else list(site.new_conversations(scenario.tabs))
+    )
     pages = [await open_page(browser, site, pk, MEASURE_TOKENS) for pk in conversations]
     visibility = [await p.evaluate("document.visibilityState") for p in pages]
     texts = [f"go {scenario.name} tab {i}" for i in range(len(pages))]
     for page, text in zip(pages, texts, strict=True):
         await page.fill("#composer-input", text)
-    cpu = CpuMeter(site)
+    cpu = CpuMeter(site, floor)
     if browser_nice:
         lower_priority(cpu.groups["browser"], browser_nice)
     await asyncio.gather(*(p.press("#composer-input", "Enter") for p in pages))
@@ -589,20 +630,27 @@ async def measure_streams(
     log = site.sim_log()
     latencies: list[float] = []
     arrivals: list[float] = []
+    in_page: list[float] = []  # a token's message event -> its word in the DOM
     seen = 0
     for page, text in zip(pages, texts, strict=True):
         bench = await page.evaluate("window.__bench")
         entry = entry_for(log, text)
         latencies += token_latencies(bench["visible"], entry, scenario.stride)
         arrivals += token_latencies(bench["arrived"], entry, scenario.stride)
+        arrived = dict(bench["arrived"])
+        in_page += [at - arrived[i] for i, at in bench["visible"] if i in arrived]
         seen += len(bench["visible"])
         await page.context.close()
-    row: dict[str, Any] = {"scenario": scenario.name, "tokens": seen}
+    name = f"{scenario.name} [floor]" if floor else scenario.name
+    row: dict[str, Any] = {"scenario": name, "tokens": seen}
     for q, label in ((0.5, "p50"), (0.95, "p95"), (0.99, "p99"), (1.0, "max")):
         row[f"{label}_ms"] = percentile(latencies, q)
     # The part of it before the page: the server and the network.
     row["socket_p50_ms"] = percentile(arrivals, 0.5)
     row["socket_p99_ms"] = percentile(arrivals, 0.99)
+    # The page's own part.
+    row["page_p50_ms"] = percentile(in_page, 0.5)
+    row["page_p99_ms"] = percentile(in_page, 0.99)
     tokens = max(seen * scenario.stride, 1)
     row.update({k: v / tokens * 1000 for k, v in used.items()})
     row["complete"] = seen == scenario.tabs * scenario.tokens // scenario.stride
@@ -610,11 +658,17 @@ async def measure_streams(
     return row
 
 
-async def measure_ttft(browser: Any, site: Site, samples: int) -> dict:
+async def measure_ttft(
+    browser: Any,
+    site: Site,
+    samples: int,
+    floor: bool = False,
+    name: str = "Enter -> first token",
+) -> dict:
     """Enter -> first token in the DOM, minus the model's own time to first token
     (the simulator's request arrival -> first token written)."""
     site.configure(tps=200, answer_text=plain_answer(5), ttft_ms=TTFT_MODEL_MS)
-    (conversation,) = site.new_conversations(1)
+    conversation = None if floor else site.new_conversations(1)[0]
     page = await open_page(browser, site, conversation, MEASURE_TOKENS)
     added: list[float] = []
     to_model: list[float] = []  # Enter -> the model server has the request
@@ -632,7 +686,7 @@ async def measure_ttft(browser: Any, site: Site, samples: int) -> dict:
         to_dom.append(bench["visible"][0][1] - entry["times"][0] * 1000)
     await page.context.close()
     return {
-        "scenario": "Enter -> first token",
+        "scenario": f"{name} [floor]" if floor else name,
         "tokens": samples,
         "ttft_added_p50_ms": statistics.median(added),
         "ttft_added_max_ms": max(added),
@@ -707,21 +761,46 @@ async def run_browser_bench(
                 headless=True,
             )
             try:
+                rows = []
+                if ttft_samples:
+                    # The first question a fresh server process is asked: it
+                    # pays for what is loaded or connected on first use.
+                    for floor in (False, True):
+                        rows.append(
+                            await measure_ttft(browser, site, 1, floor, COLD_START)
+                        )
                 # Warm-up: the first answer of a process pays for imports.
                 await measure_streams(browser, site, Scenario("warm-up", 1, 0, 20))
-                rows = [
-                    await measure_streams(browser, site, s, browser_nice)
-                    for s in (SCENARIOS if scenarios is None else scenarios)
-                ]
+                for s in SCENARIOS if scenarios is None else scenarios:
+                    for floor in (False, True) if s.floor else (False,):
+                        rows.append(
+                            await measure_streams(browser, site, s, browser_nice, floor)
+                        )
                 if ttft_samples:
-                    rows.append(await measure_ttft(browser, site, ttft_samples))
+                    for floor in (False, True):
+                        rows.append(
+                            await measure_ttft(browser, site, ttft_samples, floor)
+                        )
                 if long_answer:
                     rows.append(await measure_long_answer(browser, site))
-                return rows
+                return against_floor(rows)
             finally:
                 await browser.close()
     finally:
         site.stop()
+
+
+def against_floor(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each row with a floor row beside it gets its ratio to the floor's."""
+    by_name = {r["scenario"]: r for r in rows}
+    for row in rows:
+        floor = by_name.get(f"{row['scenario']} [floor]")
+        if floor is None:
+            continue
+        for key in ("p99_ms", "ttft_added_p50_ms"):
+            if key in row:
+                row[f"x_floor_{key[:-3]}"] = row[key] / max(floor[key], 0.1)
+    return rows
 
 
 def run(**options: Any) -> list[dict[str, Any]]:
@@ -734,6 +813,9 @@ def run(**options: Any) -> list[dict[str, Any]]:
 def verdict(row: dict[str, Any]) -> str:
     budgets = BUDGETS.get(row["scenario"], {})
     failed = [f"{k}>{v:g}" for k, v in budgets.items() if row[k] > v]
+    ratio = FLOOR_RATIO_BUDGETS.get(row["scenario"])
+    if ratio is not None and row["x_floor_p99"] > ratio:
+        failed.append(f"p99 > {ratio:g} x the floor's")
     if not row["complete"]:
         failed.append("tokens missing")
     if row.get("all_visible") is False:
@@ -747,25 +829,32 @@ def fmt(value: Any) -> str:
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     streams = [r for r in rows if "p50_ms" in r]
+    width = max((len(r["scenario"]) for r in streams), default=8)
     print("Model server wrote the token -> token in the page's DOM (ms)")
     print(
-        f"{'scenario':<22} {'tokens':>6} {'p50':>6} {'p95':>6} {'p99':>6} {'max':>6}"
-        f" {'sock50':>6} {'sock99':>6}"
+        f"{'scenario':<{width}} {'tokens':>6} {'p50':>6} {'p95':>6} {'p99':>6}"
+        f" {'max':>6} {'sock50':>6} {'sock99':>6} {'page50':>6} {'page99':>6}"
+        f" {'p99/floor':>9}"
     )
     for r in streams:
+        ratio = f"{r['x_floor_p99']:.2f}" if "x_floor_p99" in r else ""
         print(
-            f"{r['scenario']:<22} {r['tokens']:>6} {r['p50_ms']:>6.1f} "
+            f"{r['scenario']:<{width}} {r['tokens']:>6} {r['p50_ms']:>6.1f} "
             f"{r['p95_ms']:>6.1f} {r['p99_ms']:>6.1f} {r['max_ms']:>6.1f} "
-            f"{r['socket_p50_ms']:>6.1f} {r['socket_p99_ms']:>6.1f}  {verdict(r)}"
+            f"{r['socket_p50_ms']:>6.1f} {r['socket_p99_ms']:>6.1f} "
+            f"{r['page_p50_ms']:>6.1f} {r['page_p99_ms']:>6.1f} {ratio:>9}"
+            f"  {verdict(r)}"
         )
     print("sock50/99: the same, to the socket's message event (server + network)")
+    print("page50/99: the socket's message event -> the word in the DOM (the page)")
+    print("[floor]: a bare relay (bench/floor.py) to the same simulator, same run")
     print(
-        "CPU seconds per 1,000 tokens (daphne / simulator / browser, all processes"
-        " [of which renderers, GPU process]):"
+        "CPU seconds per 1,000 tokens (server / simulator / browser, all processes"
+        " [of which renderers, GPU process]); the floor's server is the bare relay:"
     )
     for r in streams:
         print(
-            f"  {r['scenario']:<22} {r['cpu_daphne_s']:.3f} / "
+            f"  {r['scenario']:<{width}} {r['cpu_daphne_s']:.3f} / "
             f"{r['cpu_simulator_s']:.3f} / {r['cpu_browser_s']:.3f} "
             f"[{r['cpu_renderers_s']:.3f}, {r['cpu_gpu_s']:.3f}]"
         )

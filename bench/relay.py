@@ -9,9 +9,11 @@ process, in the same run, so "added" is a difference measured under equal load.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import os
+import signal
 import statistics
 import subprocess
 import tempfile
@@ -36,6 +38,7 @@ from bench.common import (
     percentile,
     spawn,
     spawn_simulator,
+    terminate,
     token_ends,
     wait_until_up,
 )
@@ -54,11 +57,28 @@ class Scenario:
     nginx: bool = False  # the socket through nginx running deploy/nginx.conf
 
 
-class Site:
-    """A simulator and one Daphne process on a throwaway SQLite database."""
+# The ASGI servers Channels runs under, as `python -m bench --server NAME` starts
+# them: one process (one worker) on the site's port. Daphne is the default;
+# uvicorn and granian are measured against it (not in requirements: install
+# them to compare, `pip install uvicorn httptools granian`).
+SERVERS: dict[str, list[str]] = {
+    "daphne": ["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}"],
+    "uvicorn": ["-m", "uvicorn", "--host", "127.0.0.1", "--port", "{port}"]
+    + ["--ws", "websockets", "--http", "httptools", "--lifespan", "off"]
+    + ["--no-access-log", "--log-level", "warning"],
+    "granian": ["-m", "granian", "--interface", "asginl", "--host", "127.0.0.1"]
+    + ["--port", "{port}", "--workers", "1", "--http", "1", "--loop", "asyncio"]
+    + ["--log-level", "warning", "--no-access-log"],
+}
 
-    def __init__(self, backend: str = "ollama") -> None:
+
+class Site:
+    """A simulator and one server process (Daphne unless `server` names another
+    of SERVERS) on a throwaway SQLite database."""
+
+    def __init__(self, backend: str = "ollama", server: str = "daphne") -> None:
         self.backend = backend  # the protocol chatsite and the baseline speak
+        self.server = server
         self.tmp = tempfile.TemporaryDirectory(prefix="chatsite-bench-")
         self.env = {
             **os.environ,
@@ -89,12 +109,7 @@ class Site:
         self.processes.append(
             spawn(
                 self.env,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(self.web_port),
+                *(arg.format(port=self.web_port) for arg in SERVERS[self.server]),
                 "chatsite.asgi:application",
             )
         )
@@ -120,8 +135,9 @@ class Site:
 
     @property
     def server_pids(self) -> list[int]:
-        """The processes serving the site (one Daphne here)."""
-        return [self.daphne_pid]
+        """The processes serving the site: the server's, and its children's
+        (granian serves from a worker process)."""
+        return [self.daphne_pid, *descendants(self.daphne_pid)]
 
     @property
     def sim_pid(self) -> int:
@@ -130,10 +146,14 @@ class Site:
     def stop(self) -> None:
         if self.nginx is not None:
             self.nginx.stop()
-        for process in self.processes:
-            process.terminate()
-        for process in self.processes:
-            process.wait(10)
+        # The server's children too (granian's worker, a process pool's
+        # workers): killed if still running once the server is gone.
+        children = {pid: cmdline(pid) for pid in descendants(self.daphne_pid)}
+        terminate(self.processes, wait=10)
+        for pid, command in children.items():
+            if command and cmdline(pid) == command:  # the same process, not a reuse
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         self.tmp.cleanup()
 
     @property
@@ -315,6 +335,23 @@ def reader_session() -> aiohttp.ClientSession:
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def descendants(pid: int) -> list[int]:
+    """The process's children, theirs, and so on (Linux's /proc)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            found += [int(child), *descendants(int(child))]
+    return found
+
+
+def cmdline(pid: int) -> bytes:
+    """The process's command line; b"" once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def rss_mib(pid: int) -> float:

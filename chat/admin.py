@@ -98,6 +98,8 @@ class ModelProfileAdmin(AuditedAdmin):
             {
                 "fields": [
                     "supports_thinking",
+                    "supports_vision",
+                    "image_max_side",
                     "context_length",
                     "chars_per_token",
                     "family",

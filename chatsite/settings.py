@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import ssl
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -169,6 +170,12 @@ TRANSFER_IMPORT_MAX_BYTES = env_int(
     "TRANSFER_IMPORT_MAX_BYTES", 200 * 1024 * 1024, minimum=1024
 )
 TRANSFER_EXPORT_CHUNK = env_int("TRANSFER_EXPORT_CHUNK", 200, minimum=1)
+# Attachments (chat.files, chat.models.attachments): the largest file in bytes,
+# how many may go with one question, and the largest image in pixels (a larger
+# one is refused as a decompression bomb before it is decoded).
+ATTACHMENT_MAX_BYTES = env_int("ATTACHMENT_MAX_BYTES", 20 * 1024 * 1024, minimum=1024)
+ATTACHMENT_MAX_FILES = env_int("ATTACHMENT_MAX_FILES", 10, minimum=1)
+ATTACHMENT_MAX_PIXELS = env_int("ATTACHMENT_MAX_PIXELS", 50_000_000, minimum=1)
 # Client frames per second each socket may send on average, the burst it may
 # save up, and how many frames dropped in quick succession close it
 # (chat.sockets.ratelimit).
@@ -310,8 +317,41 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# Uploaded files (attachments): a folder on disk by default; any S3-compatible
+# store when CHATSITE_S3_BUCKET is set (django-storages over boto3). Never served
+# from MEDIA_URL: only through chat.web.attachments, which checks the reader.
+MEDIA_ROOT = Path(
+    os.environ.get("CHATSITE_MEDIA_ROOT", "").strip() or BASE_DIR / "media"
+)
+S3_BUCKET = os.environ.get("CHATSITE_S3_BUCKET", "").strip()
+_FILES: dict[str, Any] = {
+    "BACKEND": "django.core.files.storage.FileSystemStorage",
+    "OPTIONS": {"location": MEDIA_ROOT, "base_url": None},
+}
+if S3_BUCKET:
+    _FILES = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": S3_BUCKET,
+            "endpoint_url": env_url(
+                "CHATSITE_S3_ENDPOINT_URL",
+                "https://s3.amazonaws.com",
+                schemes=("http", "https"),
+            ),
+            "region_name": os.environ.get("CHATSITE_S3_REGION", "").strip() or None,
+            "access_key": os.environ.get("CHATSITE_S3_ACCESS_KEY_ID", "").strip()
+            or None,
+            "secret_key": os.environ.get("CHATSITE_S3_SECRET_ACCESS_KEY", "").strip()
+            or None,
+            "location": os.environ.get("CHATSITE_S3_PREFIX", "attachments").strip(),
+            # Private objects: the site serves them after checking the reader.
+            "default_acl": "private",
+            "querystring_auth": True,
+            "file_overwrite": False,
+        },
+    }
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": _FILES,
     "staticfiles": {
         "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
         if DEBUG

@@ -30,6 +30,7 @@ import os
 import re
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -47,6 +48,12 @@ from tests.flushing import flush_keeping_migrated_rows
 # Playwright's sync API keeps an event loop running in the main thread; Django
 # would refuse ORM calls in browser tests (docs/testing.md, G9). Test process only.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+# Uploaded files go to a folder of this process's own (the forked live server
+# shares it), never to the checkout's media/.
+settings.STORAGES["default"]["OPTIONS"]["location"] = tempfile.mkdtemp(
+    prefix="chatsite-media-"
+)
 
 # Hashing with 1M PBKDF2 rounds costs ~0.3 s per user; the forked live server
 # inherits this, so logging in through the browser works too.

@@ -32,6 +32,7 @@ PROFILE_FORM = {
     "thinking_switch": "template",
     "think_tags": "parse",
     "first_token_timeout": "300",
+    "image_max_side": "1568",
     "supports_thinking": "on",
     "context_length": "16384",
     "default_thinking": "off",

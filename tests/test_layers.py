@@ -10,7 +10,7 @@ submodules is how a package shows its public names, not a dependency.
 The rules, lowest first:
 
 * `chat.models` imports nothing from `chat` outside `chat.models`.
-* `chat.upstream`, `chat.rendering`, `chat.simulator` import nothing from
+* `chat.upstream`, `chat.rendering`, `chat.simulator`, `chat.files` import nothing from
   `chat` outside themselves.
 * `chat.live` (the engine and its protocol) may import `chat.models`,
   `chat.upstream` and `chat.rendering`: never the sockets, the pages or the
@@ -39,7 +39,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 Graph = dict[str, set[str]]
 
-SELF_CONTAINED = ("chat.upstream", "chat.rendering", "chat.simulator")
+SELF_CONTAINED = ("chat.upstream", "chat.rendering", "chat.simulator", "chat.files")
 LIVE_MAY_IMPORT = ("chat.live", "chat.models", "chat.upstream", "chat.rendering")
 SOCKETS_MAY_IMPORT = ("chat.sockets", *LIVE_MAY_IMPORT)
 API_MAY_IMPORT = ("chat.api", *LIVE_MAY_IMPORT, "chat.web.client_address")

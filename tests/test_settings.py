@@ -120,3 +120,38 @@ def test_the_cache_is_redis_when_there_is_one(monkeypatch):
 def test_malformed_limits_fail_loudly(monkeypatch, env):
     with pytest.raises(ImproperlyConfigured):
         load_settings(monkeypatch, **env)
+
+
+def test_attachments_go_to_the_media_folder_by_default(monkeypatch, tmp_path):
+    monkeypatch.delenv("CHATSITE_S3_BUCKET", raising=False)
+    monkeypatch.setenv("CHATSITE_MEDIA_ROOT", str(tmp_path))
+    conf = load_settings(monkeypatch)
+    assert conf["STORAGES"]["default"] == {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": tmp_path, "base_url": None},
+    }
+    assert conf["ATTACHMENT_MAX_BYTES"] == 20 * 1024 * 1024
+    assert conf["ATTACHMENT_MAX_FILES"] == 10
+
+
+def test_a_bucket_puts_attachments_in_an_s3_compatible_store(monkeypatch):
+    conf = load_settings(
+        monkeypatch,
+        CHATSITE_S3_BUCKET="team-files",
+        CHATSITE_S3_ENDPOINT_URL="http://minio:9000",
+    )
+    default = conf["STORAGES"]["default"]
+    assert default["BACKEND"] == "storages.backends.s3.S3Storage"
+    assert default["OPTIONS"]["bucket_name"] == "team-files"
+    assert default["OPTIONS"]["endpoint_url"] == "http://minio:9000"
+    assert default["OPTIONS"]["default_acl"] == "private"
+    assert default["OPTIONS"]["access_key"] is None  # boto3's own chain
+
+
+def test_a_bad_bucket_endpoint_stops_the_site(monkeypatch):
+    with pytest.raises(ImproperlyConfigured, match="CHATSITE_S3_ENDPOINT_URL"):
+        load_settings(
+            monkeypatch,
+            CHATSITE_S3_BUCKET="team-files",
+            CHATSITE_S3_ENDPOINT_URL="minio:9000",
+        )

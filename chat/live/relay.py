@@ -11,6 +11,7 @@ import asyncio
 import time
 from collections.abc import AsyncGenerator, Awaitable
 from contextlib import aclosing
+from typing import Any
 
 from chat.live import first_token
 from chat.live.generation import Generation, send_all
@@ -23,7 +24,7 @@ from chat.upstream import Event, UpstreamError
 async def relay(
     generation: Generation,
     profile: ModelProfile,
-    history: list[dict[str, str]],
+    history: list[dict[str, Any]],
     tell: Tell,
     ready: Awaitable[None] | None = None,
 ) -> None:

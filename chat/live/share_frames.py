@@ -13,6 +13,7 @@ from typing import Literal, TypedDict
 from django.urls import reverse
 
 from chat.live.frames import (
+    AttachmentPayload,
     MessageFrame,
     MessagePayload,
     RemovedFrame,
@@ -20,6 +21,7 @@ from chat.live.frames import (
     shown_message,
 )
 from chat.models import SharedMessage, ShareLink
+from chat.models.attachments import AttachmentView
 from chat.models.shared_messages import viewer_detail
 
 # Server -> viewer frame types; anything else the runner sends is not for viewers.
@@ -62,6 +64,26 @@ def shared_message(
         error_detail=viewer_detail(data["error_code"], data["error_detail"]),
         source_url=shared_source_url(token, ordinal),
         stats=data["stats"],
+        files=[shared_file(token, file) for file in data["attachments"]]
+        if link.include_attachments
+        else [],
+    )
+
+
+def shared_file(token: str, file: AttachmentPayload) -> AttachmentView:
+    """A file as a link's viewer opens it: through the link."""
+    public_id = file["id"]
+    return AttachmentView(
+        public_id=public_id,
+        name=file["name"],
+        size=file["size"],
+        kind=file["kind"],
+        tokens=file["tokens"],
+        url=reverse("shared_file", args=[token, public_id]),
+        thumbnail_url=reverse("shared_thumbnail", args=[token, public_id])
+        if file["thumbnail"]
+        else "",
+        note=file["note"],
     )
 
 

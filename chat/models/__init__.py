@@ -5,6 +5,7 @@ from __future__ import annotations
 from chat.models.accounts import ExternalAccount, Invitation, Theme, UserSettings
 from chat.models.admission import Ticket
 from chat.models.api_keys import ApiKey
+from chat.models.attachments import Attachment, AttachmentRefused, DocumentsTooLarge
 from chat.models.audit import AuditEvent
 from chat.models.conversations import Conversation, Retry, Turn, VersionSwitch
 from chat.models.effective import Effective, EffectiveSettings, History, Level
@@ -30,6 +31,9 @@ from chat.models.versions import Versions
 
 __all__ = [
     "ApiKey",
+    "Attachment",
+    "AttachmentRefused",
+    "DocumentsTooLarge",
     "ExternalAccount",
     "AuditEvent",
     "GroupRule",

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.conf import settings
 from django.db import models, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q, prefetch_related_objects
 from django.urls import reverse
 from django.utils import timezone
 
+from chat.models.attachments import Attachment, files_by_message
 from chat.models.effective import Effective, EffectiveSettings, History, Level
 from chat.models.history import Prompt, build_prompt, estimate_tokens, message_chars
 from chat.models.messages import Message
@@ -277,18 +278,37 @@ class Conversation(models.Model):
             context_tokens=profile.context_length,
             answer_tokens=profile.answer_reserve_tokens(),
             chars_per_token=profile.estimated_chars_per_token,
+            images=profile.supports_vision,
+            files=files_by_message(self.pk),
         )
 
     @transaction.atomic
-    def begin_turn(self, content: str, client_id: str = "") -> Turn:
+    def begin_turn(
+        self,
+        content: str,
+        client_id: str = "",
+        *,
+        attachments: Sequence[str] = (),
+        truncate_documents: bool = False,
+        files_of: Message | None = None,
+    ) -> Turn:
         """Store the user's message and a streaming placeholder for the answer;
-        return both, the model to ask and the history to send it.
+        return both, the model to ask and the history to send it. The uploads
+        `attachments` (ids) go with the question, or the files of the question
+        `files_of` (a retry's).
 
-        Refused (nothing stored) with NoModel, ModelForbidden, Busy or, before
-        the model is asked, `quotas.QuotaReached`."""
+        Refused (nothing stored) with NoModel, ModelForbidden, Busy,
+        AttachmentRefused or, before the model is asked, `quotas.QuotaReached`."""
         profile = self.model_for_next_answer()
         self._lock_when_idle()
-        return self._store_turn(profile, content, client_id)
+        return self._store_turn(
+            profile,
+            content,
+            client_id,
+            attachments=attachments,
+            truncate_documents=truncate_documents,
+            files_of=files_of,
+        )
 
     @classmethod
     @transaction.atomic
@@ -298,6 +318,8 @@ class Conversation(models.Model):
         content: str,
         client_id: str = "",
         *,
+        attachments: Sequence[str] = (),
+        truncate_documents: bool = False,
         placed: Callable[[Turn], None] | None = None,
     ) -> Turn:
         """`begin_turn` for the conversation `pk`, in as few trips to the
@@ -321,7 +343,14 @@ class Conversation(models.Model):
         if conversation.busy:  # type: ignore[attr-defined]  # annotated above
             raise Conversation.Busy("Wait for the current answer, or stop it.")
         return conversation._store_turn(
-            profile, content, client_id, site=site, locked=True, placed=placed
+            profile,
+            content,
+            client_id,
+            attachments=attachments,
+            truncate_documents=truncate_documents,
+            site=site,
+            locked=True,
+            placed=placed,
         )
 
     def _store_turn(
@@ -330,6 +359,9 @@ class Conversation(models.Model):
         content: str,
         client_id: str,
         *,
+        attachments: Sequence[str] = (),
+        truncate_documents: bool = False,
+        files_of: Message | None = None,
         site: SiteDefaults | None = None,
         locked: bool = False,
         placed: Callable[[Turn], None] | None = None,
@@ -349,6 +381,23 @@ class Conversation(models.Model):
             client_id=client_id,
             parent_id=earlier[-1].pk if earlier else None,
         )
+        if files_of is not None:
+            Attachment.copy_to(question, files_of, profile)
+        elif attachments:
+            Attachment.bind(
+                question,
+                attachments,
+                profile,
+                room_tokens=self._room_for_documents(profile, content),
+                truncate=truncate_documents,
+            )
+        # Known now, in the database's thread: its frame is rendered on the loop.
+        if files_of is not None or attachments:
+            prefetch_related_objects([question], "attachments")
+        else:  # nothing attached: no need to ask the database
+            question._prefetched_objects_cache = {  # type: ignore[attr-defined]
+                "attachments": Attachment.objects.none()
+            }
         prompt = self.build_prompt(profile, site=site, messages=[*earlier, question])
         answer = self.messages.create(
             parent=question,
@@ -358,6 +407,7 @@ class Conversation(models.Model):
             thinking_enabled=self.effective_thinking(profile).value,
             **prompt.figures(),
         )
+        answer.files_with_question = len(question.files)
         titled = not self.title
         turn = Turn(
             question,
@@ -377,6 +427,15 @@ class Conversation(models.Model):
             self.model_profile = profile
         self.save(update_fields=["title", "model_profile", "updated_at"])
         return turn
+
+    def _room_for_documents(self, profile: ModelProfile, content: str) -> int:
+        """Tokens of the model's context left for a question's attachments:
+        less the answer's reserve, the system prompt and the question's text."""
+        chars = message_chars(content)
+        if self.system_prompt:
+            chars += message_chars(self.system_prompt)
+        used = estimate_tokens(chars, profile.estimated_chars_per_token)
+        return profile.context_length - profile.answer_reserve_tokens() - used
 
     @classmethod
     @transaction.atomic
@@ -467,9 +526,12 @@ class Conversation(models.Model):
         newest of all) with the settings-change notices between them, in order;
         each answer knows its turn's versions. A notice goes after the messages
         stored before it (or with it), so each is on exactly one page."""
-        page = newest_before(self.messages.all(), before, size)
+        page = newest_before(
+            self.messages.prefetch_related("attachments"), before, size
+        )
         shown = page.items
         self.place_answers(shown)
+        Attachment.count_for_answers(shown)
         notices = self.settings_changes.all()
         if page.older is not None:
             notices = notices.filter(created_at__gte=shown[0].created_at)
@@ -524,16 +586,31 @@ class Conversation(models.Model):
         return self._retry(question, question.content)
 
     @transaction.atomic
-    def begin_edit(self, message_id: int, content: str) -> Retry:
+    def begin_edit(
+        self,
+        message_id: int,
+        content: str,
+        *,
+        attachments: Sequence[str] | None = None,
+        truncate_documents: bool = False,
+    ) -> Retry:
         """Ask a shown question again with new text: a new version of its turn,
-        the old one and what followed it kept on their own branch."""
+        the old one and what followed it kept on their own branch. It keeps
+        its files unless `attachments` (new uploads' ids) replace them."""
         self._check_before_retry()
         question = self.messages.filter(pk=message_id, role=Message.Role.USER).first()
         if question is None:
             raise Conversation.NotAQuestion(
                 "Only your own questions in this conversation can be edited."
             )
-        return self._retry(question, content)
+        if attachments is None:
+            return self._retry(question, content)
+        return self._retry(
+            question,
+            content,
+            attachments=attachments,
+            truncate_documents=truncate_documents,
+        )
 
     def _lock_when_idle(self) -> None:
         # The row lock (PostgreSQL) makes two sends, retries or version switches
@@ -547,7 +624,14 @@ class Conversation(models.Model):
         self.model_for_next_answer()
         self._lock_when_idle()
 
-    def _retry(self, question: Message, content: str) -> Retry:
+    def _retry(
+        self,
+        question: Message,
+        content: str,
+        *,
+        attachments: Sequence[str] | None = None,
+        truncate_documents: bool = False,
+    ) -> Retry:
         """The question and everything after it on the shown branch make way
         for a new version of its turn: they are kept, marked replaced, so if
         the new answer fails nothing is lost, and they stay reachable with the
@@ -556,7 +640,17 @@ class Conversation(models.Model):
         hidden = self.messages.filter(pk__gte=question.pk)
         removed = sorted(hidden.values_list("pk", flat=True))
         hidden.update(replaced=True)
-        turn = self.begin_turn(content, question.client_id)
+        if attachments is None:
+            # The new version asks with the same files (rows of its own that
+            # share the stored files).
+            turn = self.begin_turn(content, question.client_id, files_of=question)
+        else:
+            turn = self.begin_turn(
+                content,
+                question.client_id,
+                attachments=attachments,
+                truncate_documents=truncate_documents,
+            )
         self.place_answers([turn.answer])
         return Retry(turn, removed)
 
@@ -621,8 +715,10 @@ class Conversation(models.Model):
             Message.objects.filter(pk__in=path).update(
                 replaced=False, shown_at=timezone.now()
             )
-        messages = list(self.messages.filter(pk__gte=chosen.pk).order_by("pk"))
+        chosen_branch = self.messages.filter(pk__gte=chosen.pk).order_by("pk")
+        messages = list(chosen_branch.prefetch_related("attachments"))
         self.place_answers(messages)
+        Attachment.count_for_answers(messages)
         return VersionSwitch(removed, messages)
 
     def branch_to(self, leaf_id: int) -> list[int]:
@@ -631,7 +727,7 @@ class Conversation(models.Model):
         rows = Message.objects.filter(conversation=self, pk__lte=leaf_id)
         return branch_above(leaf_id, dict(rows.values_list("pk", "parent_id")))
 
-    def history_for_prompt(self) -> list[dict[str, str]]:
+    def history_for_prompt(self) -> list[dict[str, Any]]:
         """The messages to send with the newest question: the system prompt, then
         what the history policy keeps (see `chat.models.history`)."""
         return self.build_prompt().messages
@@ -645,7 +741,7 @@ class Turn(NamedTuple):
     question: Message
     answer: Message
     profile: ModelProfile
-    history: list[dict[str, str]]
+    history: list[dict[str, Any]]
     titled: bool  # the conversation took its title from this question
     options: dict[str, Any] | None = None  # the request's options (num_ctx, ...)
 

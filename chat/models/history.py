@@ -9,9 +9,11 @@ and drops whole turns, oldest first, leaving room for the answer.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from chat.models.attachments import Attachment, attachment_chars, prompt_message
 from chat.models.messages import Message
 from chat.models.profiles import HistoryPolicy
 
@@ -24,7 +26,7 @@ MESSAGE_OVERHEAD_CHARS = 16
 class Prompt:
     """The messages to send, and the account of them an answer records."""
 
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]  # role, content; images (base64) if any
     sent: int  # conversation messages sent (the question included)
     total: int  # conversation messages that could have been sent
     chars: int  # what `tokens_estimate` was estimated from
@@ -88,14 +90,29 @@ def build_prompt(
     context_tokens: int,
     answer_tokens: int,
     chars_per_token: float,
+    images: bool = True,
+    files: Mapping[int, Sequence[Attachment]] | None = None,
 ) -> Prompt:
-    """The prompt for the conversation's newest question (its last message)."""
+    """The prompt for the conversation's newest question (its last message);
+    `files`: the messages' attachments by message id; without `images` (a
+    model without vision) their pictures are left out."""
+    files = files or {}
     candidates = sendable(messages)
     question: list[Message] = []
     earlier = candidates
     if candidates and candidates[-1].role == Message.Role.USER:
         question, earlier = candidates[-1:], candidates[:-1]
-    fixed = sum(message_chars(m.content) for m in question)
+
+    def size(message: Message) -> int:
+        # A message's text, its documents' blocks, its images' token estimates.
+        attached = files.get(message.pk, ())
+        if not attached:
+            return message_chars(message.content)
+        return message_chars(message.content) + attachment_chars(
+            attached, chars_per_token, images=images
+        )
+
+    fixed = sum(size(m) for m in question)
     if system_prompt:
         fixed += message_chars(system_prompt)
 
@@ -105,14 +122,14 @@ def build_prompt(
         chosen = earlier[-last_n:] if last_n > 0 else []
     elif policy == HistoryPolicy.FIT:
         room = (context_tokens - answer_tokens) * chars_per_token - fixed
-        chosen = _newest_turns_within(earlier, room)
+        chosen = _newest_turns_within(earlier, room, size)
     else:
         chosen = earlier
 
     sent = chosen + question
     prompt = [{"role": "system", "content": system_prompt}] if system_prompt else []
-    prompt += [{"role": m.role, "content": m.content} for m in sent]
-    chars = fixed + sum(message_chars(m.content) for m in chosen)
+    prompt += [prompt_message(m, files.get(m.pk, ()), images=images) for m in sent]
+    chars = fixed + sum(size(m) for m in chosen)
     return Prompt(
         messages=prompt,
         sent=len(sent),
@@ -123,12 +140,14 @@ def build_prompt(
     )
 
 
-def _newest_turns_within(messages: Sequence[Message], room: float) -> list[Message]:
+def _newest_turns_within(
+    messages: Sequence[Message], room: float, size_of: Callable[[Message], int]
+) -> list[Message]:
     """The newest whole turns whose characters fit in `room`; an older turn is
     never sent without the newer ones."""
     kept: list[Message] = []
     for turn in reversed(turns(messages)):
-        size = sum(message_chars(m.content) for m in turn)
+        size = sum(size_of(m) for m in turn)
         if size > room:
             break
         room -= size

@@ -11,6 +11,7 @@ from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 if TYPE_CHECKING:
+    from chat.models.attachments import AttachmentView
     from chat.models.versions import Versions
 
 
@@ -87,6 +88,8 @@ class Message(models.Model):
     # (chat/live/checkpoints.py, whose intervals must stay below this); one
     # whose last save is older than this belongs to a process that died.
     ORPHAN_AFTER: ClassVar[timedelta] = timedelta(seconds=10)
+    # Files of an answer's question (not a column: see `question_files`).
+    files_with_question: int = 0
 
     conversation = models.ForeignKey(
         "chat.Conversation", on_delete=models.CASCADE, related_name="messages"
@@ -215,11 +218,23 @@ class Message(models.Model):
         total = self.history_total
         text = f"{self.history_sent} of {total} message{pluralize(total)}"
         if self.prompt_tokens_estimate is not None and self.context_tokens:
+            context = self.context_tokens
             text += (
-                f", ~{_tokens(self.prompt_tokens_estimate)} of "
-                f"{_tokens(self.context_tokens)} token{pluralize(self.context_tokens)}"
+                f", ~{spoken_tokens(self.prompt_tokens_estimate)} of "
+                f"{spoken_tokens(context)} token{pluralize(context)}"
             )
+        files = self.question_files()
+        if files:
+            text += f", {files} file{pluralize(files)} with the question"
         return text
+
+    def question_files(self) -> int:
+        """How many files went with this answer's question: counted when the
+        answer is stored (`Conversation.begin_turn`) or read with it
+        (`files_with_question`, an annotation); never a query here."""
+        if self.role != Message.Role.ASSISTANT:
+            return 0
+        return self.files_with_question
 
     @property
     def is_finished(self) -> bool:
@@ -230,6 +245,17 @@ class Message(models.Model):
         stands among its turn's versions, for its control
         (`Conversation.place_answers`)."""
         self.conversation.place_answers([self])
+
+    @property
+    def files(self) -> list[AttachmentView]:
+        """The files sent with this question, as its owner sees them: only
+        those loaded with it (`prefetch_related("attachments")`), so that
+        rendering a message or a frame never queries (frames are rendered on
+        the event loop)."""
+        loaded = getattr(self, "_prefetched_objects_cache", {})
+        if self.role != Message.Role.USER or "attachments" not in loaded:
+            return []
+        return [attachment.view() for attachment in loaded["attachments"]]
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -249,7 +275,7 @@ class Message(models.Model):
         }
 
 
-def _tokens(count: int) -> str:
+def spoken_tokens(count: int) -> str:
     """A token count the way context sizes are spoken of: 8192 is "8k"."""
     if count < 1000:
         return str(count)

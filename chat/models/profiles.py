@@ -140,6 +140,18 @@ class ModelProfile(models.Model):
         default=False, help_text="Served by the bundled simulator, not a real model."
     )
     supports_thinking = models.BooleanField(default=False)
+    # Ollama: from `/api/show` capabilities ("vision"), set by discovery; an
+    # OpenAI-compatible server does not say, so an admin sets it.
+    supports_vision = models.BooleanField(
+        default=False,
+        help_text="The model accepts images. Read from Ollama's capabilities; set it "
+        "by hand for an OpenAI-compatible server.",
+    )
+    image_max_side = models.PositiveIntegerField(
+        default=1568,
+        help_text="Images are downscaled so that their longer side is at most this "
+        "many pixels before they are sent.",
+    )
     context_length = models.PositiveIntegerField(default=4096)
     default_thinking = models.CharField(
         max_length=10,
@@ -230,6 +242,14 @@ class ModelProfile(models.Model):
         if mode == ThinkingMode.DEFAULT:
             mode = self.default_thinking
         return mode == ThinkingMode.ON
+
+    def vision_reason(self) -> str:
+        """Why the model takes no images ("" when it does)."""
+        if self.supports_vision:
+            return ""
+        if self.backend == ModelProfile.Backend.OLLAMA:
+            return "its server does not list vision among its capabilities."
+        return "an admin has not marked it as a vision model."
 
     # The history builder's token estimates.
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from chat.models.attachments import AttachmentView
 from chat.models.messages import Message
 
 # What a reader is told of a failed answer. The owner's detail names the model
@@ -56,10 +57,17 @@ class SharedMessage:
     error_detail: str
     source_url: str
     stats: dict[str, Any] = field(default_factory=dict)
+    files: list[AttachmentView] = field(default_factory=list)
 
     @classmethod
     def of(
-        cls, message: Message, ordinal: int, *, include_thinking: bool, source_url: str
+        cls,
+        message: Message,
+        ordinal: int,
+        *,
+        include_thinking: bool,
+        source_url: str,
+        files: list[AttachmentView] | None = None,
     ) -> SharedMessage:
         return cls(
             ordinal=ordinal,
@@ -72,6 +80,7 @@ class SharedMessage:
             error_detail=viewer_detail(message.error_code, message.error_detail),
             source_url=source_url,
             stats=message.stats(),
+            files=files or [],
         )
 
     @property

@@ -63,6 +63,8 @@ class ShareLink(models.Model):
     # Snapshot links show the finished messages up to this one (by id).
     snapshot_upto = models.BigIntegerField(null=True, blank=True, editable=False)
     include_thinking = models.BooleanField(default=False)
+    # Whether viewers may open the files attached to the shared questions.
+    include_attachments = models.BooleanField(default=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -85,6 +87,7 @@ class ShareLink(models.Model):
         *,
         mode: str = Mode.SNAPSHOT,
         include_thinking: bool = False,
+        include_attachments: bool = True,
         expires_at: datetime | None = None,
     ) -> tuple[ShareLink, str]:
         """A new link and its token (shown once: only its digest is kept)."""
@@ -96,6 +99,7 @@ class ShareLink(models.Model):
             token_hint=token[:6],
             mode=mode,
             include_thinking=include_thinking,
+            include_attachments=include_attachments,
             expires_at=expires_at,
         )
         link.snapshot_upto = link.last_finished_id()

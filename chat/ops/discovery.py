@@ -49,6 +49,7 @@ async def fetch_ollama_models(base_url: str) -> list[Found]:
                 {
                     "tag": tag,
                     "supports_thinking": facts.supports_thinking,
+                    "supports_vision": facts.supports_vision,
                     "context_length": facts.context_length,
                     "family": facts.family,
                     "parameter_size": facts.parameter_size,
@@ -109,6 +110,10 @@ def sync_profiles(
             defaults={"is_demo": is_demo, "backend": backend},
         )
         profile.supports_thinking = bool(model["supports_thinking"])
+        # An OpenAI-compatible server does not say: its admin's setting stays.
+        vision = model.get("supports_vision")
+        if vision is not None:
+            profile.supports_vision = bool(vision)
         context_length = model.get("context_length")
         if created and isinstance(context_length, int):
             profile.context_length = min(context_length, NEW_PROFILE_CONTEXT)

@@ -75,7 +75,8 @@ def default_models() -> list[SimModel]:
             family="qwen3",
             parameter_size="8.2B",
             context_length=40960,
-            capabilities=("completion", "thinking"),
+            # Qwen3-VL: sees pictures and thinks.
+            capabilities=("completion", "thinking", "vision"),
             size=5_225_376_047,
             parameters='temperature 0.6\ntop_k 20\ntop_p 0.95\nstop "<|im_end|>"',
             template=(

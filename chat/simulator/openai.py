@@ -40,6 +40,7 @@ from chat.simulator.faults import (
     status_text,
     take_faults,
 )
+from chat.simulator.received import received
 from chat.simulator.script import reply_script
 from chat.simulator.state import STATE, ChatLogEntry, SimulatorState
 from chat.simulator.wire import (
@@ -203,6 +204,7 @@ async def _chat(request: web.Request) -> web.StreamResponse:
         entry.end(finished=True)
         return error_response(exc.status, exc.message)
     entry.model = chat.model.name
+    entry.received = received(chat.messages)
     faults = take_faults(state.config)
     if faults.status is not None:
         entry.status, entry.fault = faults.status, "status"

@@ -11,6 +11,7 @@ from functools import lru_cache
 from typing import Any
 
 from chat.simulator.config import SimulatorConfig
+from chat.simulator.received import text_of
 
 _TOPICS = (
     "streaming responses",
@@ -290,5 +291,5 @@ def reply_script(
 def last_user_text(messages: Sequence[Any]) -> str:
     for message in reversed(messages):
         if isinstance(message, dict) and message.get("role") == "user":
-            return str(message.get("content", ""))
+            return text_of(message.get("content", ""))
     return ""

@@ -35,6 +35,8 @@ class ChatLogEntry:
     finished: bool = False
     ended: float | None = None
     times: list[float] = field(default_factory=list)
+    # Pictures and documents the request carried (chat.simulator.received).
+    received: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -15,6 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from chat.simulator.faults import ApiError
+from chat.simulator.received import text_of
 from chat.simulator.state import ChatLogEntry
 
 
@@ -45,7 +46,9 @@ def error_response(status: int, message: str) -> web.Response:
 
 def prompt_tokens(messages: Sequence[Any]) -> int:
     # Roughly four characters per token plus a few template tokens per message.
-    chars = sum(len(str(m.get("content", ""))) for m in messages if isinstance(m, dict))
+    chars = sum(
+        len(text_of(m.get("content", ""))) for m in messages if isinstance(m, dict)
+    )
     return max(1, chars // 4 + 4 * len(messages))
 
 

@@ -9,7 +9,6 @@ and leaves the runner and its groups however it ends. What a client may ask
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -94,7 +93,7 @@ class LiveSocket(AsyncWebsocketConsumer):
         raise NotImplementedError
 
     async def write(self, frame: ServerFrame | ViewerFrame) -> None:
-        await self.send(text_data=json.dumps(frame, ensure_ascii=False))
+        await self.send(text_data=frames.encode(frame))
 
     # Channel-layer events from other processes, for the feed.
 

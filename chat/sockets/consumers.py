@@ -20,7 +20,13 @@ from django.db import DatabaseError
 from chat.live import control, early, frames, loop_state
 from chat.live.admission import Plan
 from chat.live.runner import runner
-from chat.models import Conversation, Retry, Turn
+from chat.models import (
+    AttachmentRefused,
+    Conversation,
+    DocumentsTooLarge,
+    Retry,
+    Turn,
+)
 from chat.models.quotas import QuotaReached
 from chat.sockets import turns
 from chat.sockets.base import LiveSocket
@@ -38,6 +44,8 @@ REFUSALS: dict[type[Exception], str] = {
     Conversation.Busy: "busy",
     Conversation.NothingToRegenerate: "nothing_to_regenerate",
     Conversation.NotAQuestion: "not_a_question",
+    AttachmentRefused: "attachment_refused",
+    DocumentsTooLarge: "document_too_large",
 }
 
 
@@ -74,7 +82,11 @@ class ChatConsumer(SessionBound, LiveSocket):
     async def handle(self, frame: frames.ClientFrame) -> None:
         """Act on one valid frame."""
         if frame["type"] == "send":
-            await self.start_answer(frame["content"], frame["client_id"])
+            await self.start_answer(
+                frame["content"],
+                frame["client_id"],
+                files=(frame["attachments"], frame["truncate_documents"]),
+            )
         elif frame["type"] == "stop":
             await control.request_stop(self.conversation_id)
         elif frame["type"] == "resume":
@@ -89,8 +101,13 @@ class ChatConsumer(SessionBound, LiveSocket):
             )
         elif frame["type"] == "edit":
             message_id, content = frame["message_id"], frame["content"]
+            files, truncate = frame["attachments"], frame["truncate_documents"]
             await self.start_answer(
-                "", "", retry=lambda c: c.begin_edit(message_id, content)
+                "",
+                "",
+                retry=lambda c: c.begin_edit(
+                    message_id, content, attachments=files, truncate_documents=truncate
+                ),
             )
         elif frame["type"] == "preload":
             next_model = database_sync_to_async(Conversation.next_model)
@@ -107,9 +124,11 @@ class ChatConsumer(SessionBound, LiveSocket):
         content: str,
         client_id: str,
         retry: Callable[[Conversation], Retry] | None = None,
+        files: tuple[list[str], bool] = ([], False),
     ) -> None:
-        """A new turn: a sent question, or with `retry` a regenerate or an edit
-        (which replaces the last question and answer)."""
+        """A new turn: a sent question (with `files`: its attachments' ids and
+        whether documents may be truncated), or with `retry` a regenerate or an
+        edit (which replaces the last question and answer)."""
         if not runner.claim(self.conversation_id):
             await self.send_frame(
                 frames.error(None, "busy", "Wait for the current answer, or stop it.")
@@ -120,7 +139,9 @@ class ChatConsumer(SessionBound, LiveSocket):
         try:
             if retry is None:
                 stored, admitted = await early.store(
-                    partial(turns.begin, self.conversation_id, content, client_id)
+                    partial(
+                        turns.begin, self.conversation_id, content, client_id, files
+                    )
                 )
                 if admitted is None:  # refused, or waiting for a slot
                     turn, plan = stored.result()

@@ -1,18 +1,31 @@
-"""Daphne's WebSocket server (Autobahn) fails a connection by dropping its TCP
-connection, so a client sending a message over `--websocket-max-message-size`
-(or breaking the protocol) sees 1006, "abnormal closure", as if the network had
-failed. Autobahn's `failByDrop` option sends the close frame instead (1009,
-"message too big": `chat.sockets.close_codes.CLOSE_TOO_BIG`; 1002, 1007 for
-protocol and encoding errors), then closes.
-Daphne sets no such option and has no flag for it: its factory is given it
-here, before Daphne builds the factory (it imports the application first).
+"""Two changes to Daphne's WebSocket server (Autobahn on Twisted), made before
+Daphne builds its factory (it imports the application first): `chatsite.asgi`.
+
+Close with a code. Autobahn fails a connection by dropping its TCP connection,
+so a client sending a message over `--websocket-max-message-size` (or breaking
+the protocol) sees 1006, "abnormal closure", as if the network had failed.
+Autobahn's `failByDrop` option sends the close frame instead (1009, "message too
+big": `chat.sockets.close_codes.CLOSE_TOO_BIG`; 1002, 1007 for protocol and
+encoding errors), then closes. Daphne sets no such option and has no flag for it.
+
+Write through. A frame sent to a socket is written to it at once, as asyncio's
+own transports do, instead of Twisted's way: buffer it, ask the loop to watch the
+socket for writability, write on the loop's next turn, stop watching. With one
+frame per token (docs/latency.md, rule 1) that way costs two `epoll_ctl` calls,
+one more turn of the loop and Autobahn's debug line (its arguments are formatted
+even when debug logging is off) per token: about a quarter of the process's
+CPU at 1,000 tokens a second (`python -m bench`). Whenever the direct write
+cannot be made whole (the socket's buffer is full, something is queued before
+it, TLS, the connection is closing), the frame, or what is left of it, goes
+Twisted's way, behind what is queued: order and back-pressure are Twisted's.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from daphne.ws_protocol import WebSocketFactory
+from daphne.ws_protocol import WebSocketFactory, WebSocketProtocol
+from twisted.internet import tcp
 
 
 def close_with_a_code() -> None:
@@ -26,3 +39,49 @@ def close_with_a_code() -> None:
 
     reset_protocol_options.closes_with_a_code = True  # type: ignore[attr-defined]
     WebSocketFactory.resetProtocolOptions = reset_protocol_options
+
+
+class WriteThroughProtocol(WebSocketProtocol):  # type: ignore[misc]
+    """Daphne's protocol, its frames written to the socket at once when they can
+    be (see the module's doc)."""
+
+    def sendData(  # noqa: N802 (Autobahn's name)
+        self, data: bytes, sync: bool = False, chopsize: int | None = None
+    ) -> None:
+        if sync or chopsize or self.send_queue or self.logOctets:
+            super().sendData(data, sync, chopsize)
+            return
+        write_now(self.transport, data)
+        # Autobahn's own counts, as its `sendData` keeps them.
+        if self.state == WebSocketProtocol.STATE_OPEN:
+            self.trafficStats.outgoingOctetsWireLevel += len(data)
+        elif self.state in (self.STATE_CONNECTING, self.STATE_PROXY_CONNECTING):
+            self.trafficStats.preopenOutgoingOctetsWireLevel += len(data)
+
+
+def write_now(transport: Any, data: bytes) -> None:
+    """Send `data` on the connection now if nothing is waiting before it; what
+    is not sent (all of it, if anything was waiting) goes to Twisted's buffer."""
+    sent = 0
+    if (
+        isinstance(transport, tcp.Connection)
+        and transport.connected
+        and not transport.disconnecting
+        and not transport._writeDisconnected
+        and not transport.TLS
+        and not transport._tempDataBuffer
+        and transport.offset == len(transport.dataBuffer)
+    ):
+        try:
+            sent = transport.socket.send(data)
+        except OSError:
+            # Full (EWOULDBLOCK), or failing: Twisted's write finds out which
+            # and closes the connection in its own way.
+            sent = 0
+    if sent < len(data):
+        transport.write(data[sent:] if sent else data)
+
+
+def write_through() -> None:
+    """Daphne's WebSocket connections use `WriteThroughProtocol`."""
+    WebSocketFactory.protocol = WriteThroughProtocol

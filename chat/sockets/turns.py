@@ -35,9 +35,11 @@ def begin(
     conversation_id: int,
     content: str,
     client_id: str,
+    files: tuple[list[str], bool] = ([], False),
     admitted: Callable[[Admitted], None] | None = None,
 ) -> tuple[Turn, admission.Plan]:
-    """Store a sent question and its answer's placeholder, and take the
+    """Store a sent question (with its attachments: their ids, and whether
+    documents may be truncated) and its answer's placeholder, and take the
     answer's place in line (`chat.live.admission`), in one commit. `admitted`
     is called (from this thread) once the answer holds a slot, before the
     commit."""
@@ -51,8 +53,14 @@ def begin(
         owner_id = turn.question.conversation.owner_id
         plans.append(admission.take_ticket(turn.answer, turn.profile, owner_id, go))
 
-    begin_turn = Conversation.begin_turn_of
-    turn = begin_turn(conversation_id, content, client_id, placed=placed)
+    turn = Conversation.begin_turn_of(
+        conversation_id,
+        content,
+        client_id,
+        attachments=files[0],
+        truncate_documents=files[1],
+        placed=placed,
+    )
     return turn, plans[0]
 
 

@@ -19,7 +19,7 @@ from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
 from django.utils.text import slugify
 
-from chat.models import Conversation, Folder, Message, SettingsChange
+from chat.models import Attachment, Conversation, Folder, Message, SettingsChange
 from chat.transfer.documents import (
     FORMAT,
     VERSION,
@@ -63,6 +63,13 @@ def for_export(owner: Any) -> QuerySet[Conversation]:
                 "messages",
                 queryset=Message.objects.order_by("pk"),
                 to_attr="every_message",
+            ),
+            Prefetch(
+                "attachments",
+                queryset=Attachment.objects.filter(message__isnull=False).order_by(
+                    "pk"
+                ),
+                to_attr="every_attachment",
             ),
             Prefetch(
                 "settings_changes",
@@ -202,7 +209,7 @@ class _Pipe(io.RawIOBase):
 def zip_stream(owner: Any) -> Generator[bytes, None, None]:
     """The owner's export ZIP, piece by piece: the JSON document first, then a
     Markdown file per conversation (its shown branch), each named after its
-    title."""
+    title, followed by the files sent in it (`attached_files`)."""
     pipe = _Pipe()
     with zipfile.ZipFile(pipe, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         # force_zip64: the document's size is not known before it is written.
@@ -222,7 +229,29 @@ def zip_stream(owner: Any) -> Generator[bytes, None, None]:
             archive.writestr(info, conversation_markdown(conversation))
             if pipe.size >= _FLUSH_AT:
                 yield pipe.take()
+            for name, attachment in attached_files(conversation, n):
+                info = zipfile.ZipInfo(name, _zip_time(attachment.created_at))
+                info.compress_type = zipfile.ZIP_DEFLATED
+                archive.writestr(info, attachment.read())
+                if pipe.size >= _FLUSH_AT:
+                    yield pipe.take()
     yield pipe.take()
+
+
+def attached_files(
+    conversation: Conversation, n: int
+) -> Iterator[tuple[str, Attachment]]:
+    """The files sent in `conversation` (the `n`-th of the export) with their
+    names in the ZIP: `files/<n>-<title>/<message number>-<file name>`, the
+    message numbered as in the document."""
+    messages: list[Message] = getattr(conversation, "every_message")  # noqa: B009
+    numbers = {m.pk: number for number, m in enumerate(messages, start=1)}
+    folder = f"files/{n:05d}-{safe_name(conversation.display_title)}"
+    for attachment in getattr(conversation, "every_attachment"):  # noqa: B009
+        number = numbers.get(attachment.message_id or 0, 0)
+        stem, dot, extension = attachment.name.rpartition(".")
+        name = safe_name(stem) + (f".{safe_name(extension)}" if dot else "")
+        yield f"{folder}/{number:05d}-{attachment.public_id[:8]}-{name}", attachment
 
 
 def safe_name(title: str) -> str:

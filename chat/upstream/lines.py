@@ -1,6 +1,12 @@
-"""Complete lines out of a byte stream, for the line-based wire formats."""
+"""Complete lines out of a byte stream, for the line-based wire formats, and the
+JSON value of one."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
 
 
 def complete_lines(buffer: bytearray, data: bytes) -> list[bytes]:
@@ -22,3 +28,21 @@ def complete_lines(buffer: bytearray, data: bytes) -> list[bytes]:
     if tail:
         buffer += tail
     return lines
+
+
+def json_value(line: bytes | str) -> Any:
+    """The JSON value of one line of the stream; raises `ValueError` (or
+    `RecursionError`) for one that is not JSON, as `json.loads` does.
+
+    orjson first: one line per token (docs/latency.md, rule 1), several times
+    faster than `json.loads` for an Ollama chunk. What orjson refuses but the
+    standard library reads (an escaped lone surrogate, NaN, the infinities;
+    invalid UTF-8 as the error it always was) is read as before: the caller's
+    checks and `events.cleaned` see the same values. The one difference: an
+    integer past 64 bits comes as a float (no count or duration is that large;
+    none would fit the database).
+    """
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)

@@ -7,7 +7,6 @@ an `UpstreamError` (see `events`).
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
@@ -29,7 +28,7 @@ from chat.upstream.events import (
     sentence,
     server_message,
 )
-from chat.upstream.lines import complete_lines
+from chat.upstream.lines import complete_lines, json_value
 from chat.upstream.retry import retry_after
 from chat.upstream.streaming import HTTP_ERRORS, stream_events
 
@@ -80,7 +79,7 @@ class NDJSONDecoder:
             if not line or line.isspace():
                 continue
             try:
-                value = json.loads(line)
+                value = json_value(line)
             except (ValueError, RecursionError):
                 value = None
             if isinstance(value, dict):
@@ -201,6 +200,7 @@ class NDJSONReader:
 @dataclass(frozen=True, slots=True)
 class ModelFacts:
     supports_thinking: bool
+    supports_vision: bool
     context_length: int | None
     family: str
     parameter_size: str
@@ -217,6 +217,7 @@ def model_facts(show: dict[str, Any]) -> ModelFacts:
     context = info.get(f"{info.get('general.architecture')}.context_length")
     return ModelFacts(
         supports_thinking=isinstance(capabilities, list) and "thinking" in capabilities,
+        supports_vision=isinstance(capabilities, list) and "vision" in capabilities,
         context_length=_count(context),
         family=str(details.get("family") or ""),
         parameter_size=str(details.get("parameter_size") or ""),
@@ -234,7 +235,7 @@ class OllamaClient:
     def chat(
         self,
         model: str,
-        messages: list[dict[str, str]],
+        messages: list[dict[str, Any]],
         *,
         think: bool | None,
         options: dict[str, Any],
@@ -367,7 +368,7 @@ class OllamaClient:
 
 def _chat_body(
     model: str,
-    messages: list[dict[str, str]],
+    messages: list[dict[str, Any]],
     think: bool | None,
     options: dict[str, Any],
     keep_alive: str | int | None,

@@ -15,7 +15,6 @@ from `usage` (asked for with `stream_options.include_usage`) and llama.cpp's
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from chat.upstream.events import (
     sentence,
     server_message,
 )
+from chat.upstream.lines import json_value
 from chat.upstream.retry import retry_after
 from chat.upstream.sse import SSEDecoder
 from chat.upstream.streaming import HTTP_ERRORS, stream_events
@@ -105,7 +105,7 @@ class OpenAIClient:
     def chat(
         self,
         model: str,
-        messages: list[dict[str, str]],
+        messages: list[dict[str, Any]],
         *,
         think: bool | None,
         options: dict[str, Any],
@@ -166,7 +166,7 @@ class OpenAIClient:
     def request_body(
         self,
         model: str,
-        messages: list[dict[str, str]],
+        messages: list[dict[str, Any]],
         *,
         think: bool | None,
         options: Mapping[str, Any],
@@ -176,7 +176,7 @@ class OpenAIClient:
             messages = soft_switched(messages, think)
         body: dict[str, Any] = {
             "model": model,
-            "messages": messages,
+            "messages": [with_content_parts(m) for m in messages],
             "stream": True,
             "stream_options": {"include_usage": True},
             **openai_options(options),
@@ -217,7 +217,32 @@ class OpenAIClient:
         return error
 
 
-def soft_switched(messages: list[dict[str, str]], think: bool) -> list[dict[str, str]]:
+def with_content_parts(message: dict[str, Any]) -> dict[str, Any]:
+    """A message as OpenAI-compatible servers take it: one carrying images
+    (base64, as Ollama takes them: `images`) becomes content parts, its text
+    then each picture as a data URL."""
+    images = message.get("images")
+    if not images:
+        return message
+    parts: list[dict[str, Any]] = []
+    if message.get("content"):
+        parts.append({"type": "text", "text": message["content"]})
+    parts += [
+        {"type": "image_url", "image_url": {"url": data_url(image)}} for image in images
+    ]
+    converted = {k: v for k, v in message.items() if k != "images"}
+    converted["content"] = parts
+    return converted
+
+
+def data_url(image: str) -> str:
+    """A base64 picture as a data URL, its type read from its first bytes
+    (the site sends PNG or JPEG only)."""
+    kind = "image/png" if image.startswith("iVBOR") else "image/jpeg"
+    return f"data:{kind};base64,{image}"
+
+
+def soft_switched(messages: list[dict[str, Any]], think: bool) -> list[dict[str, Any]]:
     """Return `messages` with Qwen3's `/think` or `/no_think` after the last
     user message (the latest switch in a chat wins)."""
     switch = "/think" if think else "/no_think"
@@ -299,7 +324,7 @@ class StreamReader:
             self._finish(events)
             return
         try:
-            chunk = json.loads(payload)
+            chunk = json_value(payload)
         except (ValueError, RecursionError):
             chunk = None
         if chunk is None and "\n" in payload:

@@ -21,7 +21,9 @@ POLICY = (
     "style-src 'self'",
     "style-src-elem 'self'",
     "style-src-attr 'unsafe-inline'",
-    "img-src 'self' data:",
+    # blob: the composer's preview of a picture before it is uploaded
+    # (static/chat/attachments.js); only this page's scripts can make one.
+    "img-src 'self' data: blob:",
     "font-src 'self'",
     "object-src 'none'",
     "base-uri 'none'",

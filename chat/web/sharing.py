@@ -2,20 +2,32 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from chat.models import Message, SharedMessage, ShareLink, SiteDefaults, Team
+from chat.models import (
+    Attachment,
+    Message,
+    SharedMessage,
+    ShareLink,
+    SiteDefaults,
+    Team,
+)
+from chat.models.attachments import AttachmentView
 from chat.models.paging import id_at, numbered_page
+from chat.web.attachments import shared_attachment
 from chat.web.conversations import SignedInRequest, _owned
 from chat.web.sharing_forms import ShareLinkForm
+
+Response = TypeVar("Response", bound=HttpResponseBase)
 
 
 def _dialog(
@@ -61,6 +73,7 @@ def create_share_link(request: SignedInRequest, pk: int) -> HttpResponse:
         conversation,
         mode=form.cleaned_data["mode"],
         include_thinking=form.cleaned_data["include_thinking"],
+        include_attachments=form.cleaned_data["include_attachments"],
         expires_at=form.expires_at(),
     )
     return _dialog(request, pk, new=new)
@@ -153,7 +166,7 @@ def _viewable(request: HttpRequest, token: str) -> ShareLink | HttpResponse:
     return link
 
 
-def _private(response: HttpResponse) -> HttpResponse:
+def _private(response: Response) -> Response:
     """Shared pages stay out of search engines, caches and Referer headers."""
     response["X-Robots-Tag"] = "noindex, nofollow"
     response["Cache-Control"] = "no-store"
@@ -204,11 +217,12 @@ def read_only_page(
     key: str | int,
     kind: str,
     include_thinking: bool,
+    include_attachments: bool = True,
 ) -> dict[str, Any]:
     """The page of `messages` before the ordinal `before` (the newest if None) as
     a shared (`kind` "shared", `key` the token) or team page ("team", the
     conversation's id) shows it, with the URL of the page before it."""
-    page = numbered_page(messages, before)
+    page = numbered_page(messages.prefetch_related("attachments"), before)
     if page is None:
         raise Http404("No such message.")
     older = page.older
@@ -219,6 +233,12 @@ def read_only_page(
                 item.ordinal,
                 include_thinking=include_thinking,
                 source_url=reverse(f"{kind}_message_source", args=[key, item.ordinal]),
+                files=[
+                    _file_view(attachment, kind, key)
+                    for attachment in item.message.attachments.all()
+                ]
+                if include_attachments
+                else [],
             )
             for item in page.items
         ],
@@ -226,6 +246,18 @@ def read_only_page(
         if older
         else "",
     }
+
+
+def _file_view(attachment: Attachment, kind: str, key: str | int) -> AttachmentView:
+    """A file as a reader opens it: a link's viewer through the link, a team
+    member by its own URL (which checks the team)."""
+    if kind != "shared":
+        return attachment.view()
+    args = [key, attachment.public_id]
+    return attachment.view(
+        url=reverse("shared_file", args=args),
+        thumbnail_url=reverse("shared_thumbnail", args=args),
+    )
 
 
 def source_of(messages: QuerySet[Message], ordinal: int) -> HttpResponse:
@@ -245,6 +277,7 @@ def _page(link: ShareLink, token: str, before: int | None) -> dict[str, Any]:
         key=token,
         kind="shared",
         include_thinking=link.include_thinking,
+        include_attachments=link.include_attachments,
     )
 
 
@@ -256,3 +289,26 @@ def shared_message_source(
     if isinstance(found, HttpResponse):
         return found
     return _private(source_of(found.visible_messages(), ordinal))
+
+
+@require_GET
+def shared_file(request: HttpRequest, token: str, public_id: str) -> HttpResponseBase:
+    return _shared_file(request, token, public_id, thumbnail=False)
+
+
+@require_GET
+def shared_thumbnail(
+    request: HttpRequest, token: str, public_id: str
+) -> HttpResponseBase:
+    return _shared_file(request, token, public_id, thumbnail=True)
+
+
+def _shared_file(
+    request: HttpRequest, token: str, public_id: str, *, thumbnail: bool
+) -> HttpResponseBase:
+    found = _viewable(request, token)
+    if isinstance(found, HttpResponse):
+        if found.status_code == 410:  # a file of a link that is gone: none
+            raise Http404("No such file.")
+        return found
+    return _private(shared_attachment(found, public_id, thumbnail=thumbnail))

@@ -22,6 +22,9 @@ class ShareLinkForm(forms.Form):
         widget=forms.RadioSelect,
     )
     include_thinking = forms.BooleanField(required=False, label="Include thinking")
+    include_attachments = forms.BooleanField(
+        required=False, initial=True, label="Include attached files"
+    )
     expiry = forms.ChoiceField(
         choices=[
             ("never", "Never"),

@@ -28,6 +28,16 @@ urlpatterns = [
         name="shared_older_messages",
     ),
     path(
+        "s/<str:token>/files/<str:public_id>/",
+        sharing.shared_file,
+        name="shared_file",
+    ),
+    path(
+        "s/<str:token>/files/<str:public_id>/thumbnail/",
+        sharing.shared_thumbnail,
+        name="shared_thumbnail",
+    ),
+    path(
         "s/<str:token>/messages/<int:ordinal>/source/",
         sharing.shared_message_source,
         name="shared_message_source",

@@ -126,9 +126,10 @@ class LimitedUpload(TemporaryFileUploadHandler):
     said less than it sent."""
 
     too_large = False
+    limit_setting = "TRANSFER_IMPORT_MAX_BYTES"
 
     def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes | None:
-        if start + len(raw_data) > settings.TRANSFER_IMPORT_MAX_BYTES:
+        if start + len(raw_data) > getattr(settings, self.limit_setting):
             self.too_large = True
             raise StopUpload(connection_reset=True)
         return super().receive_data_chunk(raw_data, start)

@@ -6,6 +6,7 @@ from django.urls import path
 from chat.web import (
     account,
     api_keys,
+    attachments,
     conversations,
     invitations,
     oidc_views,
@@ -26,6 +27,13 @@ urlpatterns = [
     path("oidc/callback/", oidc_views.callback, name="oidc_authentication_callback"),
     path("c/new/", conversations.new_conversation, name="new_conversation"),
     path("search/", search.search, name="search"),
+    path("attachments/", attachments.upload, name="upload_attachment"),
+    path("attachments/<str:public_id>/", attachments.attachment, name="attachment"),
+    path(
+        "attachments/<str:public_id>/thumbnail/",
+        attachments.thumbnail,
+        name="attachment_thumbnail",
+    ),
     path("quota/line/", conversations.quota_line, name="quota_line"),
     path("c/<int:pk>/", conversations.conversation, name="conversation"),
     path("c/<int:pk>/thinking/", conversations.set_thinking, name="set_thinking"),

@@ -1,9 +1,18 @@
-// The owner's composer (send, stop, the model's name) and the actions on the
-// messages in the list: copy, regenerate, edit, the versions of a turn.
+// The owner's composer (send with its attachments, stop, the model's name) and
+// the actions on the messages in the list: copy, regenerate, edit, the versions of a turn.
 
+import {
+  failedNames,
+  hasFiles,
+  idsOf,
+  isUploading,
+  takeForSend,
+  uploadsSettled,
+  wireAttachments,
+} from "./attachments.js";
 import { copyToClipboard } from "./clipboard.js";
 import { followNewest, liveAnswer, rememberThinking } from "./live_answer.js";
-import { announce, list, owner, showAlert } from "./page.js";
+import { announce, csrfToken, list, owner, showAlert } from "./page.js";
 import { handlers, isOpen, preloadModel, sendFrame } from "./socket.js";
 import { isBusy, questionSent, setBusy } from "./turn.js";
 
@@ -15,22 +24,61 @@ function newClientId() {
 
 // ---------------------------------------------------------------- composer
 
-function send() {
+// Enter while files are still uploading: the question goes once they are up
+// (what is in the field then, so nothing typed meanwhile is lost), unless one
+// failed. Enter again keeps waiting; Esc gives up (the text and files stay).
+const sending = { waiting: false };
+
+function showWaiting(waiting) {
+  sending.waiting = waiting;
+  owner.composer.dataset.waiting = waiting ? "1" : "";
+  owner.sendButton.setAttribute("aria-busy", waiting ? "true" : "false");
+  const status = document.getElementById("attach-status");
+  status.textContent = waiting ? "Your message is sent once the files are uploaded." : "";
+}
+
+async function send({ truncate = false } = {}) {
   const { input } = owner;
-  const content = input.value;
-  if (!content.trim() || isBusy()) return;
+  const empty = () => !input.value.trim() && !hasFiles();
+  if (empty() || isBusy() || sending.waiting) return;
+  if (isUploading()) {
+    showWaiting(true);
+    await uploadsSettled();
+    if (!sending.waiting) return; // given up (Esc)
+    showWaiting(false);
+    if (empty() || isBusy()) return;
+  }
+  const failed = failedNames();
+  if (failed.length) {
+    const them = failed.length === 1 ? "it" : "them";
+    showAlert(`Not sent: ${failed.join(", ")} cannot go with it (see the file). Remove ${them}, then send again.`);
+    return;
+  }
   if (!isOpen()) {
     showAlert("Not connected: your message is kept, send it again once reconnected.");
     return;
   }
   showAlert("");
+  const content = input.value;
   const clientId = newClientId();
-  questionSent(clientId, content);
-  sendFrame({ type: "send", content, client_id: clientId });
+  const attachments = takeForSend();
+  const frame = { type: "send", content, client_id: clientId };
+  if (attachments.length) frame.attachments = idsOf(attachments);
+  if (truncate) frame.truncate_documents = true;
+  questionSent(clientId, content, attachments);
+  sendFrame(frame);
   input.value = "";
   input.dispatchEvent(new Event("input")); // the field shrinks back
   followNewest();
   setBusy(true);
+}
+
+// A document too large for the model's context is refused with the numbers;
+// the question and its files are back in the composer (turn.js), and the
+// alert offers to send them again with the documents cut to fit.
+function offerTruncated(event) {
+  if (event.detail.code !== "document_too_large") return;
+  showAlert(event.detail.detail, { label: "Send truncated", run: () => send({ truncate: true }) });
 }
 
 function stop() {
@@ -52,6 +100,7 @@ function wireComposer() {
   const { composer, input, stopButton } = owner;
   growWithText();
   input.addEventListener("input", () => preloadModel("typed"), { passive: true });
+  wireAttachments();
   composer.addEventListener("submit", (event) => {
     event.preventDefault();
     send();
@@ -60,8 +109,12 @@ function wireComposer() {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
       send();
+    } else if (event.key === "Escape" && sending.waiting) {
+      event.preventDefault();
+      showWaiting(false);
     }
   });
+  document.addEventListener("chat:refused", offerTruncated);
   stopButton.addEventListener("click", () => {
     stop();
     input.focus();
@@ -160,14 +213,6 @@ function resendEdited(article, content) {
 }
 
 // ---------------------------------------------------------------- versions of a turn
-
-function csrfToken() {
-  try {
-    return JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRFToken"];
-  } catch {
-    return "";
-  }
-}
 
 // "‹ 2 / 3 ›": the server shows the chosen version and answers with the frames it
 // sends the conversation's other tabs too (`removed`, then the version's question,

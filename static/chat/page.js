@@ -26,9 +26,27 @@ export const owner =
         modelState: document.getElementById("model-state"),
       };
 
-export function showAlert(text) {
+// `action` ({label, run}) adds a button that does what the text offers ("Send
+// truncated"); the next alert takes it away.
+export function showAlert(text, action = null) {
   alertBox.textContent = text;
   alertBox.hidden = !text;
+  if (!text || !action) return;
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "alert-action";
+  button.textContent = action.label;
+  button.addEventListener("click", () => action.run(), { once: true });
+  alertBox.append(" ", button);
+}
+
+// The CSRF token the page's POSTs carry (templates/_base.html's hx-headers).
+export function csrfToken() {
+  try {
+    return JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRFToken"];
+  } catch {
+    return "";
+  }
 }
 
 export function announce(text) {

@@ -152,6 +152,8 @@ function showRefusal(frame) {
   if (frame.message_id !== null) return;
   showAlert(frame.detail);
   refused();
+  // The composer may offer another way (static/chat/composer.js: "Send truncated").
+  document.dispatchEvent(new CustomEvent("chat:refused", { detail: { code: frame.code, detail: frame.detail } }));
 }
 
 export const handlers = {

@@ -2,8 +2,9 @@
 // the page's parts and opens the stream. The parts: page.js (elements, alert,
 // announcements), turn.js (the turn in progress), live_answer.js (the live
 // answers and their frames), socket.js (the WebSocket and the server frames'
-// handlers), composer.js (composer and message actions), clipboard.js,
-// close_codes.js, markdown.js. Protocol: README.md and chat/live/frames.py.
+// handlers), composer.js (composer and message actions), attachments.js (the
+// composer's files), clipboard.js, close_codes.js, markdown.js. Protocol:
+// README.md and chat/live/frames.py.
 
 import { wireList, wireOwner } from "./composer.js";
 import { liveFor, requestFrame, showMessage, watchScrolling } from "./live_answer.js";

@@ -2,12 +2,13 @@
 // a question is on its way), which answer is streaming, and the question this
 // tab sent until the server echoes it.
 
+import { giveBack, sent, sentAfterAll } from "./attachments.js";
 import { chat, owner } from "./page.js";
 
 const turn = {
   busy: false,
   streamingId: null, // the answer being written, until its `done` or stored message
-  lastSent: null, // {clientId, content, at, stored, givenBack}: see giveBackUnsent
+  lastSent: null, // {clientId, content, attachments, at, stored, givenBack}: see giveBackUnsent
 };
 
 export function isBusy() {
@@ -40,8 +41,9 @@ export function answerRemoved(messageId) {
   if (messageId === turn.streamingId) turn.streamingId = null;
 }
 
-export function questionSent(clientId, content) {
-  turn.lastSent = { clientId, content, at: performance.now(), stored: false, givenBack: false };
+// `attachments`: the composer's files that went with it (attachments.js).
+export function questionSent(clientId, content, attachments = []) {
+  turn.lastSent = { clientId, content, attachments, at: performance.now(), stored: false, givenBack: false };
 }
 
 // The first token's time counts from the moment this tab sent the question,
@@ -56,7 +58,8 @@ export function timeFromSend(answer) {
 // A sent question is the user's until the server echoes it (a `message` frame
 // with its client_id): any failure before that (an `error` frame, the socket
 // closing, a reconnect that never brings the echo) puts the text back in the
-// composer once, unless something new was typed there. True if it did.
+// composer once, unless something new was typed there, and its attachments
+// back in their chips. True if it did.
 export function giveBackUnsent() {
   const { lastSent } = turn;
   if (!owner || !lastSent || lastSent.stored || lastSent.givenBack) return false;
@@ -66,6 +69,7 @@ export function giveBackUnsent() {
     input.value = lastSent.content;
     input.dispatchEvent(new Event("input")); // the field grows back
   }
+  giveBack(lastSent.attachments);
   setBusy(turn.streamingId !== null);
   return true;
 }
@@ -84,6 +88,8 @@ function confirmSent() {
     owner.input.value = "";
     owner.input.dispatchEvent(new Event("input"));
   }
+  if (lastSent.givenBack) sentAfterAll(lastSent.attachments);
+  else sent(lastSent.attachments);
 }
 
 // Refused before anything was stored: the text goes back, for good.

@@ -184,6 +184,7 @@ def test_admin_form_names_a_bad_option_and_saves_nothing(client, admin_user):
         "thinking_switch": "both",
         "think_tags": "close_only",
         "first_token_timeout": 300,
+        "image_max_side": 1568,
     }
     response = client.post("/admin/chat/modelprofile/add/", form)
     assert response.status_code == 200
@@ -237,6 +238,7 @@ def test_the_admin_takes_a_single_label_host(client, admin_user):
         "thinking_switch": "template",
         "think_tags": "parse",
         "first_token_timeout": 300,
+        "image_max_side": 1568,
     }
     response = client.post("/admin/chat/modelprofile/add/", form)
     assert response.status_code == 302, response.content.decode()[:3000]

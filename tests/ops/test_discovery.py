@@ -70,6 +70,7 @@ async def test_fetch_reads_tags_and_capabilities(simulator):
         {
             "tag": "qwen3-demo:8b",
             "supports_thinking": True,
+            "supports_vision": True,
             "context_length": 40960,
             "family": "qwen3",
             "parameter_size": "8.2B",
@@ -78,6 +79,7 @@ async def test_fetch_reads_tags_and_capabilities(simulator):
         {
             "tag": "llama-demo:3b",
             "supports_thinking": False,
+            "supports_vision": False,
             "context_length": 8192,
             "family": "llama",
             "parameter_size": "3.2B",
@@ -216,6 +218,9 @@ def test_discover_page_reads_a_server_into_profiles(admin_client, simulator):
         "qwen3-demo:8b",
         "llama-demo:3b",
     }
+    # Vision from Ollama's capabilities.
+    vision = dict(ModelProfile.objects.values_list("tag", "supports_vision"))
+    assert vision == {"qwen3-demo:8b": True, "llama-demo:3b": False}
 
 
 @pytest.mark.django_db
@@ -228,6 +233,11 @@ def test_discover_page_reads_an_openai_compatible_server(admin_client, simulator
         "llama-demo:3b",
         "qwen3-demo:8b",
     ]
+    # An OpenAI-compatible server does not say: the admin's setting is kept.
+    assert not any(p.supports_vision for p in profiles)
+    profiles.filter(tag="llama-demo:3b").update(supports_vision=True)
+    admin_client.post(url, {"base_url": simulator.url, "backend": "openai"})
+    assert profiles.get(tag="llama-demo:3b").supports_vision
 
 
 @pytest.mark.django_db

@@ -717,6 +717,10 @@ async def test_load_error(make_client):
             },
             (False, 8192, "llama", "", ""),
         ),
+        (
+            {"capabilities": ["completion", "vision"]},
+            (False, None, "", "", "", True),
+        ),
         ({}, (False, None, "", "", "")),
         (
             {"model_info": {"qwen3.context_length": 5}, "capabilities": None},
@@ -726,12 +730,15 @@ async def test_load_error(make_client):
 )
 def test_model_facts(show, expected):
     facts = model_facts(show)
+    if len(expected) == 5:
+        expected = (*expected, False)  # no vision
     assert (
         facts.supports_thinking,
         facts.context_length,
         facts.family,
         facts.parameter_size,
         facts.quantization,
+        facts.supports_vision,
     ) == expected
 
 

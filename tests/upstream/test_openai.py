@@ -753,3 +753,23 @@ async def test_models_unreachable(make_client):
     with pytest.raises(UpstreamError) as info:
         await make_client(server).models()
     assert info.value.code == "upstream_unreachable"
+
+
+def test_images_become_content_parts_with_data_urls():
+    from chat.upstream.openai import with_content_parts
+
+    png, jpeg = "iVBORw0KGgo=", "/9j/4AAQ"
+    message = {"role": "user", "content": "What is this?", "images": [png, jpeg]}
+    assert with_content_parts(message) == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "What is this?"},
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png}"}},
+            {
+                "type": "image_url",
+                "image_url": {"url": f"data:image/jpeg;base64,{jpeg}"},
+            },
+        ],
+    }
+    plain = {"role": "user", "content": "hi"}
+    assert with_content_parts(plain) is plain

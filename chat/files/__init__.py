@@ -1,0 +1,32 @@
+"""Uploaded files read and checked before they are kept: the attachments of a
+question (`chat.models.attachments`). Knows nothing of the site: it is given
+bytes, a name and limits, and gives back what to store, or refuses with a
+message for the user (`Refused`, with the HTTP status that fits).
+
+`images`: Pillow opens, orients, strips, downscales and re-encodes pictures;
+`documents`: text, PDF (pypdf) and DOCX (python-docx) to plain text.
+"""
+
+from __future__ import annotations
+
+from chat.files.prepared import (
+    ACCEPTED_EXTENSIONS,
+    IMAGE_EXTENSIONS,
+    Limits,
+    Prepared,
+    clean_name,
+    prepare,
+    too_large,
+)
+from chat.files.refusals import Refused
+
+__all__ = [
+    "ACCEPTED_EXTENSIONS",
+    "IMAGE_EXTENSIONS",
+    "Limits",
+    "Prepared",
+    "Refused",
+    "clean_name",
+    "prepare",
+    "too_large",
+]

@@ -1,0 +1,173 @@
+"""Documents to plain text: text files as they are (UTF-8, no binary content),
+PDF through pypdf, DOCX through python-docx. Content must be what the
+extension says: a PDF named `.txt`, or text named `.pdf`, is refused."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from collections.abc import Callable
+
+import docx
+from pypdf import PasswordType, PdfReader
+
+from chat.files.refusals import Refused
+
+TEXT_EXTENSIONS = {
+    ".txt": "text/plain",
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".csv": "text/csv",
+    ".tsv": "text/tab-separated-values",
+    ".json": "application/json",
+    ".jsonl": "application/jsonl",
+    ".log": "text/plain",
+    ".yaml": "text/plain",
+    ".yml": "text/plain",
+    ".toml": "text/plain",
+    ".ini": "text/plain",
+    ".xml": "text/plain",
+    ".html": "text/plain",
+    ".css": "text/plain",
+    ".sql": "text/plain",
+    ".py": "text/plain",
+    ".js": "text/plain",
+    ".ts": "text/plain",
+    ".tsx": "text/plain",
+    ".jsx": "text/plain",
+    ".java": "text/plain",
+    ".kt": "text/plain",
+    ".c": "text/plain",
+    ".h": "text/plain",
+    ".cpp": "text/plain",
+    ".hpp": "text/plain",
+    ".cs": "text/plain",
+    ".go": "text/plain",
+    ".rs": "text/plain",
+    ".rb": "text/plain",
+    ".php": "text/plain",
+    ".swift": "text/plain",
+    ".sh": "text/plain",
+    ".diff": "text/plain",
+    ".patch": "text/plain",
+}
+PDF = "application/pdf"
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+# File signatures that no text file starts with.
+BINARY_SIGNATURES = (
+    b"%PDF-",
+    b"PK\x03\x04",
+    b"\x89PNG",
+    b"\xff\xd8\xff",
+    b"GIF8",
+    b"\x7fELF",
+    b"MZ",
+    b"\x1f\x8b",
+    b"\xd0\xcf\x11\xe0",
+)
+# A DOCX is a ZIP: its parts may not unpack to more than this.
+DOCX_MAX_UNPACKED = 200 * 1024 * 1024
+SCANNED = "scanned PDF: no text (it holds only pictures of pages)"
+
+
+def content_type(extension: str) -> str:
+    if extension == ".pdf":
+        return PDF
+    if extension == ".docx":
+        return DOCX
+    return TEXT_EXTENSIONS[extension]
+
+
+def text_of(name: str, extension: str, data: bytes) -> tuple[str, str]:
+    """The document's text and a note for the user ("" or why there is none)."""
+    reader = READERS.get(extension, _plain_text)
+    return reader(name, data)
+
+
+def _plain_text(name: str, data: bytes) -> tuple[str, str]:
+    if data.startswith(BINARY_SIGNATURES) or b"\x00" in data[:8192]:
+        raise _not_text(name)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise _not_text(name) from None
+    if "\x00" in text:
+        raise _not_text(name)
+    if name.lower().endswith(".json"):
+        try:
+            json.loads(text)
+        except ValueError:
+            raise Refused(
+                f"{name} is not valid JSON: its content does not match its extension.",
+                415,
+            ) from None
+    return text, ""
+
+
+def _not_text(name: str) -> Refused:
+    return Refused(
+        f"{name} is not a text file (binary content, or not UTF-8): its content "
+        "does not match its extension.",
+        415,
+    )
+
+
+def _pdf_text(name: str, data: bytes) -> tuple[str, str]:
+    if b"%PDF-" not in data[:1024]:
+        raise Refused(
+            f"{name} is not a PDF: its content does not match its extension.", 415
+        )
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted and reader.decrypt("") == PasswordType.NOT_DECRYPTED:
+            raise Refused(
+                f"{name} is protected by a password: remove the protection and "
+                "attach it again."
+            )
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except Refused:
+        raise
+    except Exception:  # pypdf raises many kinds on a damaged file
+        raise Refused(
+            f"{name} could not be read: the PDF is damaged or incomplete."
+        ) from None
+    text = "\n\n".join(page.strip() for page in pages if page.strip())
+    return text, "" if text else SCANNED
+
+
+def _docx_text(name: str, data: bytes) -> tuple[str, str]:
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            entries = archive.infolist()
+            names = {entry.filename for entry in entries}
+            unpacked = sum(entry.file_size for entry in entries)
+    except zipfile.BadZipFile:
+        raise Refused(
+            f"{name} is not a Word document: its content does not match its extension.",
+            415,
+        ) from None
+    if "word/document.xml" not in names:
+        raise Refused(
+            f"{name} is not a Word document: its content does not match its extension.",
+            415,
+        )
+    if unpacked > DOCX_MAX_UNPACKED:
+        raise Refused(f"{name} unpacks to too much data to read safely.")
+    try:
+        document = docx.Document(io.BytesIO(data))
+    except Exception:  # python-docx and lxml raise many kinds on a damaged file
+        raise Refused(f"{name} could not be read: the document is damaged.") from None
+    lines = [paragraph.text for paragraph in document.paragraphs]
+    for table in document.tables:
+        for row in table.rows:
+            lines.append("\t".join(cell.text for cell in row.cells))
+    text = "\n".join(lines).strip()
+    return text, "" if text else "no text in the document"
+
+
+READERS: dict[str, Callable[[str, bytes], tuple[str, str]]] = {
+    ".pdf": _pdf_text,
+    ".docx": _docx_text,
+}

@@ -1,0 +1,466 @@
+"""Attachments: files uploaded with a question, kept through Django's storage
+API (`STORAGES["default"]`: a folder on disk, or an S3-compatible store).
+
+An attachment is uploaded on its own (`chat.web.attachments`) before the
+question is sent, bound to the question's message when it is
+(`Attachment.bind`), and leaves with its conversation: the files of deleted
+rows are deleted from storage once the deletion commits. The link is on this
+row, so the message table is never altered for it.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.db import models, transaction
+from django.db.models.signals import post_delete
+from django.dispatch import receiver
+from django.urls import reverse
+from django.utils import timezone
+from PIL import Image
+
+from chat.models.messages import Message, spoken_tokens
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+    from chat.models.conversations import Conversation
+    from chat.models.profiles import ModelProfile
+
+# Safe to show inline: what the site itself re-encoded images to.
+INLINE_TYPES = ("image/png", "image/jpeg")
+# A picture's cost to a vision model, estimated as one token per 28x28 patch
+# (Qwen2.5-VL's patch size; LLaVA and Gemma 3 use a fixed few hundred).
+IMAGE_PATCH = 28
+# How a document's text is put into the question: a block whose first and last
+# lines name the file (the simulator counts these, chat/simulator/received.py).
+BLOCK_START = "----- BEGIN ATTACHED FILE: {name} -----"
+BLOCK_END = "----- END ATTACHED FILE: {name} -----"
+SEPARATOR = "\n\n"
+TRUNCATED = "\n[... the rest of the file was left out to fit the model's context]"
+
+
+class AttachmentRefused(Exception):
+    """A question's attachments cannot go: not the asker's, already sent, too
+    many, an image to a model without vision, or a document over the context."""
+
+
+class DocumentsTooLarge(AttachmentRefused):
+    """The documents do not fit the model's context: the asker may send them
+    truncated instead (the composer offers it for this refusal's own code)."""
+
+
+def new_public_id() -> str:
+    return secrets.token_urlsafe(18)
+
+
+@dataclass(frozen=True)
+class AttachmentView:
+    """One attachment as `chat/_attachments.html` shows it (and a `message`
+    frame lists it)."""
+
+    public_id: str
+    name: str
+    size: int
+    kind: str
+    tokens: int
+    url: str
+    thumbnail_url: str
+    note: str
+
+
+class Attachment(models.Model):
+    class Kind(models.TextChoices):
+        IMAGE = "image"
+        DOCUMENT = "document"
+
+    public_id = models.CharField(max_length=32, unique=True, default=new_public_id)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="attachments"
+    )
+    conversation = models.ForeignKey(
+        "chat.Conversation",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="attachments",
+    )
+    message = models.ForeignKey(
+        "chat.Message",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="attachments",
+    )
+    storage_name = models.CharField(max_length=255)
+    thumbnail_name = models.CharField(max_length=255, blank=True)
+    name = models.CharField(max_length=255)
+    size = models.PositiveBigIntegerField()
+    content_type = models.CharField(max_length=120)
+    kind = models.CharField(max_length=10, choices=Kind)
+    text = models.TextField(blank=True)
+    # Characters of `text` sent when the asker chose to send it truncated.
+    sent_chars = models.PositiveIntegerField(null=True, blank=True)
+    tokens = models.PositiveIntegerField(default=0)
+    width = models.PositiveIntegerField(null=True, blank=True)
+    height = models.PositiveIntegerField(null=True, blank=True)
+    sha256 = models.CharField(max_length=64)
+    note = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @classmethod
+    def store(
+        cls,
+        owner: User,
+        *,
+        name: str,
+        data: bytes,
+        content_type: str,
+        kind: str,
+        text: str = "",
+        note: str = "",
+        thumbnail: bytes | None = None,
+        sha256: str,
+        conversation: Conversation | None = None,
+        profile: ModelProfile | None = None,
+    ) -> Attachment:
+        """Save the file (and its thumbnail) to storage, then its row; the
+        files go again if the row cannot be saved."""
+        folder = secrets.token_hex(8)
+        extension = "png" if content_type == "image/png" else "bin"
+        if content_type == "image/jpeg":
+            extension = "jpg"
+        storage_name = default_storage.save(
+            f"{folder}/file.{extension}", ContentFile(data)
+        )
+        saved = [storage_name]
+        try:
+            thumbnail_name = ""
+            if thumbnail is not None:
+                thumbnail_name = default_storage.save(
+                    f"{folder}/thumbnail.{extension}", ContentFile(thumbnail)
+                )
+                saved.append(thumbnail_name)
+            attachment = cls(
+                owner=owner,
+                conversation=conversation,
+                storage_name=storage_name,
+                thumbnail_name=thumbnail_name,
+                name=name,
+                size=len(data),
+                content_type=content_type,
+                kind=kind,
+                text=text,
+                note=note,
+                sha256=sha256,
+            )
+            if kind == cls.Kind.IMAGE:
+                attachment.width, attachment.height = image_size(data)
+            attachment.tokens = attachment.estimate_tokens(profile)
+            attachment.save()
+        except BaseException:
+            for stored in saved:
+                default_storage.delete(stored)
+            raise
+        return attachment
+
+    def estimate_tokens(self, profile: ModelProfile | None) -> int:
+        if self.kind == Attachment.Kind.IMAGE:
+            return image_tokens(self.width or 0, self.height or 0)
+        chars_per_token = profile.estimated_chars_per_token if profile else 4.0
+        return math.ceil(len(self.block()) / chars_per_token)
+
+    @property
+    def is_image(self) -> bool:
+        return self.kind == Attachment.Kind.IMAGE
+
+    @property
+    def inline(self) -> bool:
+        """Whether the browser may show it in the page (else it downloads)."""
+        return self.content_type in INLINE_TYPES
+
+    def block(self, limit: int | None = None) -> str:
+        """The document as it goes into the question (its first `limit`
+        characters, with a line saying the rest was left out)."""
+        text = self.text
+        if limit is None and self.sent_chars is not None:
+            limit = self.sent_chars
+        if limit is not None and limit < len(text):
+            text = text[:limit] + TRUNCATED
+        start, end = (
+            BLOCK_START.format(name=self.name),
+            BLOCK_END.format(name=self.name),
+        )
+        return f"{start}\n{text}\n{end}"
+
+    def read(self) -> bytes:
+        with default_storage.open(self.storage_name, "rb") as stored:
+            data: bytes = stored.read()
+        return data
+
+    def base64(self) -> str:
+        return base64.b64encode(self.read()).decode("ascii")
+
+    def view(self, url: str = "", thumbnail_url: str = "") -> AttachmentView:
+        """How it is shown; the owner's URLs unless others are given (a shared
+        link's)."""
+        if not url:
+            url = reverse("attachment", args=[self.public_id])
+            if self.thumbnail_name:
+                thumbnail_url = reverse("attachment_thumbnail", args=[self.public_id])
+        return AttachmentView(
+            public_id=self.public_id,
+            name=self.name,
+            size=self.size,
+            kind=self.kind,
+            tokens=self.tokens,
+            url=url,
+            thumbnail_url=thumbnail_url if self.thumbnail_name else "",
+            note=self.note,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The upload's answer (`POST /attachments/`)."""
+        view = self.view()
+        return {
+            "id": self.public_id,
+            "name": self.name,
+            "size": self.size,
+            "kind": self.kind,
+            "tokens": self.tokens,
+            "url": view.url,
+            "thumbnail_url": view.thumbnail_url or None,
+            "note": self.note or None,
+        }
+
+    @classmethod
+    def bind(
+        cls,
+        question: Message,
+        public_ids: Sequence[str],
+        profile: ModelProfile,
+        *,
+        room_tokens: int,
+        truncate: bool,
+    ) -> list[Attachment]:
+        """Bind the asker's unsent uploads to their question, checked: theirs,
+        not sent, not over the count, images only to a vision model, documents
+        within `room_tokens` (the context left for them) unless `truncate`.
+        Raises AttachmentRefused (the caller's transaction then stores nothing)."""
+        conversation = question.conversation
+        ids = list(dict.fromkeys(public_ids))
+        if not ids:
+            return []
+        limit = settings.ATTACHMENT_MAX_FILES
+        if len(ids) > limit:
+            raise AttachmentRefused(
+                f"{len(ids)} files are attached; at most {limit} can go with one "
+                "question."
+            )
+        found: list[Attachment] = list(
+            Attachment.objects.select_for_update()
+            .filter(public_id__in=ids, owner_id=conversation.owner_id)
+            .filter(models.Q(conversation=None) | models.Q(conversation=conversation))
+        )
+        by_id = {attachment.public_id: attachment for attachment in found}
+        missing = [i for i in ids if i not in by_id]
+        if missing:
+            raise AttachmentRefused(
+                "An attached file is no longer available (removed, or not yours): "
+                "attach it again."
+            )
+        attachments = [by_id[i] for i in ids]
+        sent = [a.name for a in attachments if a.message_id is not None]
+        if sent:
+            raise AttachmentRefused(
+                f"{sent[0]} was already sent with another question: attach it again."
+            )
+        images = [a for a in attachments if a.is_image]
+        if images and not profile.supports_vision:
+            raise AttachmentRefused(
+                f"{profile.label} cannot see images: {profile.vision_reason()} "
+                "Remove the image or choose a model with vision."
+            )
+        documents = [a for a in attachments if not a.is_image]
+        for attachment in documents:
+            attachment.sent_chars = None
+            attachment.tokens = attachment.estimate_tokens(profile)
+        wanted = sum(a.tokens for a in documents)
+        if documents and wanted > room_tokens:
+            if not truncate:
+                raise DocumentsTooLarge(
+                    f"The attached documents are ~{spoken_tokens(wanted)} tokens; "
+                    f"this model's context is {spoken_tokens(profile.context_length)}"
+                    f" (~{spoken_tokens(max(room_tokens, 0))} left for them). Remove "
+                    "some, or send them truncated."
+                )
+            _truncate(documents, room_tokens, profile.estimated_chars_per_token)
+        for attachment in attachments:
+            attachment.message = question
+            attachment.conversation = conversation
+        Attachment.objects.bulk_update(
+            attachments, ["message", "conversation", "sent_chars", "tokens"]
+        )
+        return attachments
+
+    UNSENT_KEPT: ClassVar[timedelta] = timedelta(days=1)
+
+    @classmethod
+    def delete_unsent(cls) -> int:
+        """Delete uploads never sent with a question, older than UNSENT_KEPT
+        (a composer closed with files in it), their stored files with them."""
+        cutoff = timezone.now() - cls.UNSENT_KEPT
+        deleted, _ = cls.objects.filter(message=None, created_at__lt=cutoff).delete()
+        return deleted
+
+    @staticmethod
+    def count_for_answers(shown: Sequence[Message]) -> None:
+        """Tell each answer among `shown` how many files went with its
+        question (its footer says so), in one query."""
+        answers = [m for m in shown if m.role == Message.Role.ASSISTANT]
+        questions = {a.parent_id for a in answers if a.parent_id is not None}
+        if not questions:
+            return
+        counts = dict(
+            Attachment.objects.filter(message_id__in=questions)
+            .values("message_id")
+            .annotate(count=models.Count("pk"))
+            .values_list("message_id", "count")
+        )
+        for answer in answers:
+            answer.files_with_question = counts.get(answer.parent_id or 0, 0)
+
+    @classmethod
+    def copy_to(
+        cls, question: Message, source: Message, profile: ModelProfile
+    ) -> list[Attachment]:
+        """The files of `source` (a question asked again) for `question`: rows
+        of its own over the same stored files (kept while a row names them).
+        Refused (AttachmentRefused) when they hold a picture and the model
+        now asked has no vision."""
+        if (
+            not profile.supports_vision
+            and source.attachments.filter(kind=Attachment.Kind.IMAGE).exists()
+        ):
+            raise AttachmentRefused(
+                f"This question has a picture and {profile.label} cannot see "
+                f"images: {profile.vision_reason()} Choose a model with vision, "
+                "or ask again without the picture."
+            )
+        copies = []
+        for attachment in source.attachments.all():
+            attachment.pk = None
+            attachment.public_id = new_public_id()
+            attachment.message = question
+            copies.append(attachment)
+        return Attachment.objects.bulk_create(copies)
+
+
+def _truncate(
+    documents: list[Attachment], room_tokens: int, chars_per_token: float
+) -> None:
+    """Share the room left between the documents, in order: each keeps what
+    fits of its text."""
+    room_chars = max(0, int(room_tokens * chars_per_token))
+    for attachment in documents:
+        # Its block's lines, and the blank line after it (`prompt_message`).
+        overhead = len(attachment.block(0)) + len(SEPARATOR)
+        keep = max(0, min(len(attachment.text), room_chars - overhead))
+        if keep < len(attachment.text):
+            attachment.sent_chars = keep
+        room_chars -= keep + overhead
+        attachment.tokens = math.ceil(len(attachment.block()) / chars_per_token)
+
+
+def image_size(data: bytes) -> tuple[int, int]:
+    with Image.open(io.BytesIO(data)) as image:
+        width, height = image.size
+    return width, height
+
+
+def image_tokens(width: int, height: int) -> int:
+    return max(1, math.ceil(width / IMAGE_PATCH) * math.ceil(height / IMAGE_PATCH))
+
+
+def files_by_message(conversation_id: int) -> dict[int, list[Attachment]]:
+    """A conversation's sent files by their message, in one query (cheaper
+    than `prefetch_related` over every message of a long conversation, which
+    builds a queryset per message: the history builder runs at every send)."""
+    found: dict[int, list[Attachment]] = {}
+    rows = Attachment.objects.filter(
+        conversation_id=conversation_id, message__isnull=False
+    ).order_by("pk")
+    for attachment in rows:
+        found.setdefault(attachment.message_id or 0, []).append(attachment)
+    return found
+
+
+def prompt_message(
+    message: Message, attachments: Sequence[Attachment] = (), *, images: bool = True
+) -> dict[str, Any]:
+    """A message as it is sent to the model with its `attachments`: their
+    documents' blocks before its text, their images (base64, Ollama's
+    `images`; the OpenAI client turns them into content parts)."""
+    if not attachments:
+        return {"role": message.role, "content": message.content}
+    content = message.content
+    blocks = [a.block() for a in attachments if not a.is_image]
+    if blocks:
+        content = SEPARATOR.join([*blocks, content] if content else blocks)
+    sent: dict[str, Any] = {"role": message.role, "content": content}
+    pictures = [a.base64() for a in attachments if a.is_image] if images else []
+    if pictures:
+        sent["images"] = pictures
+    return sent
+
+
+def attachment_chars(
+    attachments: Sequence[Attachment], chars_per_token: float, *, images: bool = True
+) -> int:
+    """What a message's `attachments` add to the prompt, in characters
+    (images counted by their token estimate)."""
+    total = 0
+    for attachment in attachments:
+        if attachment.is_image:
+            total += math.ceil(attachment.tokens * chars_per_token) if images else 0
+        else:
+            total += len(attachment.block()) + len(SEPARATOR)
+    return total
+
+
+def delete_files(names: Iterable[str]) -> None:
+    """Delete stored files no attachment names any more (a question asked
+    again shares its files with the first version)."""
+    wanted = [name for name in names if name]
+    kept = set(
+        Attachment.objects.filter(
+            models.Q(storage_name__in=wanted) | models.Q(thumbnail_name__in=wanted)
+        ).values_list("storage_name", "thumbnail_name")
+    )
+    named = {name for pair in kept for name in pair}
+    for name in wanted:
+        if name not in named:
+            default_storage.delete(name)
+
+
+@receiver(post_delete, sender=Attachment)
+def _delete_stored_files(sender: Any, instance: Attachment, **kwargs: Any) -> None:
+    # After the commit: a deletion rolled back keeps its files.
+    names = [instance.storage_name, instance.thumbnail_name]
+    transaction.on_commit(lambda: delete_files(names))

@@ -1,0 +1,246 @@
+"""Attachments: the upload the composer makes while its user types, the
+removal of one not yet sent, and the files themselves, served only to those
+who may read their conversation (its owner, its team, a shared link's viewer
+when the link includes them): to anyone else a 404, as if it did not exist.
+
+The answers are JSON (`{"error": ...}` when refused), read by the composer's
+script; the contract is in the README ("Attachments")."""
+
+from __future__ import annotations
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.core.files.storage import default_storage
+from django.http import (
+    FileResponse,
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    JsonResponse,
+    QueryDict,
+)
+from django.http.response import HttpResponseBase
+from django.middleware.csrf import CsrfViewMiddleware
+from django.shortcuts import get_object_or_404
+from django.utils.http import content_disposition_header
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from chat import files
+from chat.models import Attachment, Conversation, ModelProfile, ShareLink
+from chat.models.teams import team_conversations
+from chat.web.conversations import SignedInRequest
+from chat.web.transfer import FORM_OVERHEAD, LimitedUpload
+
+
+class AttachmentUpload(LimitedUpload):
+    limit_setting = "ATTACHMENT_MAX_BYTES"
+
+
+def refusal(message: str, status: int) -> JsonResponse:
+    return JsonResponse({"error": message}, status=status)
+
+
+def too_large() -> JsonResponse:
+    return refusal(files.too_large(settings.ATTACHMENT_MAX_BYTES), 413)
+
+
+@csrf_exempt  # checked in `_received`, after the upload handler is set
+@require_POST
+async def upload(request: HttpRequest) -> HttpResponse:
+    """One file (`file`), for the conversation `conversation` if given, its
+    tokens counted for the model `model` (a profile's id or tag) if given.
+
+    Async: the body is parsed and the file read (Pillow, pypdf) in a worker
+    thread of its own, never in the one thread that runs every sync view and
+    database call of the process (the sockets' too), which a large PDF would
+    hold for a second or more."""
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > settings.ATTACHMENT_MAX_BYTES + FORM_OVERHEAD:
+        return too_large()
+    user = await request.auser()
+    handler = AttachmentUpload(request)
+    request.upload_handlers = [handler]
+    received = await sync_to_async(_received, thread_sensitive=False)(request, handler)
+    if isinstance(received, HttpResponse):
+        return received
+    if not isinstance(user, User):
+        return refusal("Sign in to attach files.", 403)
+    found = await sync_to_async(_chosen)(user, request.POST)
+    if isinstance(found, HttpResponse):
+        return found
+    conversation, profile = found
+    limits = files.Limits(
+        max_bytes=settings.ATTACHMENT_MAX_BYTES,
+        max_pixels=settings.ATTACHMENT_MAX_PIXELS,
+        image_max_side=profile.image_max_side if profile else 1568,
+    )
+    try:
+        prepared = await sync_to_async(files.prepare, thread_sensitive=False)(
+            *received, limits
+        )
+    except files.Refused as refused:
+        return refusal(refused.message, refused.status)
+    if (
+        prepared.kind == Attachment.Kind.IMAGE
+        and profile
+        and not profile.supports_vision
+    ):
+        return refusal(
+            f"{profile.label} cannot see images: {profile.vision_reason()}", 422
+        )
+    attachment = await sync_to_async(Attachment.store)(
+        user,
+        name=prepared.name,
+        data=prepared.data,
+        content_type=prepared.content_type,
+        kind=prepared.kind,
+        text=prepared.text,
+        note=prepared.note,
+        thumbnail=prepared.thumbnail,
+        sha256=prepared.sha256,
+        conversation=conversation,
+        profile=profile,
+    )
+    return JsonResponse(attachment.to_dict(), status=201)
+
+
+def _received(
+    request: HttpRequest, handler: AttachmentUpload
+) -> HttpResponse | tuple[str, bytes]:
+    """The CSRF check (which reads the form), then the file's name and bytes;
+    or the refusal. Touches no database."""
+    # (`_no_view`, not `upload`: the check skips views marked csrf_exempt.)
+    refused = CsrfViewMiddleware(_no_view).process_view(request, _no_view, (), {})
+    if refused is not None:
+        return refused
+    upload_file = request.FILES.get("file")
+    if handler.too_large:
+        return too_large()
+    if upload_file is None:
+        return refusal("Choose a file to attach.", 400)
+    with upload_file:
+        return upload_file.name or "", upload_file.read()
+
+
+def _no_view(request: HttpRequest) -> HttpResponse:
+    raise AssertionError("the CSRF check only decides")  # never called
+
+
+def _chosen(
+    user: User, form: QueryDict
+) -> HttpResponse | tuple[Conversation | None, ModelProfile | None]:
+    """The conversation the file is for (the user's own) and the model its
+    tokens are counted for."""
+    conversation = None
+    asked = str(form.get("conversation", ""))
+    if asked:
+        conversation = Conversation.objects.filter(
+            pk=_number(asked), owner=user
+        ).first()
+        if conversation is None:
+            return refusal("That conversation is not yours to attach files to.", 404)
+    return conversation, _profile(user, form, conversation)
+
+
+def _number(value: str) -> int:
+    return int(value) if value.isdigit() else 0
+
+
+def _profile(
+    user: User, form: QueryDict, conversation: Conversation | None
+) -> ModelProfile | None:
+    """The model the composer has chosen, else the conversation's next one."""
+    chosen = str(form.get("model", "")).strip()
+    usable = ModelProfile.objects.usable_by(user).filter(enabled=True)
+    if chosen:
+        found = usable.filter(pk=_number(chosen)).first() or (
+            usable.filter(tag=chosen).first()
+        )
+        if found is not None:
+            return found
+    if conversation is not None:
+        try:
+            return conversation.model_for_next_answer()
+        except Conversation.NoModel:
+            return None
+    return ModelProfile.objects.default()
+
+
+@login_required
+@require_http_methods(["GET", "HEAD", "DELETE"])
+def attachment(request: SignedInRequest, public_id: str) -> HttpResponseBase:
+    """The file (GET), or its removal before it was sent (DELETE, the owner's)."""
+    if request.method == "DELETE":
+        return _remove(request, public_id)
+    return serve(_readable(request, public_id), thumbnail=False)
+
+
+@csrf_protect
+def _remove(request: SignedInRequest, public_id: str) -> HttpResponse:
+    found = get_object_or_404(Attachment, public_id=public_id, owner=request.user)
+    if found.message_id is not None:
+        return refusal(
+            "This file was sent with a question: it stays with the conversation.",
+            409,
+        )
+    found.delete()
+    return HttpResponse(status=204)
+
+
+@login_required
+@require_GET
+def thumbnail(request: SignedInRequest, public_id: str) -> FileResponse:
+    return serve(_readable(request, public_id), thumbnail=True)
+
+
+def _readable(request: SignedInRequest, public_id: str) -> Attachment:
+    """The owner's any time; a team's once sent in a conversation shared with
+    it. Anyone else: 404."""
+    found = get_object_or_404(Attachment, public_id=public_id)
+    if found.owner_id == request.user.pk:
+        return found
+    shared = team_conversations(request.user)
+    if found.message_id is not None and (
+        shared.filter(pk=found.conversation_id or 0).exists()
+    ):
+        return found
+    raise Http404("No such file.")
+
+
+def shared_attachment(
+    link: ShareLink, public_id: str, *, thumbnail: bool
+) -> FileResponse:
+    """A file of a shared link's messages (`chat.web.sharing` checks the link)."""
+    if not link.include_attachments:
+        raise Http404("No such file.")
+    found = get_object_or_404(
+        Attachment,
+        public_id=public_id,
+        message__in=link.visible_messages(),
+    )
+    return serve(found, thumbnail=thumbnail)
+
+
+def serve(found: Attachment, *, thumbnail: bool) -> FileResponse:
+    """The stored file: shown in the page only when it is an image the site
+    re-encoded, else downloaded; never sniffed, never cached by others."""
+    name = found.thumbnail_name if thumbnail else found.storage_name
+    if not name:
+        raise Http404("No thumbnail.")
+    response = FileResponse(
+        default_storage.open(name, "rb"), content_type=found.content_type
+    )
+    response["Content-Disposition"] = (
+        content_disposition_header(not found.inline, found.name) or "attachment"
+    )
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Cache-Control"] = "private, max-age=3600"
+    # Were it ever opened as a page: no scripts, no same-origin rights.
+    response["Content-Security-Policy"] = "sandbox; default-src 'none'"
+    return response
