@@ -283,7 +283,14 @@ class Runner:
         try:
             if generation.stop_asked:  # a stop before the task began
                 raise asyncio.CancelledError
-            await relay(generation, profile, history, tell, ready=announcing)
+            # Shielded: a stop (or the client going away) cancels this task
+            # while the relay waits for the announcement; passed on to
+            # `announcing`, the cancel would end the wait for the commit, and
+            # a turn committed after all would be taken for one not stored
+            # (`unstored`: its answer never saved, left streaming for the
+            # orphan sweep to mark interrupted). The commit's outcome decides.
+            ready = asyncio.shield(announcing)
+            await relay(generation, profile, history, tell, ready=ready)
         finally:
             # The answer's end is told after its start, and never before its
             # turn is committed (or known not to be).
