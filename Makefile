@@ -97,6 +97,7 @@ run: venv vendor messages
 bench: venv chromium nginx
 	$(PY) -m bench
 	$(PY) -m bench.processes
+	$(PY) -m bench.request_path
 	$(PY) -m bench.load $(LOAD_ARGS)
 	$(PY) -m bench.browser
 	$(PY) -m bench.rendering

@@ -111,7 +111,13 @@ BUDGETS: dict[str, dict[str, float]] = {
     "1 tab @ 80 tok/s, one Chinese paragraph": {"p99_ms": 10},
     "1 tab @ 400 tok/s": {"p99_ms": 30},
     "10 tabs @ 80 tok/s": {"p99_ms": 300},
-    "Enter -> first token": {"ttft_added_p50_ms": 30},
+    # Rule 8's goal: Enter -> the model server has the request, and the first
+    # token in the DOM minus the model's own delay.
+    "Enter -> first token": {
+        "ttft_added_p50_ms": 10,
+        "enter_to_model_request_p50_ms": 5,
+        "enter_to_model_request_p95_ms": 15,
+    },
     "20k-token answer, 200 messages": {"longest_task_ms": 50},
 }
 
@@ -684,7 +690,8 @@ async def measure_ttft(
         "tokens": samples,
         "ttft_added_p50_ms": statistics.median(added),
         "ttft_added_max_ms": max(added),
-        "enter_to_model_request_p50_ms": statistics.median(to_model),
+        "enter_to_model_request_p50_ms": percentile(to_model, 0.5),
+        "enter_to_model_request_p95_ms": percentile(to_model, 0.95),
         "first_token_to_dom_p50_ms": statistics.median(to_dom),
         "complete": len(added) == samples,
     }
@@ -891,13 +898,18 @@ def main() -> None:
         help="renice the browser (1-19) while streams are measured, so that the"
         " server it shares the cores with is not starved of CPU",
     )
+    parser.add_argument(
+        "--ttft-only", action="store_true", help="only Enter -> first token"
+    )
     args = parser.parse_args()
     chosen = [s for s in SCENARIOS if not (args.quick and s.tabs > 1)]
     if args.only:
         chosen = [s for s in SCENARIOS if args.only in s.name]
+    if args.ttft_only:
+        chosen = []
     rows = run(
         scenarios=chosen,
-        long_answer=not (args.quick or args.only),
+        long_answer=not (args.quick or args.only or args.ttft_only),
         ttft_samples=0 if args.only else TTFT_SAMPLES,
         chromium_args=CHROMIUM_ARGS + args.chromium_arg,
         browser_nice=args.browser_nice,

@@ -16,14 +16,15 @@ import asyncio
 import contextvars
 import logging
 import math
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from channels.db import database_sync_to_async
 from django.db import DatabaseError, transaction
 
 from chat.api.errors import ApiError, seconds_until
 from chat.api.requests import ChatRequest
-from chat.live import admission, frames
+from chat.live import admission, early, frames
 from chat.live.runner import runner
 from chat.models import ApiKey, Conversation, ModelProfile, ThinkingMode, Turn, quotas
 
@@ -152,10 +153,15 @@ def find_profile(api_key: ApiKey, model: str) -> ModelProfile:
 
 
 def _begin(
-    api_key: ApiKey, request: ChatRequest, store: bool
+    api_key: ApiKey,
+    request: ChatRequest,
+    store: bool,
+    admitted: Callable[[tuple[Turn, admission.Plan]], None],
 ) -> tuple[Turn, admission.Plan]:
     """Store the request's question and its answer's placeholder and take the
-    answer's place in line, in one commit (as `chat.sockets.turns.begin`)."""
+    answer's place in line, in one commit (as `chat.sockets.turns.begin`);
+    `admitted` hears of an answer that holds a slot before the commit
+    (`chat.live.early`)."""
     profile = find_profile(api_key, request.model)
     if request.think is None:
         think = profile.think_flag(ThinkingMode.DEFAULT)
@@ -172,7 +178,9 @@ def _begin(
             store=store,
             options=options,
         )
-        plan = admission.take_ticket(turn.answer, profile, api_key.user_id)
+        plan = admission.take_ticket(
+            turn.answer, profile, api_key.user_id, lambda p: admitted((turn, p))
+        )
     return turn, plan
 
 
@@ -180,7 +188,8 @@ async def begin(api_key: ApiKey, request: ChatRequest, *, store: bool) -> ApiAns
     """Begin the answer and hand it to the runner; ApiError when it is refused
     (nothing is stored then)."""
     try:
-        turn, plan = await database_sync_to_async(_begin)(api_key, request, store)
+        stored, admitted = await early.store(partial(_begin, api_key, request, store))
+        turn, plan = stored.result() if admitted is None else admitted
     except Conversation.ModelForbidden as exc:
         raise ApiError(403, "model_forbidden", str(exc), "model") from None
     except quotas.QuotaReached as exc:
@@ -188,25 +197,41 @@ async def begin(api_key: ApiKey, request: ChatRequest, *, store: bool) -> ApiAns
         raise ApiError(429, "quota_reached", str(exc), retry_after=retry) from None
     except DatabaseError:
         logger.exception("an API answer could not be stored")
-        raise ApiError(
-            503, "not_stored", "The question could not be stored: try again."
-        ) from None
+        raise not_stored() from None
     answer = ApiAnswer(turn)
     conversation_id = answer.conversation_id
     # A conversation of its own, new: nobody else can hold its claim.
     claimed = runner.claim(conversation_id)
     assert claimed, "a new conversation was claimed already"
     runner.subscribe(conversation_id, answer)
+    # Admitted before the commit, the model server is asked now (docs/latency.md,
+    # rules 8 and 9); an API turn tells no socket (its conversation is new).
+    committed = None if admitted is None else early.told(stored, lambda _: [])
     # Started from a context of its own: the request's holds Django's
     # per-request executor for `sync_to_async`, which quits when the response
     # ends, and the answer's task (and the runner's, if this starts them) would
     # inherit it and outlive it.
     started = runner.start(
-        turn.profile, turn.answer, turn.history, turn.options, plan=plan
+        turn.profile,
+        turn.answer,
+        turn.history,
+        turn.options,
+        plan=plan,
+        stored=committed,
     )
     try:
         await asyncio.create_task(started, context=contextvars.Context())
     except BaseException:
         answer.close()
         raise
+    failed = stored.exception() if committed is not None and stored.done() else None
+    if failed is not None:
+        # The runner closed the upstream request and stored nothing.
+        logger.error("an API answer could not be stored", exc_info=failed)
+        runner.unsubscribe(answer.conversation_id, answer)
+        raise not_stored()
     return answer
+
+
+def not_stored() -> ApiError:
+    return ApiError(503, "not_stored", "The question could not be stored: try again.")

@@ -27,14 +27,14 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TypeVar
 
 from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer, get_channel_layer
 from django.db import DatabaseError, transaction
-from django.db.models import Max
+from django.db.models import F, Max, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -71,6 +71,9 @@ class Entry:
 class Plan:
     admit: list[int]  # message ids that now get a slot, in order
     positions: dict[int, int]  # message id -> 1-based place in its model's queue
+    # message id -> its admission's number, for the admitted ones not stored yet
+    # (`take_ticket`'s own, whose ticket is written with it)
+    numbers: dict[int, int] = field(default_factory=dict)
 
 
 def fair_order(entries: list[Entry]) -> list[Entry]:
@@ -133,15 +136,29 @@ def plan(entries: Iterable[Entry], per_user: int, slots: dict[int, int]) -> Plan
     return Plan(admit, positions)
 
 
-def _decide(slots: dict[int, int] | None = None) -> Plan:
+def _decide(slots: dict[int, int] | None = None, new: Entry | None = None) -> Plan:
     """Admit every waiting answer that fits now (inside a transaction).
-    `slots`: parallel slots of profiles the caller has at hand."""
+    `slots`: parallel slots of profiles the caller has at hand. `new`: an answer
+    whose ticket is not written yet (`take_ticket`): if admitted, its number is
+    in the plan's `numbers`, for its ticket."""
     site = _locked_site()
-    rows = Ticket.objects.filter(message__status=STREAMING).values_list(
-        "message_id", "user_id", "profile_id", "served"
+    # The running and waiting tickets, and in the same trip the last admission's
+    # (its number is the next one's start), running or not.
+    last = Ticket.objects.order_by(F("served").desc(nulls_last=True))[:1]
+    rows = (
+        Ticket.objects.filter(
+            Q(message__status=STREAMING) | Q(pk__in=last.values("pk"))
+        )
+        .annotate(live=Q(message__status=STREAMING))
+        .values_list("message_id", "user_id", "profile_id", "served", "live")
     )
+    tickets = [Entry(*row) for row in rows]
+    turn = max((e.served or 0 for e in tickets), default=0)
     # In the order they asked: answers' ids grow.
-    entries = sorted((Entry(*row) for row in rows), key=lambda e: e.message_id)
+    entries = sorted(
+        [*(e for e in tickets if e.live), *([new] if new else [])],
+        key=lambda e: e.message_id,
+    )
     waiting = [e for e in entries if e.served is None]
     if not waiting:
         return Plan([], {})
@@ -171,9 +188,11 @@ def _decide(slots: dict[int, int] | None = None) -> Plan:
         )
     decided = plan([*history, *entries], site.generations_per_user, slots)
     if decided.admit:
-        turn = Ticket.objects.aggregate(last=Max("served"))["last"] or 0
         for number, message_id in enumerate(decided.admit, start=turn + 1):
-            Ticket.objects.filter(message_id=message_id).update(served=number)
+            if new is not None and message_id == new.message_id:
+                decided.numbers[message_id] = number
+            else:
+                Ticket.objects.filter(message_id=message_id).update(served=number)
     return decided
 
 
@@ -188,13 +207,30 @@ def _locked_site() -> SiteDefaults:
         return SiteDefaults.objects.select_for_update().get(pk=1)
 
 
-def take_ticket(answer: Message, profile: ModelProfile, user_id: int) -> Plan:
+def take_ticket(
+    answer: Message,
+    profile: ModelProfile,
+    user_id: int,
+    admitted: Callable[[Plan], None] | None = None,
+) -> Plan:
     """In the transaction that stores the question and its answer's placeholder
-    (no commit of its own): the answer's ticket and the first decision, which the
-    caller hands to `wait_for_slot` (through `Runner.start`)."""
+    (no commit of its own): the first decision and the answer's ticket, which
+    the caller hands to `wait_for_slot` (through `Runner.start`).
+
+    `admitted(plan)` is called the moment the answer is admitted, before its
+    ticket is written: the site's row stays locked until the commit, so no
+    other decision can be taken in between (docs/latency.md, rule 8: the model
+    server is asked while the rest is stored)."""
+    new = Entry(answer.pk, user_id, profile.pk, None)
+    decided = _decide({profile.pk: profile.parallel_slots}, new)
+    served = decided.numbers.get(answer.pk)
+    if served is not None and admitted is not None:
+        admitted(decided)
     _prune()
-    Ticket.objects.create(message=answer, user_id=user_id, profile=profile)
-    return _decide({profile.pk: profile.parallel_slots})
+    Ticket.objects.create(
+        message=answer, user_id=user_id, profile=profile, served=served
+    )
+    return decided
 
 
 _pruned_at = 0.0

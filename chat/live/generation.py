@@ -83,6 +83,9 @@ class Generation:
     running: bool = False
     stop_asked: bool = False
     announced: asyncio.Event = field(default_factory=asyncio.Event)
+    # Why its turn was not committed, when the model server was asked before
+    # the commit (`Runner.start`, `stored`): the answer is then dropped unsaved.
+    unstored: BaseException | None = None
 
     @property
     def message_id(self) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncGenerator, Awaitable
 from contextlib import aclosing
 from typing import Any
 
@@ -19,7 +20,7 @@ from chat.live.generation import Generation, send_all
 from chat.live.loop_state import client_for
 from chat.live.preload import Tell
 from chat.models import ModelProfile
-from chat.upstream import UpstreamError
+from chat.upstream import Event, UpstreamError
 
 
 async def relay(
@@ -27,10 +28,13 @@ async def relay(
     profile: ModelProfile,
     history: list[dict[str, Any]],
     tell: Tell,
+    ready: Awaitable[None] | None = None,
 ) -> None:
     """Stream the answer from the model server to the generation's sockets until
     it finished (raises `UpstreamError` when the stream ended early). `tell`
-    reaches every socket of the conversation (the first-token watch's news)."""
+    reaches every socket of the conversation (the first-token watch's news).
+    `ready`: the turn's announcement, which the first frame waits for (the
+    request goes out before it, docs/latency.md, rule 8)."""
     client = client_for(profile)
     generation.upstream_at = time.perf_counter()
     watch = first_token.watch(generation, profile, tell)
@@ -41,6 +45,8 @@ async def relay(
         options=generation.options or profile.request_options(generation.think),
         keep_alive=profile.keep_alive_value,
     )
+    if ready is not None:
+        stream = _after(ready, stream)
     # aclosing: leaving the loop (done, stop, error) closes the upstream request,
     # which is how a model server learns to stop generating.
     publisher = generation.publisher
@@ -61,3 +67,18 @@ async def relay(
             pump.cancel()
     if generation.finished is None:
         raise UpstreamError("stream_cut", _("The model server ended the answer early."))
+
+
+async def _after(
+    ready: Awaitable[None], stream: AsyncGenerator[list[Event], None]
+) -> AsyncGenerator[list[Event], None]:
+    """`stream`, its request sent at once, its first read handed on once `ready`
+    is done."""
+    async with aclosing(stream):
+        first = await anext(stream, None)
+        await ready
+        if first is None:
+            return
+        yield first
+        async for events in stream:
+            yield events

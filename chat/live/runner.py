@@ -175,10 +175,18 @@ class Runner:
         options: dict[str, Any] | None = None,
         told: Sequence[frames.ServerFrame] = (),
         plan: admission.Plan | None = None,
+        stored: asyncio.Future[list[frames.ServerFrame]] | None = None,
     ) -> Generation:
         """Start streaming `message` (a claimed conversation's placeholder answer),
         after broadcasting the frames `told` (the turn's question). `plan`: the
         admission decision taken with the turn (`admission.take_ticket`).
+
+        `stored`: the turn is still being committed (`chat.sockets.turns`) and
+        its answer holds a slot: the model server is asked at once, and the turn
+        is announced with the frames `stored` gives once committed
+        (docs/latency.md, rule 8). If it fails instead, the upstream request is
+        closed and nothing is told or saved (`Generation.unstored`); the caller
+        tells its socket.
 
         The generation is registered and its task created with no await between:
         a claimed conversation always has a live task that ends by releasing it.
@@ -201,7 +209,7 @@ class Runner:
         generation.attach(*self._subscribers.get(conversation_id, ()))
         self._generations[conversation_id] = generation
         generation.task = asyncio.create_task(
-            self._run(generation, profile, history, told, plan),
+            self._run(generation, profile, history, told, plan, stored),
             name=f"generation-{message.pk}",
         )
         generation.task.add_done_callback(lambda _: self._ended(generation))
@@ -232,11 +240,71 @@ class Runner:
         for frame in told:
             await self.broadcast(conversation_id, frame)
         if self._channel is not None and self._layer is not None:
-            generation.publisher = fanout.Publisher(
-                self._layer, self.id, conversation_id, generation.message_id
-            )
+            self._publish(generation)
             await layer.join(generation_group(conversation_id), self._channel)
         await self.broadcast(conversation_id, generation.start_frame())
+
+    async def _ask_while_storing(
+        self,
+        generation: Generation,
+        profile: ModelProfile,
+        history: list[dict[str, str]],
+        stored: asyncio.Future[list[frames.ServerFrame]],
+    ) -> None:
+        """Relay the answer while its turn is committed, then announced
+        (docs/latency.md, rule 8). The relay writes no frame before the
+        announcement (its `ready`): every viewer gets the turn and the start
+        frame first, as when the turn was announced before the request."""
+
+        async def announce() -> None:
+            try:
+                told = await stored
+            except BaseException as exc:
+                # Not committed, and the request went out: it is closed.
+                generation.unstored = exc
+                assert generation.task is not None
+                generation.task.cancel()
+                raise
+            await self._announce(generation, told)
+
+        if self._channel is not None:
+            # The relay takes its publisher as it starts, before the
+            # announcement; it publishes nothing until then (`ready`).
+            self._publish(generation)
+        announcing = asyncio.create_task(announce(), name="announce")
+        announcing.add_done_callback(lambda _: generation.announced.set())
+
+        async def tell(conversation_id: int, frame: frames.ModelFrame) -> None:
+            # The first-token watch's news ("loading model") follows the start.
+            await asyncio.wait([announcing])
+            if generation.unstored is None:
+                await self.broadcast(conversation_id, frame)
+
+        try:
+            if generation.stop_asked:  # a stop before the task began
+                raise asyncio.CancelledError
+            # Shielded: a stop (or the client going away) cancels this task
+            # while the relay waits for the announcement; passed on to
+            # `announcing`, the cancel would end the wait for the commit, and
+            # a turn committed after all would be taken for one not stored
+            # (`unstored`: its answer never saved, left streaming for the
+            # orphan sweep to mark interrupted). The commit's outcome decides.
+            ready = asyncio.shield(announcing)
+            await relay(generation, profile, history, tell, ready=ready)
+        finally:
+            # The answer's end is told after its start, and never before its
+            # turn is committed (or known not to be).
+            if not announcing.done():
+                await asyncio.wait([announcing])
+            if not announcing.cancelled():
+                announcing.exception()  # kept in `unstored`
+
+    def _publish(self, generation: Generation) -> None:
+        """Its deltas go to other processes' sockets too (`fanout.Publisher`)."""
+        if generation.publisher is None and self._layer is not None:
+            generation.publisher = fanout.Publisher(
+                self._layer, self.id, generation.conversation_id, generation.message_id
+            )
 
     def stop(self, conversation_id: int) -> bool:
         generation = self._generations.get(conversation_id)
@@ -307,26 +375,36 @@ class Runner:
         history: list[dict[str, Any]],
         told: Sequence[frames.ServerFrame] = (),
         plan: admission.Plan | None = None,
+        stored: asyncio.Future[list[frames.ServerFrame]] | None = None,
     ) -> None:
         ended: BaseException | None = None  # what the relay raised, if anything
         generation.running = True
         try:
-            try:
-                await self._announce(generation, told)
-            finally:
-                generation.announced.set()
-            if generation.stop_asked:
-                raise asyncio.CancelledError
-            await admission.wait_for_slot(
-                generation.message_id,
-                profile.pk,
-                lambda position: self._tell_queued(generation, position),
-                first=plan,
-            )
-            generation.queue_position = None
-            await relay(generation, profile, history, self.broadcast)
+            if stored is not None:
+                await self._ask_while_storing(generation, profile, history, stored)
+            else:
+                try:
+                    await self._announce(generation, told)
+                finally:
+                    generation.announced.set()
+                if generation.stop_asked:
+                    raise asyncio.CancelledError
+                await admission.wait_for_slot(
+                    generation.message_id,
+                    profile.pk,
+                    lambda position: self._tell_queued(generation, position),
+                    first=plan,
+                )
+                generation.queue_position = None
+                await relay(generation, profile, history, self.broadcast)
         except (asyncio.CancelledError, Exception) as exc:
             ended = exc
+        if generation.unstored is not None:
+            # Nothing of the turn was committed: nothing to save or to tell.
+            self._generations.pop(generation.conversation_id, None)
+            self.release(generation.conversation_id)
+            await admission.release(generation.message_id, served=False)
+            return
         status, error = finish.outcome(generation, ended)
         closing: list[frames.ServerFrame] = []
         generation.finishing = True

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.conf import settings
 from django.db import models, transaction
-from django.db.models import Q, prefetch_related_objects
+from django.db.models import Exists, OuterRef, Q, prefetch_related_objects
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -267,12 +267,20 @@ class Conversation(models.Model):
             options["temperature"] = temperature.value
         return options
 
-    def build_prompt(self, profile: ModelProfile | None = None) -> Prompt:
-        """The history to send with the newest question, by the effective policy."""
+    def build_prompt(
+        self,
+        profile: ModelProfile | None = None,
+        *,
+        site: SiteDefaults | None = None,
+        messages: list[Message] | None = None,
+    ) -> Prompt:
+        """The history to send with the newest question, by the effective policy
+        (`site`, `messages`: the site's defaults and the shown messages, when the
+        caller read them already)."""
         profile = profile or self.model_for_next_answer()
-        history = self.effective_history(profile).value
+        history = self.effective_history(profile, site).value
         return build_prompt(
-            self.messages.order_by("pk"),
+            self.messages.order_by("pk") if messages is None else messages,
             system_prompt=self.system_prompt,
             policy=history.policy,
             last_n=history.last_n,
@@ -300,15 +308,87 @@ class Conversation(models.Model):
 
         Refused (nothing stored) with NoModel, ModelForbidden, Busy,
         AttachmentRefused or, before the model is asked, `quotas.QuotaReached`."""
+        profile = self.model_for_next_answer()
+        self._lock_when_idle()
+        return self._store_turn(
+            profile,
+            content,
+            client_id,
+            attachments=attachments,
+            truncate_documents=truncate_documents,
+            files_of=files_of,
+        )
+
+    @classmethod
+    @transaction.atomic
+    def begin_turn_of(
+        cls,
+        pk: int,
+        content: str,
+        client_id: str = "",
+        *,
+        attachments: Sequence[str] = (),
+        truncate_documents: bool = False,
+        placed: Callable[[Turn], None] | None = None,
+    ) -> Turn:
+        """`begin_turn` for the conversation `pk`, in as few trips to the
+        database as it takes (docs/latency.md, rule 8): one read for the
+        conversation, its model and its owner that also locks the conversation's
+        and the owner's rows and says whether an answer is running; the site's
+        defaults read once. `placed(turn)` runs once the rows are written and
+        before the conversation's own row is updated (its title), in the same
+        transaction: the answer's place in line (`chat.sockets.turns`)."""
+        streaming = Message.shown.filter(
+            conversation=OuterRef("pk"), status=Message.Status.STREAMING
+        )
+        conversation = (
+            cls.objects.select_related("model_profile", "owner")
+            .select_for_update(of=("self", "owner"))
+            .annotate(busy=Exists(streaming))
+            .get(pk=pk)
+        )
+        site = SiteDefaults.load()
+        profile = conversation.effective_model(site).value
+        if conversation.busy:  # type: ignore[attr-defined]  # annotated above
+            raise Conversation.Busy("Wait for the current answer, or stop it.")
+        return conversation._store_turn(
+            profile,
+            content,
+            client_id,
+            attachments=attachments,
+            truncate_documents=truncate_documents,
+            site=site,
+            locked=True,
+            placed=placed,
+        )
+
+    def _store_turn(
+        self,
+        profile: ModelProfile,
+        content: str,
+        client_id: str,
+        *,
+        attachments: Sequence[str] = (),
+        truncate_documents: bool = False,
+        files_of: Message | None = None,
+        site: SiteDefaults | None = None,
+        locked: bool = False,
+        placed: Callable[[Turn], None] | None = None,
+    ) -> Turn:
+        """The rows of a turn (see `begin_turn`; `locked`: the owner's row is
+        locked already)."""
         # Imported here: quotas counts teams' answers, and teams import this module.
         from chat.models import quotas
 
-        profile = self.model_for_next_answer()
-        self._lock_when_idle()
-        quotas.lock(self.owner)
-        quotas.check(self.owner)
+        teams = quotas.lock(self.owner, user_locked=locked)
+        quotas.check(self.owner, site=site, teams=teams)
+        earlier = list(self.messages.order_by("pk"))
+        # The question follows the shown branch's last message (read just now).
         question = self.messages.create(
-            role=Message.Role.USER, content=content, client_id=client_id
+            role=Message.Role.USER,
+            content=content,
+            client_id=client_id,
+            parent_id=earlier[-1].pk if earlier else None,
         )
         if files_of is not None:
             Attachment.copy_to(question, files_of, profile)
@@ -327,7 +407,7 @@ class Conversation(models.Model):
             question._prefetched_objects_cache = {  # type: ignore[attr-defined]
                 "attachments": Attachment.objects.none()
             }
-        prompt = self.build_prompt(profile)
+        prompt = self.build_prompt(profile, site=site, messages=[*earlier, question])
         answer = self.messages.create(
             parent=question,
             role=Message.Role.ASSISTANT,
@@ -338,14 +418,7 @@ class Conversation(models.Model):
         )
         answer.files_with_question = len(question.files)
         titled = not self.title
-        if titled:
-            self.title = self.title_from(content)
-        if self.model_profile_id is not None:
-            # Its model was disabled: keep the one that answered. (No model at
-            # all means "the site default", which it keeps following.)
-            self.model_profile = profile
-        self.save(update_fields=["title", "model_profile", "updated_at"])
-        return Turn(
+        turn = Turn(
             question,
             answer,
             profile,
@@ -353,6 +426,16 @@ class Conversation(models.Model):
             titled,
             self.request_options(profile),
         )
+        if placed is not None:
+            placed(turn)
+        if titled:
+            self.title = self.title_from(content)
+        if self.model_profile_id is not None:
+            # Its model was disabled: keep the one that answered. (No model at
+            # all means "the site default", which it keeps following.)
+            self.model_profile = profile
+        self.save(update_fields=["title", "model_profile", "updated_at"])
+        return turn
 
     def _room_for_documents(self, profile: ModelProfile, content: str) -> int:
         """Tokens of the model's context left for a question's attachments:

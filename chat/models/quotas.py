@@ -13,6 +13,7 @@ answer already running is never cut short by its own tokens.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -151,8 +152,16 @@ def _used(answers: Any) -> tuple[int, int]:
     return int(totals["answers"]), int(round(totals["tokens"]))
 
 
-def limits_for(user: AbstractBaseUser, now: datetime | None = None) -> list[Limit]:
-    """Every limit that applies to `user` (none set: an empty list)."""
+def limits_for(
+    user: AbstractBaseUser,
+    now: datetime | None = None,
+    *,
+    site: SiteDefaults | None = None,
+    teams: Iterable[Team] | None = None,
+) -> list[Limit]:
+    """Every limit that applies to `user` (none set: an empty list). `site` and
+    `teams` (the user's): rows the caller read already (`Conversation.begin_turn`
+    reads each once per turn)."""
     now = now or timezone.now()
     limits: list[Limit] = []
 
@@ -168,14 +177,16 @@ def limits_for(user: AbstractBaseUser, now: datetime | None = None) -> list[Limi
     def own(start: datetime, end: datetime) -> Any:
         return counted_answers(start, end).filter(conversation__owner_id=user.pk)
 
-    site = SiteDefaults.load()
+    site = site or SiteDefaults.load()
     add(
         "you",
         site.quota_period,
         own,
         {ANSWERS: site.user_answers, TOKENS: site.user_output_tokens},
     )
-    for team in Team.objects.of(user):  # type: ignore[arg-type]
+    if teams is None:
+        teams = Team.objects.of(user)  # type: ignore[arg-type]
+    for team in teams:
         add(
             "you",
             team.quota_period,
@@ -198,20 +209,30 @@ def limits_for(user: AbstractBaseUser, now: datetime | None = None) -> list[Limi
     return limits
 
 
-def lock(user: AbstractBaseUser) -> None:
+def lock(user: AbstractBaseUser, *, user_locked: bool = False) -> list[Team]:
     """Make the turns counted against `user`'s limits begin one at a time, until
     the transaction ends: a check and the answer it lets in are then one step,
     so two tabs (or processes) cannot both take the last answer. The user's row
     first, then their teams' rows in order, so two turns never deadlock
-    (callers hold only their conversation's row, `Conversation.begin_turn`)."""
-    get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+    (callers hold only their conversation's row, `Conversation.begin_turn`).
+    `user_locked`: the caller locked the user's row already (with its
+    conversation's). Returns the teams, locked (for `check`)."""
+    if not user_locked:
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
     teams = Team.objects.of(user)  # type: ignore[arg-type]
-    list(teams.select_for_update(of=("self",)).order_by("pk").values("pk"))
+    return list(teams.select_for_update(of=("self",)).order_by("pk"))
 
 
-def check(user: AbstractBaseUser, now: datetime | None = None) -> None:
-    """Raise QuotaReached, naming the first limit used up and when it resets."""
-    for limit in limits_for(user, now):
+def check(
+    user: AbstractBaseUser,
+    now: datetime | None = None,
+    *,
+    site: SiteDefaults | None = None,
+    teams: Iterable[Team] | None = None,
+) -> None:
+    """Raise QuotaReached, naming the first limit used up and when it resets
+    (`site`, `teams`: as `limits_for`)."""
+    for limit in limits_for(user, now, site=site, teams=teams):
         if limit.reached:
             raise QuotaReached(limit.message(), limit.resets_at)
 

@@ -9,17 +9,26 @@ hears of the conversation, and how it resumes an answer, is its feed's
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
+from functools import partial
 
 from channels.db import database_sync_to_async
 from django.db import DatabaseError
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
-from chat.live import control, frames, loop_state
+from chat.live import control, early, frames, loop_state
+from chat.live.admission import Plan
 from chat.live.runner import runner
-from chat.models import AttachmentRefused, Conversation, DocumentsTooLarge, Retry
+from chat.models import (
+    AttachmentRefused,
+    Conversation,
+    DocumentsTooLarge,
+    Retry,
+    Turn,
+)
 from chat.models.quotas import QuotaReached
 from chat.sockets import turns
 from chat.sockets.base import LiveSocket
@@ -132,11 +141,16 @@ class ChatConsumer(SessionBound, LiveSocket):
             )
             return
         told: list[frames.ServerFrame] = []
+        admitted: turns.Admitted | None = None
         try:
             if retry is None:
-                turn, plan = await database_sync_to_async(turns.begin)(
-                    self.conversation_id, content, client_id, files
+                stored, admitted = await early.store(
+                    partial(
+                        turns.begin, self.conversation_id, content, client_id, files
+                    )
                 )
+                if admitted is None:  # refused, or waiting for a slot
+                    turn, plan = stored.result()
             else:
                 retried, plan = await database_sync_to_async(turns.begin_retry)(
                     self.conversation_id, retry
@@ -160,11 +174,50 @@ class ChatConsumer(SessionBound, LiveSocket):
         except BaseException:
             runner.release(self.conversation_id)
             raise
-        told.append(frames.message(turn.question))
-        if turn.titled:
-            told.append(frames.conversation(turn.question.conversation))
+        if admitted is not None:
+            # Admitted before the commit: the model server is asked now.
+            await self._ask_while_storing(admitted, stored)
+            return
+        told += turn_frames(turn)
         # The stored turn goes to the runner at once (no await before it): its
         # task tells the sockets, so nothing can leave the conversation claimed.
         await runner.start(
             turn.profile, turn.answer, turn.history, turn.options, told=told, plan=plan
         )
+
+    async def _ask_while_storing(
+        self, admitted: turns.Admitted, stored: asyncio.Task[tuple[Turn, Plan]]
+    ) -> None:
+        """Start the answer before its turn is committed (docs/latency.md,
+        rule 8); if the commit fails, the runner closed the upstream request
+        and nothing was told: the page gets its text back, as when nothing was
+        stored."""
+        turn = admitted.turn
+        await runner.start(
+            turn.profile,
+            turn.answer,
+            turn.history,
+            turn.options,
+            plan=admitted.plan,
+            stored=early.told(stored, lambda begun: turn_frames(begun[0])),
+        )
+        # Started: told, or the commit failed (`Runner.start` returns then; or
+        # its task never ran, its loop closing).
+        failed = stored.exception() if stored.done() else None
+        if failed is None:
+            return
+        logger.error(
+            "conversation %s: the turn was not stored",
+            self.conversation_id,
+            exc_info=failed,
+        )
+        await self.send_frame(frames.error(None, "not_stored", NOT_STORED))
+
+
+def turn_frames(turn: Turn) -> list[frames.ServerFrame]:
+    """What every tab is told of a stored turn: its question, and the title it
+    gave the conversation."""
+    told: list[frames.ServerFrame] = [frames.message(turn.question)]
+    if turn.titled:
+        told.append(frames.conversation(turn.question.conversation))
+    return told

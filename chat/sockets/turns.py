@@ -1,8 +1,14 @@
 """A turn begins: its messages are stored and its answer placed in line, in one
-commit, before the runner is given it (`chat.sockets.consumers`). Sync: run in the
-database thread.
+commit (`chat.sockets.consumers`). Sync: run in the database thread.
 
-Behind the model methods (`Conversation.begin_turn` and the retries) because
+The model server is asked first (docs/latency.md, rule 8): the moment the
+answer is admitted, `begin` hands it to the event loop (`admitted`), which
+sends the upstream request while this thread writes the ticket and the
+conversation's row and commits. The site's row stays locked until then
+(`admission.take_ticket`), so the decision is as global as before; a commit
+that fails after the request went out closes it (`Runner.start`, `stored`).
+
+Behind the model methods (`Conversation.begin_turn_of` and the retries) because
 taking a ticket is the queue's (`chat.live.admission`), which the models may not
 import (`tests/test_layers.py`).
 """
@@ -10,6 +16,7 @@ import (`tests/test_layers.py`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 from django.db import transaction
 
@@ -17,25 +24,44 @@ from chat.live import admission
 from chat.models import Conversation, Retry, Turn
 
 
+class Admitted(NamedTuple):
+    """A turn whose answer may be asked for now, before its commit."""
+
+    turn: Turn
+    plan: admission.Plan
+
+
 def begin(
     conversation_id: int,
     content: str,
     client_id: str,
     files: tuple[list[str], bool] = ([], False),
+    admitted: Callable[[Admitted], None] | None = None,
 ) -> tuple[Turn, admission.Plan]:
     """Store a sent question (with its attachments: their ids, and whether
     documents may be truncated) and its answer's placeholder, and take the
-    answer's place in line (`chat.live.admission`), in one commit."""
-    conversation = Conversation.objects.select_related("model_profile").get(
-        pk=conversation_id
+    answer's place in line (`chat.live.admission`), in one commit. `admitted`
+    is called (from this thread) once the answer holds a slot, before the
+    commit."""
+    plans: list[admission.Plan] = []
+
+    def placed(turn: Turn) -> None:
+        def go(plan: admission.Plan) -> None:
+            if admitted is not None:
+                admitted(Admitted(turn, plan))
+
+        owner_id = turn.question.conversation.owner_id
+        plans.append(admission.take_ticket(turn.answer, turn.profile, owner_id, go))
+
+    turn = Conversation.begin_turn_of(
+        conversation_id,
+        content,
+        client_id,
+        attachments=files[0],
+        truncate_documents=files[1],
+        placed=placed,
     )
-    # One commit for the question, the answer's placeholder and its place in line.
-    with transaction.atomic():
-        turn = conversation.begin_turn(
-            content, client_id, attachments=files[0], truncate_documents=files[1]
-        )
-        plan = admission.take_ticket(turn.answer, turn.profile, conversation.owner_id)
-    return turn, plan
+    return turn, plans[0]
 
 
 def begin_retry(

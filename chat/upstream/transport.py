@@ -44,7 +44,17 @@ class _ResponseBody(httpx.AsyncByteStream):
             # One piece per HTTP chunk (as httpx's own transport yields), each as
             # soon as it arrived; a chunk split across reads comes in parts.
             while True:
-                data, end_of_chunk = await content.readchunk()
+                try:
+                    data, end_of_chunk = await content.readchunk()
+                except aiohttp.ClientPayloadError:
+                    # A broken connection's error is raised before the data that
+                    # came before the break but was not read yet (as asyncio's
+                    # StreamReader does, CPython issue 75044): a reader that was
+                    # behind would lose the end of a cut answer. That data first.
+                    rest = _unread(content)
+                    if rest:
+                        yield rest
+                    raise
                 if data:
                     yield data
                 elif not end_of_chunk:
@@ -54,6 +64,12 @@ class _ResponseBody(httpx.AsyncByteStream):
         # The connection goes back to the pool if the body was read to its end;
         # otherwise it is closed, which is how a model server learns to stop.
         self._response.release()
+
+
+def _unread(content: aiohttp.StreamReader) -> bytes:
+    """What `content` holds that was not read yet, even after its error (read
+    through aiohttp's own private reader: no public read returns it then)."""
+    return content._read_nowait(-1) if content._buffer else b""
 
 
 class AiohttpTransport(httpx.AsyncBaseTransport):

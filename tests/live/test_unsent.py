@@ -7,17 +7,19 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from django.db import connection
+from channels.testing import WebsocketCommunicator
 from playwright.sync_api import expect
 
-from chat.models import Message
+from chat.models import Message, Ticket
 from chat.sockets.consumers import NOT_STORED
 from tests.browser.chat_page import ask, open_conversation, wait_until_done
 from tests.communicators import connect, frames_until, send
+from tests.refusals import refused, writes_held
+from tests.waiting import idle, until
 
 ROOT = Path(__file__).resolve().parents[2]
 REFUSED = "a question the database refuses"
@@ -27,32 +29,8 @@ REFUSED = "a question the database refuses"
 def refused_question(transactional_db: None) -> Iterator[str]:
     """A real database refusal: a trigger fails the insert of a message with
     the text REFUSED (the question is never stored)."""
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(
-                "CREATE FUNCTION refuse_question() RETURNS trigger AS $$ BEGIN"
-                " IF NEW.content = %s THEN RAISE EXCEPTION 'refused by the test';"
-                " END IF; RETURN NEW; END $$ LANGUAGE plpgsql",
-                [REFUSED],
-            )
-            cursor.execute(
-                "CREATE TRIGGER refuse_question BEFORE INSERT ON chat_message"
-                " FOR EACH ROW EXECUTE FUNCTION refuse_question()"
-            )
-        else:
-            cursor.execute(
-                "CREATE TRIGGER refuse_question BEFORE INSERT ON chat_message"
-                f" WHEN NEW.content = '{REFUSED}'"
-                " BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
-            )
-    yield REFUSED
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "DROP TRIGGER refuse_question"
-            + (" ON chat_message" if connection.vendor == "postgresql" else "")
-        )
-        if connection.vendor == "postgresql":
-            cursor.execute("DROP FUNCTION refuse_question()")
+    with refused("refuse_question", "INSERT", "chat_message", "content", REFUSED):
+        yield REFUSED
 
 
 @pytest.mark.smoke
@@ -65,13 +43,74 @@ async def test_a_question_the_database_refuses_is_an_error_not_a_closed_socket(
     refused = (await frames_until(communicator, "error"))[-1]
     assert refused["message_id"] is None and refused["code"] == "not_stored"
     assert not await conversation.messages.aexists()
-    # The socket is still open and the conversation free: the next one goes.
+    await the_next_question_goes(communicator)
+
+
+async def the_next_question_goes(communicator: WebsocketCommunicator) -> None:
+    """The socket is still open and the conversation free: the next question is
+    stored and answered (the only question stored)."""
     await send(communicator, "Hello again")
     stored = (await frames_until(communicator, "message"))[-1]["message"]
     assert stored["content"] == "Hello again"
     await frames_until(communicator, "done")
     assert await Message.objects.filter(role="user").acount() == 1
     await communicator.disconnect()
+
+
+# A question whose title the database refuses: its conversation's row is
+# updated after the model server was asked (docs/latency.md, rule 8).
+UNTITLED = "a title the database refuses"
+
+
+@pytest.fixture
+def refused_title(transactional_db: None) -> Iterator[str]:
+    """A real database refusal after the answer was admitted: a trigger fails
+    the update that gives a conversation the title UNTITLED, the last write of
+    the turn's transaction (`Conversation._store_turn`)."""
+    with refused("refuse_title", "UPDATE", "chat_conversation", "title", UNTITLED):
+        yield UNTITLED
+
+
+@pytest.fixture
+def ticket_writes_held(
+    test_mode: str, transactional_db: None
+) -> Iterator[Callable[[], None]]:
+    """A turn's ticket, written after its answer was admitted, waits until the
+    function given is called, and so does its commit."""
+    if test_mode == "sqlite":
+        pytest.skip("holds a PostgreSQL table lock")
+    with writes_held("chat_ticket") as release:
+        yield release
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_turn_refused_after_the_model_was_asked_closes_the_request(
+    alice, conversation, simulator, refused_title, ticket_writes_held
+):
+    """The model server is asked before the turn's commit; the commit fails:
+    the request is closed (the model stops), nothing is stored or shown, and
+    the page is told to give the text back, as when nothing was sent."""
+    simulator.config.ttft_ms = 60_000  # the request stays open until closed
+    communicator = await connect(alice, conversation)
+    await send(communicator, refused_title)
+    try:
+        # The model server has the question while the turn is not committed.
+        await until(lambda: simulator.log, "the model server was never asked")
+    finally:
+        ticket_writes_held()  # the commit goes on, and fails
+    assert simulator.log[-1].body["messages"][-1]["content"] == refused_title
+    seen = await frames_until(communicator, "error")
+    assert [f["type"] for f in seen] == ["error"]
+    assert seen[0]["message_id"] is None and seen[0]["code"] == "not_stored"
+    assert seen[0]["detail"] == NOT_STORED
+    # Its request was closed: the model server stops working on it.
+    entry = await simulator.wait_for_end()
+    assert entry.disconnected and entry.tokens_sent == 0
+    assert not await Message.objects.aexists()
+    assert not await Ticket.objects.aexists()
+    await idle(conversation.pk)
+    simulator.config.ttft_ms = 0
+    await the_next_question_goes(communicator)
 
 
 @pytest.mark.smoke
@@ -119,6 +158,19 @@ def test_a_question_the_server_cannot_store_stays_in_the_composer(
     expect(page.locator("#composer-input")).to_have_value(refused_question)
     expect(page.locator("#send-button")).to_be_visible()
     expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
+    assert not Message.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_question_refused_after_the_model_was_asked_stays_in_the_composer(
+    live_server_url, page, login, conversation, alice, simulator, refused_title
+):
+    simulator.config.ttft_ms = 60_000
+    open_conversation(page, login, live_server_url, conversation, alice)
+    ask(page, refused_title)
+    expect(page.locator("#alert")).to_have_text(NOT_STORED)
+    expect(page.locator("#composer-input")).to_have_value(refused_title)
+    expect(page.locator("#send-button")).to_be_visible()
     assert not Message.objects.exists()
 
 

@@ -1,0 +1,171 @@
+"""Enter -> upstream request (docs/latency.md, rule 8): from a `send` frame
+leaving the client to the model server receiving the chat request, against the
+floor measured in the same run (the same client posting to the simulator
+directly).
+
+`python -m bench.request_path [--samples 40] [--no-postgres]` (run by `make
+bench`). Two sites: the one of `python -m bench` (one Daphne on SQLite, no
+Redis), and one Daphne (`runsite`) on PostgreSQL and Redis started like the test
+suite's (`bench.processes`). Each question is the next turn of one conversation,
+asked once the previous answer is done. Prints a table and writes
+bench/results/request_path.json; it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import websockets
+
+from bench.common import percentile
+from bench.relay import Site
+
+# The goal of docs/latency.md, rule 8, in ms.
+BUDGETS = {"p50_ms": 5.0, "p95_ms": 15.0}
+SAMPLES = 40
+
+
+async def _via_socket(site: Site, conversation_id: int, question: str) -> float:
+    """The `send` frame's departure (wall clock); returns once the answer is done."""
+    url = f"ws://127.0.0.1:{site.web_port}/ws/conversations/{conversation_id}/"
+    headers = {"Cookie": site.cookie, "Origin": f"http://127.0.0.1:{site.web_port}"}
+    async with websockets.connect(url, additional_headers=headers) as ws:
+        sent = time.time()
+        frame = {"type": "send", "content": question, "client_id": ""}
+        await ws.send(json.dumps(frame))
+        async for raw in ws:
+            frame = json.loads(raw)
+            if frame["type"] in ("done", "error"):
+                if frame["type"] == "error":
+                    raise RuntimeError(f"the bench's question failed: {frame}")
+                break
+    return sent
+
+
+async def _direct(client: httpx.AsyncClient, site: Site, question: str) -> float:
+    body = {
+        "model": "llama-demo:3b",
+        "messages": [{"role": "user", "content": question}],
+    }
+    sent = time.time()
+    response = await client.post(f"{site.sim_url}/api/chat", json=body)
+    response.raise_for_status()
+    return sent
+
+
+async def measure(site: Site, label: str, samples: int) -> dict[str, Any]:
+    site.configure(tps=0, answer_tokens=5, ttft_ms=0)
+    (conversation,) = site.new_conversations(1)
+    sent: dict[str, float] = {}
+    async with httpx.AsyncClient(timeout=30) as client:
+        # Untimed: the process's first answer pays for imports and connections.
+        await _via_socket(site, conversation, "warm-up")
+        await _direct(client, site, "warm-up direct")
+        for n in range(samples):
+            question = f"request path {n}"
+            sent[question] = await _via_socket(site, conversation, question)
+            floor = f"floor {n}"
+            sent[floor] = await _direct(client, site, floor)
+    started = {
+        entry["body"]["messages"][-1]["content"]: entry["started"]
+        for entry in site.sim_log()
+    }
+
+    def delays(kept: Callable[[str], bool]) -> list[float]:
+        return [(started[q] - t) * 1000 for q, t in sent.items() if kept(q)]
+
+    ours = delays(lambda q: q.startswith("request path"))
+    floor = delays(lambda q: q.startswith("floor"))
+    return {
+        "scenario": f"Enter -> upstream request, {label}",
+        "samples": len(ours),
+        "floor_p50_ms": percentile(floor, 0.5),
+        "floor_p95_ms": percentile(floor, 0.95),
+        "p50_ms": percentile(ours, 0.5),
+        "p95_ms": percentile(ours, 0.95),
+        "max_ms": percentile(ours, 1.0),
+        "load_average": os.getloadavg()[0],
+    }
+
+
+def _sqlite_row(samples: int) -> dict[str, Any]:
+    site = Site()
+    site.start()
+    try:
+        return asyncio.run(measure(site, "SQLite", samples))
+    finally:
+        site.stop()
+
+
+def _postgres_row(samples: int) -> dict[str, Any]:
+    import psycopg
+
+    from bench.processes import SharedSite
+    from tests import servers
+
+    servers.start_servers()  # exports DATABASE_URL and REDIS_URL
+    if servers.STATE.postgres is None or servers.STATE.redis is None:
+        raise SystemExit("PostgreSQL and Redis: " + "; ".join(servers.STATE.notes))
+    try:
+        if servers.STATE.postgres.managed:
+            with psycopg.connect(servers.STATE.postgres.dsn, autocommit=True) as db:
+                db.execute(f"CREATE DATABASE {servers.PG_DB_NAME}")
+        site = SharedSite(1, os.environ["DATABASE_URL"], os.environ["REDIS_URL"])
+        site.start()
+        try:
+            return asyncio.run(measure(site, "PostgreSQL + Redis", samples))
+        finally:
+            site.stop()
+    finally:
+        servers.stop_servers()
+
+
+def verdict(row: dict[str, Any]) -> str:
+    failed = [f"{k}>{v:g}" for k, v in BUDGETS.items() if row[k] > v]
+    return "FAIL " + ", ".join(failed) if failed else "ok"
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    print(
+        f"{'scenario':<46}{'n':>4}{'floor p50':>10}{'floor p95':>10}"
+        f"{'p50':>8}{'p95':>8}{'max':>8}{'load':>6}  budget"
+    )
+    for r in rows:
+        print(
+            f"{r['scenario']:<46}{r['samples']:>4}{r['floor_p50_ms']:>10.2f}"
+            f"{r['floor_p95_ms']:>10.2f}{r['p50_ms']:>8.2f}{r['p95_ms']:>8.2f}"
+            f"{r['max_ms']:>8.2f}{r['load_average']:>6.2f}  {verdict(r)}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=SAMPLES)
+    parser.add_argument(
+        "--postgres", action=argparse.BooleanOptionalAction, default=True
+    )
+    args = parser.parse_args()
+    rows = [_sqlite_row(args.samples)]
+    if args.postgres:
+        rows.append(_postgres_row(args.samples))
+    print(
+        "Enter -> upstream request (ms): a `send` frame leaving the client to the "
+        "simulator receiving the chat request; floor: the same client posting to "
+        "the simulator directly, same run. Budget: p50 <= 5, p95 <= 15."
+    )
+    print_table(rows)
+    out = Path(__file__).resolve().parent / "results"
+    out.mkdir(exist_ok=True)
+    (out / "request_path.json").write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
