@@ -350,7 +350,7 @@ class Conversation(models.Model):
         site = SiteDefaults.load()
         profile = conversation.effective_model(site).value
         if conversation.busy:  # type: ignore[attr-defined]  # annotated above
-            raise Conversation.Busy("Wait for the current answer, or stop it.")
+            raise Conversation.Busy(_("Wait for the current answer, or stop it."))
         return conversation._store_turn(
             profile,
             content,

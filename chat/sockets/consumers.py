@@ -211,7 +211,7 @@ class ChatConsumer(SessionBound, LiveSocket):
             self.conversation_id,
             exc_info=failed,
         )
-        await self.send_frame(frames.error(None, "not_stored", NOT_STORED))
+        await self.send_frame(frames.error(None, "not_stored", _(NOT_STORED)))
 
 
 def turn_frames(turn: Turn) -> list[frames.ServerFrame]:
