@@ -97,8 +97,19 @@ async def upload(request: HttpRequest) -> HttpResponse:
             % {"model": profile.label, "reason": profile.vision_reason()},
             422,
         )
-    attachment = await sync_to_async(Attachment.store)(
-        user,
+    attachment = await sync_to_async(store)(user, prepared, conversation, profile)
+    return JsonResponse(attachment.to_dict(), status=201)
+
+
+def store(
+    owner: User,
+    prepared: files.Prepared,
+    conversation: Conversation | None,
+    profile: ModelProfile | None,
+) -> Attachment:
+    """Keep a file read by `chat.files` (its storage, then its row)."""
+    return Attachment.store(
+        owner,
         name=prepared.name,
         data=prepared.data,
         content_type=prepared.content_type,
@@ -110,7 +121,6 @@ async def upload(request: HttpRequest) -> HttpResponse:
         conversation=conversation,
         profile=profile,
     )
-    return JsonResponse(attachment.to_dict(), status=201)
 
 
 def _received(
