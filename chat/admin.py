@@ -35,6 +35,10 @@ from chat.web.signin import ThrottledAdminAuthenticationForm
 
 # The admin's own sign-in page is throttled like the site's.
 admin.site.login_form = ThrottledAdminAuthenticationForm
+# The admin is part of the product: named as chatsite, not as Django
+# (templates/admin/base_site.html gives it chatsite's look).
+admin.site.site_header = _("chatsite administration")
+admin.site.site_title = _("chatsite administration")
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
