@@ -13,7 +13,7 @@ from tests.browser.csp import violations
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-DARK_BACKGROUND = "rgb(22, 24, 28)"  # --bg of the dark theme, static/chat/chat.css
+DARK_BACKGROUND = "rgb(22, 24, 28)"  # --bg of the dark theme, static/chat/tokens.css
 
 
 def test_an_invitee_joins_by_link_and_picks_a_dark_theme(
