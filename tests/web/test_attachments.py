@@ -53,6 +53,26 @@ def picture(alice_client, conversation, vision):
     return attachment
 
 
+def asgi_request(
+    method: str, path: str, cookie: bytes, *extra: tuple[bytes, bytes]
+) -> dict:
+    """The scope of a request straight to the site's ASGI application."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"testserver"), (b"cookie", cookie), *extra],
+        "client": ("127.0.0.1", 5000),
+        "server": ("testserver", 80),
+    }
+
+
 def stored(attachment: Attachment) -> list[bool]:
     return [
         default_storage.exists(name)
@@ -296,20 +316,7 @@ async def test_under_asgi_a_file_is_read_in_pieces_outside_the_database_thread(
 
     path = reverse("attachment", args=[found.public_id])
     cookie = f"sessionid={alice_client.cookies['sessionid'].value}".encode()
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"host", b"testserver"), (b"cookie", cookie)],
-        "client": ("127.0.0.1", 5000),
-        "server": ("testserver", 80),
-    }
+    scope = asgi_request("GET", path, cookie)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         await application(scope, receive, send)
@@ -426,25 +433,13 @@ def test_an_upload_cut_halfway_stores_nothing(alice, settings):
         async def send(message):
             sent.append(message)
 
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": "POST",
-            "scheme": "http",
-            "path": "/attachments/",
-            "raw_path": b"/attachments/",
-            "query_string": b"",
-            "root_path": "",
-            "headers": [
-                (b"host", b"testserver"),
-                (b"cookie", cookie),
-                (b"content-type", b"multipart/form-data; boundary=" + boundary),
-                (b"content-length", str(len(body) + 50).encode()),
-            ],
-            "client": ("127.0.0.1", 5000),
-            "server": ("testserver", 80),
-        }
+        scope = asgi_request(
+            "POST",
+            "/attachments/",
+            cookie,
+            (b"content-type", b"multipart/form-data; boundary=" + boundary),
+            (b"content-length", str(len(body) + 50).encode()),
+        )
         await application(scope, receive, send)
         return sent
 
