@@ -52,6 +52,8 @@ class _IdleWatch:
         self._handle = self._loop.call_later(timeout / 4, self._check)
 
     def _check(self) -> None:
+        if self._content.is_eof():
+            return  # the whole body came: nothing more to wait for
         now = self._loop.time()
         received = self._content.total_bytes
         if received != self._received or self.consumed < received:

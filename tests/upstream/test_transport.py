@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -81,11 +83,13 @@ class ChunkedServer:
             self.writer.write(b"0\r\n\r\n")
 
 
-async def test_a_server_that_stops_sending_mid_body_times_out_after_what_it_sent():
-    """The read timeout holds between reads of the body (`_IdleWatch`), not
-    only for the headers: what came before is read, then `ReadTimeout`."""
+@contextlib.asynccontextmanager
+async def streaming(
+    read_timeout: float, *first: bytes
+) -> AsyncIterator[tuple[ChunkedServer, httpx.Response]]:
+    """A response of a `ChunkedServer` through the transport, `first` written."""
     server = ChunkedServer()
-    timeout = httpx.Timeout(5, read=0.3)
+    timeout = httpx.Timeout(5, read=read_timeout)
     transport = AiohttpTransport(limits=httpx.Limits())
     async with (
         server as url,
@@ -95,9 +99,19 @@ async def test_a_server_that_stops_sending_mid_body_times_out_after_what_it_sent
             client.send(client.build_request("GET", url), stream=True)
         )
         await server.connected.wait()
-        server.write(b"one")
+        server.write(*first)
         response = await request
-        received = []
+        try:
+            yield server, response
+        finally:
+            await response.aclose()
+
+
+async def test_a_server_that_stops_sending_mid_body_times_out_after_what_it_sent():
+    """The read timeout holds between reads of the body (`_IdleWatch`), not
+    only for the headers: what came before is read, then `ReadTimeout`."""
+    received = []
+    async with streaming(0.3, b"one") as (server, response):
         # (The test's own limit, were the body never timed out: it would hang.)
         async with asyncio.timeout(60):
             with pytest.raises(httpx.ReadTimeout):
@@ -105,32 +119,17 @@ async def test_a_server_that_stops_sending_mid_body_times_out_after_what_it_sent
                     received.append(data)
                     if len(received) == 1:
                         server.write(b"two")  # then nothing more
-        await response.aclose()
     assert received == [b"one", b"two"]
 
 
 async def test_a_reader_that_is_behind_is_not_timed_out():
     """Bytes waiting unread are not an idle server: a reader slower than the
     read timeout still gets the whole body."""
-    server = ChunkedServer()
-    timeout = httpx.Timeout(5, read=0.2)
-    transport = AiohttpTransport(limits=httpx.Limits())
-    async with (
-        server as url,
-        httpx.AsyncClient(transport=transport, timeout=timeout) as client,
-    ):
-        request = asyncio.ensure_future(
-            client.send(client.build_request("GET", url), stream=True)
-        )
-        await server.connected.wait()
-        server.write(b"a" * 70_000, b"b" * 70_000, b"c" * 70_000)
-        response = await request
-        received = b""
+    pieces = (b"a" * 70_000, b"b" * 70_000, b"c" * 70_000)
+    received = b""
+    async with streaming(0.2, *pieces) as (server, response):
+        server.write(end=True)
         async for data in response.aiter_bytes():
             received += data
-            if len(received) < 150_000:
-                await asyncio.sleep(0.5)  # behind by more than the timeout
-            elif server.writer is not None and not server.writer.is_closing():
-                server.write(end=True)
-        await response.aclose()
-    assert received == b"a" * 70_000 + b"b" * 70_000 + b"c" * 70_000
+            await asyncio.sleep(0.5)  # behind by more than the timeout
+    assert received == b"".join(pieces)
