@@ -212,7 +212,8 @@ def populate(profile: Any) -> list[Stop]:
         Stop("admin-index", "/admin/", "admin"),
         Stop("admin-change-list", "/admin/chat/conversation/", "admin"),
         Stop("admin-change-form", f"/admin/chat/team/{team.pk}/change/", "admin"),
-        Stop("admin-invitation-made", "/admin/chat/invitation/add/", "admin", _new_invitation),
+        Stop("admin-invitation-made", "/admin/chat/invitation/add/", "admin",
+             _new_invitation),
     ]  # fmt: skip
 
 

@@ -23,7 +23,10 @@ RUN = """async () => {
     id: v.id,
     impact: v.impact,
     help: v.help,
-    nodes: v.nodes.map((n) => ({ target: n.target.join(" "), summary: n.failureSummary })),
+    nodes: v.nodes.map((n) => ({
+      target: n.target.join(" "),
+      summary: n.failureSummary,
+    })),
   }));
 }"""
 

@@ -7,7 +7,6 @@ every user's setting (`html[data-theme]`, chat.web.account)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -45,7 +44,7 @@ def check(
         if found:
             failures.append(describe(f"{stop.name} ({stop.path})", found))
             ARTIFACTS.mkdir(exist_ok=True)
-            name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"axe-{theme}-{viewport}-{stop.name}")
+            name = f"axe-{theme}-{viewport}-{stop.name}"
             page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
     try:
