@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from bench import tour
-from tests.browser.axe import describe, violations
+from tests.browser.axe import clipped_focus_rings, describe, violations
 from tests.conftest import ARTIFACTS
 from tests.daphnes import Daphne, daphne_env
 
@@ -92,3 +92,33 @@ def test_the_single_sign_on_pages_pass_axe(browser, oidc_site, theme, viewport):
     assert not failures, "axe found serious or critical violations:\n" + "\n".join(
         failures
     )
+
+
+FOCUS_STOPS = (
+    "conversation",
+    "share-dialog-new-link",
+    "account-new-key",
+    "team-manage",
+)
+
+
+@pytest.mark.parametrize("viewport", list(tour.VIEWPORTS))
+def test_focus_rings_are_seen_whole(live_server_url, browser, demo_profile, viewport):
+    """Tabbing through the pages with the most controls: every focused element
+    shows its whole ring (the code block's Copy button's was cut off by the
+    block's rounded corners)."""
+    stops = [s for s in tour.populate(demo_profile) if s.name in FOCUS_STOPS]
+    width, height = tour.VIEWPORTS[viewport]
+    context = browser.new_context(viewport={"width": width, "height": height})
+    failures: list[str] = []
+
+    def look(page: Any, stop: tour.Stop) -> None:
+        failures.extend(f"{stop.name}: {p}" for p in clipped_focus_rings(page, 60))
+
+    try:
+        assert [s.name for s in tour.walk(context, live_server_url, stops, look)] == [
+            *FOCUS_STOPS
+        ]
+    finally:
+        context.close()
+    assert not failures, "\n".join(failures)
