@@ -32,6 +32,7 @@ from bench.common import wait_until_up as wait_for
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 LOCALES = {"en": "en-US", "zh-Hans": "zh-CN"}
 MODEL = "qwen3-demo:8b"
+SSO_STOPS = [tour.Stop("sign-in-sso", "/login/", None), tour.OIDC_FAILED]
 
 
 def _environment(tmp: str) -> dict[str, str]:
@@ -42,6 +43,7 @@ def _environment(tmp: str) -> dict[str, str]:
         "DJANGO_SETTINGS_MODULE": "chatsite.settings",
     }
     env.pop("REDIS_URL", None)
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     return env
 
 
@@ -62,12 +64,14 @@ def shoot(
     browser: Any,
     base_url: str,
     stops: list[tour.Stop],
+    numbers: dict[str, int],
     out: Path,
     language: str,
     theme: str,
     viewport: str,
 ) -> list[str]:
-    """Walk `stops` in one context; the images written."""
+    """Walk `stops` in one context; the images written, named by their
+    `numbers` (their place in the whole tour)."""
     width, height = tour.VIEWPORTS[viewport]
     context = browser.new_context(
         viewport={"width": width, "height": height},
@@ -80,7 +84,7 @@ def shoot(
     made: list[str] = []
 
     def look(page: Any, stop: tour.Stop) -> None:
-        path = folder / f"{len(made) + 1:02d}-{stop.name}.png"
+        path = folder / f"{numbers[stop.name]:02d}-{stop.name}.png"
         page.screenshot(path=str(path), full_page=True)
         made.append(str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path))
 
@@ -107,6 +111,9 @@ def main() -> None:
     env = _environment(tmp.name)
     os.environ.update(env)
     os.environ.pop("REDIS_URL", None)
+    # This process's ORM calls run beside sync Playwright's event loop, which
+    # Django would refuse (docs/testing.md, G9); the servers do not inherit it.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     sys.path.insert(0, str(ROOT))
     import django
 
@@ -154,28 +161,28 @@ def run(args: argparse.Namespace, site: str, sso: str, simulator: str) -> None:
         for viewport in args.viewports
     ]
     made: list[str] = []
-    checked: list[str] = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(
             executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"]
         )
         # The setup page exists only while no one has an account.
+        setup = list(tour.SETUP)
+        numbers = {stop.name: n for n, stop in enumerate(setup, 1)}
         for combo in combos:
-            made += shoot(browser, site, chosen(list(tour.SETUP)), args.out, *combo)
+            made += shoot(browser, site, chosen(setup), numbers, args.out, *combo)
         profile = ModelProfile.objects.create(
             tag=MODEL, base_url=simulator, supports_thinking=True, is_demo=True
         )
         stops = tour.populate(profile)
-        sso_stops = [tour.Stop("sign-in-sso", "/login/", None), tour.OIDC_FAILED]
+        tour_stops = [*setup, *stops, *SSO_STOPS]
+        numbers = {stop.name: n for n, stop in enumerate(tour_stops, 1)}
         for language, theme, viewport in combos:
             tour.set_theme(theme)
             combo = (language, theme, viewport)
-            made += shoot(browser, site, chosen(stops), args.out, *combo)
-            made += shoot(browser, sso, chosen(sso_stops), args.out, *combo)
+            made += shoot(browser, site, chosen(stops), numbers, args.out, *combo)
+            made += shoot(browser, sso, chosen(SSO_STOPS), numbers, args.out, *combo)
         browser.close()
-        checked = [
-            f"{s.name:24} {s.path}" for s in chosen([*tour.SETUP, *stops, *sso_stops])
-        ]
+    checked = [f"{stop.name:24} {stop.path}" for stop in chosen(tour_stops)]
     print(f"{len(made)} screenshots in {args.out}")
     print(
         f"languages {', '.join(args.languages)}; themes {', '.join(args.themes)}; "
