@@ -259,11 +259,15 @@ def walk(
                     keys[stop.who] = session_key(stop.who)
                 cookie = {"name": settings.SESSION_COOKIE_NAME, "value": keys[stop.who]}
                 context.add_cookies([{**cookie, "url": base_url}])
-            page.goto(base_url + stop.path)
-            page.wait_for_load_state("networkidle")
-            if stop.then is not None:
-                stop.then(page)
-            look(page, stop)
+            try:
+                page.goto(base_url + stop.path)
+                page.wait_for_load_state("networkidle")
+                if stop.then is not None:
+                    stop.then(page)
+                look(page, stop)
+            except Exception as exc:
+                exc.add_note(f"at the tour's stop {stop.name!r} ({stop.path})")
+                raise
             yield stop
     finally:
         page.close()
