@@ -232,8 +232,22 @@ class SiteDefaultsAdmin(AuditedAdmin):
         return redirect(reverse("admin:chat_sitedefaults_change", args=[site.pk]))
 
 
+class LabelledInlineFormSet(forms.BaseInlineFormSet):  # type: ignore[type-arg]
+    """A tabular inline's fields are labelled only by their column's heading,
+    which screen readers do not tie to them: each field gets its label as its
+    accessible name (axe's `label` and `select-name` rules,
+    tests/browser/test_accessibility.py)."""
+
+    def add_fields(self, form: forms.ModelForm[Any], index: int | None) -> None:
+        super().add_fields(form, index)
+        for field in form.fields.values():
+            if field.label and not field.widget.is_hidden:
+                field.widget.attrs.setdefault("aria-label", str(field.label))
+
+
 class MembershipInline(admin.TabularInline):  # type: ignore[type-arg]
     model = Membership
+    formset = LabelledInlineFormSet
     fields = ["user", "role", "synced"]
     readonly_fields = ["synced"]
     autocomplete_fields = ["user"]

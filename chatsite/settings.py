@@ -152,7 +152,17 @@ CACHES = {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": "chatsite",
-    }
+    },
+    # The images prompts carry, base64 (`Attachment.base64`): in each process,
+    # the most recent at most (re-encoded images are a few hundred kB each).
+    "prompt_images": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "prompt-images",
+        "TIMEOUT": 3600,
+        "OPTIONS": {
+            "MAX_ENTRIES": env_int("PROMPT_IMAGE_CACHE_ENTRIES", 64, minimum=1)
+        },
+    },
 }
 
 OLLAMA_BASE_URL = env_url(

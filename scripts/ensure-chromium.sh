@@ -35,6 +35,11 @@ packages=(chromium fonts-dejavu-core)
 if apt-cache show fonts-noto-color-emoji >/dev/null 2>&1; then
   packages+=(fonts-noto-color-emoji)
 fi
+# A Chinese font: without one the zh-Hans pages (README "Languages";
+# bench/screenshots.py) show boxes for every character.
+if apt-cache show fonts-wqy-microhei >/dev/null 2>&1; then
+  packages+=(fonts-wqy-microhei)
+fi
 apt_install "${packages[@]}"
 
 if ! works; then

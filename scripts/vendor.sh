@@ -124,6 +124,12 @@ for font in $(grep -oE 'url\(fonts/[^)]*\)' "$tmp/katex/katex.min.css" | sed -E 
   [[ -f $tmp/katex/$font ]] || { echo "vendor: katex.min.css needs missing $font" >&2; exit 1; }
 done
 
+# axe-core: UMD, global `axe`. Only the accessibility tests use it
+# (tests/browser/axe.py injects it into the page under test); no page loads it.
+put $NM/axe-core/axe.min.js axe-core/axe.min.js
+put $NM/axe-core/LICENSE axe-core/LICENSE
+put $NM/axe-core/LICENSE-3RD-PARTY.txt axe-core/LICENSE-3RD-PARTY.txt
+
 # No source maps are shipped: drop the comments pointing at them (collectstatic's
 # manifest storage would fail on the missing .map files).
 find "$tmp" -type f -name '*.js' -exec sed -i -E '/^\/\/# sourceMappingURL=/d' {} +
@@ -145,7 +151,8 @@ fi
     "markdown-it markdown-it UMD:global=markdownit" \
     "dompurify dompurify UMD:global=DOMPurify" \
     "@highlightjs/cdn-assets highlight.js IIFE:global=hljs(common-languages)" \
-    "katex katex UMD:global=katex"; do
+    "katex katex UMD:global=katex" \
+    "axe-core axe-core UMD:global=axe(tests-only)"; do
     read -r name dir build <<<"$spec"
     printf '%s\t%s\t%s/\t%s\t%s\t%s\n' "$name" "$(version "$name")" "$dir" "$build" \
       "$(field "$name" license)" "$(field "$name" integrity)"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, Awaitable
+from collections.abc import Awaitable
 from contextlib import aclosing
 from typing import Any
 
@@ -20,7 +20,7 @@ from chat.live.generation import Generation, send_all
 from chat.live.loop_state import client_for
 from chat.live.preload import Tell
 from chat.models import ModelProfile
-from chat.upstream import Event, UpstreamError
+from chat.upstream import UpstreamError
 
 
 async def relay(
@@ -45,8 +45,6 @@ async def relay(
         options=generation.options or profile.request_options(generation.think),
         keep_alive=profile.keep_alive_value,
     )
-    if ready is not None:
-        stream = _after(ready, stream)
     # aclosing: leaving the loop (done, stop, error) closes the upstream request,
     # which is how a model server learns to stop generating.
     publisher = generation.publisher
@@ -55,30 +53,20 @@ async def relay(
     try:
         async with aclosing(stream):
             async for events in stream:
+                if ready is not None:  # once: the first read waits for it
+                    await ready
+                    ready = None
                 for frame in generation.apply(events):
                     await send_all(generation.attached, frame)
                     if publisher is not None:
                         publisher.add(frame["type"], frame["delta"])
                 if generation.finished is not None:
                     break
+            if ready is not None:  # an empty stream: announced all the same
+                await ready
     finally:
         watch.cancel()
         if publisher is not None:
             pump.cancel()
     if generation.finished is None:
         raise UpstreamError("stream_cut", _("The model server ended the answer early."))
-
-
-async def _after(
-    ready: Awaitable[None], stream: AsyncGenerator[list[Event], None]
-) -> AsyncGenerator[list[Event], None]:
-    """`stream`, its request sent at once, its first read handed on once `ready`
-    is done."""
-    async with aclosing(stream):
-        first = await anext(stream, None)
-        await ready
-        if first is None:
-            return
-        yield first
-        async for events in stream:
-            yield events

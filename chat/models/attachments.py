@@ -20,6 +20,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.conf import settings
+from django.core.cache import caches
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import models, transaction
@@ -173,6 +174,9 @@ class Attachment(models.Model):
             )
             if kind == cls.Kind.IMAGE:
                 attachment.width, attachment.height = image_size(data)
+                caches["prompt_images"].set(
+                    storage_name, base64.b64encode(data).decode("ascii")
+                )
             attachment.tokens = attachment.estimate_tokens(profile)
             attachment.save()
         except BaseException:
@@ -216,7 +220,16 @@ class Attachment(models.Model):
         return data
 
     def base64(self) -> str:
-        return base64.b64encode(self.read()).decode("ascii")
+        """The image as a prompt carries it. Kept in this process's
+        `prompt_images` cache (chatsite/settings.py), so a conversation's
+        earlier images are not fetched again (a round trip to S3 each) before
+        every question that carries them: a stored file never changes."""
+        images = caches["prompt_images"]
+        encoded: str | None = images.get(self.storage_name)
+        if encoded is None:
+            encoded = base64.b64encode(self.read()).decode("ascii")
+            images.set(self.storage_name, encoded)
+        return encoded
 
     def view(self, url: str = "", thumbnail_url: str = "") -> AttachmentView:
         """How it is shown; the owner's URLs unless others are given (a shared

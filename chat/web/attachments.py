@@ -8,18 +8,20 @@ script; the contract is in the README ("Attachments")."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.files.storage import default_storage
 from django.http import (
-    FileResponse,
     Http404,
     HttpRequest,
     HttpResponse,
     JsonResponse,
     QueryDict,
+    StreamingHttpResponse,
 )
 from django.http.response import HttpResponseBase
 from django.middleware.csrf import CsrfViewMiddleware
@@ -33,7 +35,11 @@ from chat import files
 from chat.models import Attachment, Conversation, ModelProfile, ShareLink
 from chat.models.teams import team_conversations
 from chat.web.conversations import SignedInRequest
+from chat.web.streamed import streamed
 from chat.web.transfer import FORM_OVERHEAD, LimitedUpload
+
+# What one read of a stored file takes: a socket's worth, not the whole file.
+FILE_PIECE = 256 * 1024
 
 
 class AttachmentUpload(LimitedUpload):
@@ -191,7 +197,7 @@ def attachment(request: SignedInRequest, public_id: str) -> HttpResponseBase:
     """The file (GET), or its removal before it was sent (DELETE, the owner's)."""
     if request.method == "DELETE":
         return _remove(request, public_id)
-    return serve(_readable(request, public_id), thumbnail=False)
+    return serve(request, _readable(request, public_id), thumbnail=False)
 
 
 @csrf_protect
@@ -208,8 +214,8 @@ def _remove(request: SignedInRequest, public_id: str) -> HttpResponse:
 
 @login_required
 @require_GET
-def thumbnail(request: SignedInRequest, public_id: str) -> FileResponse:
-    return serve(_readable(request, public_id), thumbnail=True)
+def thumbnail(request: SignedInRequest, public_id: str) -> StreamingHttpResponse:
+    return serve(request, _readable(request, public_id), thumbnail=True)
 
 
 def _readable(request: SignedInRequest, public_id: str) -> Attachment:
@@ -227,8 +233,8 @@ def _readable(request: SignedInRequest, public_id: str) -> Attachment:
 
 
 def shared_attachment(
-    link: ShareLink, public_id: str, *, thumbnail: bool
-) -> FileResponse:
+    request: HttpRequest, link: ShareLink, public_id: str, *, thumbnail: bool
+) -> StreamingHttpResponse:
     """A file of a shared link's messages (`chat.web.sharing` checks the link)."""
     if not link.include_attachments:
         raise Http404(_("No such file."))
@@ -237,18 +243,24 @@ def shared_attachment(
         public_id=public_id,
         message__in=link.visible_messages(),
     )
-    return serve(found, thumbnail=thumbnail)
+    return serve(request, found, thumbnail=thumbnail)
 
 
-def serve(found: Attachment, *, thumbnail: bool) -> FileResponse:
-    """The stored file: shown in the page only when it is an image the site
+def serve(
+    request: HttpRequest, found: Attachment, *, thumbnail: bool
+) -> StreamingHttpResponse:
+    """The stored file, read a piece at a time outside the database thread
+    (`chat.web.streamed`): shown in the page only when it is an image the site
     re-encoded, else downloaded; never sniffed, never cached by others."""
     name = found.thumbnail_name if thumbnail else found.storage_name
     if not name:
         raise Http404(_("No thumbnail."))
-    response = FileResponse(
-        default_storage.open(name, "rb"), content_type=found.content_type
+    response = StreamingHttpResponse(
+        streamed(request, _pieces(name), reads_database=False),
+        content_type=found.content_type,
     )
+    if not thumbnail:
+        response["Content-Length"] = str(found.size)
     response["Content-Disposition"] = (
         content_disposition_header(not found.inline, found.name) or "attachment"
     )
@@ -257,3 +269,9 @@ def serve(found: Attachment, *, thumbnail: bool) -> FileResponse:
     # Were it ever opened as a page: no scripts, no same-origin rights.
     response["Content-Security-Policy"] = "sandbox; default-src 'none'"
     return response
+
+
+def _pieces(name: str) -> Iterator[bytes]:
+    with default_storage.open(name, "rb") as handle:
+        while piece := handle.read(FILE_PIECE):
+            yield piece

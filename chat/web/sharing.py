@@ -312,4 +312,4 @@ def _shared_file(
         if found.status_code == 410:  # a file of a link that is gone: none
             raise Http404(_("No such file."))
         return found
-    return _private(shared_attachment(found, public_id, thumbnail=thumbnail))
+    return _private(shared_attachment(request, found, public_id, thumbnail=thumbnail))

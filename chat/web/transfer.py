@@ -7,15 +7,12 @@ export a user's conversations from the user admin (`staff_export`)."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Generator
 from typing import Any, TypeVar
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.files.uploadhandler import StopUpload, TemporaryFileUploadHandler
-from django.core.handlers.asgi import ASGIRequest
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -38,6 +35,7 @@ from chat.transfer.incoming import ImportRefused, Summary
 from chat.transfer.markdown import conversation_markdown
 from chat.web.client_address import client_address
 from chat.web.conversations import SignedInRequest
+from chat.web.streamed import streamed
 
 # What a form adds around the file: boundaries, headers, the CSRF token.
 FORM_OVERHEAD = 64 * 1024
@@ -81,27 +79,12 @@ def export_conversation(request: SignedInRequest, pk: int, kind: str) -> HttpRes
 
 def zip_response(request: HttpRequest, owner: Any) -> StreamingHttpResponse:
     """All of `owner`'s conversations as a ZIP, written while it is sent."""
-    pieces = zip_stream(owner)
     response = StreamingHttpResponse(
-        _async_pieces(pieces) if isinstance(request, ASGIRequest) else pieces,
+        streamed(request, zip_stream(owner), reads_database=True),
         content_type="application/zip",
     )
     day = timezone.localdate().isoformat()
     return attachment(response, f"chatsite-{safe_name(owner.get_username())}-{day}.zip")
-
-
-async def _async_pieces(
-    pieces: Generator[bytes, None, None],
-) -> AsyncIterator[bytes]:
-    """The pieces of a sync generator that reads the database, served under
-    ASGI one at a time (given a sync iterator, Django would first read it all
-    into a list), each in the thread that holds the database connection."""
-    take = sync_to_async(lambda: next(pieces, None))
-    try:
-        while (piece := await take()) is not None:
-            yield piece
-    finally:
-        await sync_to_async(pieces.close)()
 
 
 @login_required

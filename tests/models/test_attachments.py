@@ -13,6 +13,7 @@ from chat.models import Attachment, AttachmentRefused
 from chat.models.attachments import prompt_message
 from tests.files import samples
 from tests.files.attaching import attach
+from tests.files.s3 import s3_server, storage  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
 
@@ -135,3 +136,31 @@ def test_asking_a_picture_again_of_a_model_without_vision_is_refused(
         conversation.begin_regenerate()
     first.answer.refresh_from_db()
     assert not first.answer.replaced  # nothing changed
+
+
+@pytest.mark.usefixtures("storage")
+def test_an_image_is_read_from_storage_at_most_once_per_process(
+    alice, conversation, vision, monkeypatch
+):
+    """A prompt carries a conversation's earlier images at every question: the
+    process keeps them (`Attachment.base64`), from the upload on, so storage
+    (an S3 round trip each) is not read again."""
+    from django.core.cache import caches
+
+    image = attach(alice, "a.png", samples.png())
+    expected = base64.b64encode(image.read()).decode("ascii")
+    reads = []
+    read = Attachment.read
+
+    def counted(self):
+        reads.append(self.storage_name)
+        return read(self)
+
+    monkeypatch.setattr(Attachment, "read", counted)
+    question = conversation.messages.create(role="user", content="See?")
+    assert prompt_message(question, [image])["images"] == [expected]
+    assert reads == []  # kept at the upload
+    caches["prompt_images"].clear()  # as in another process
+    for _ in range(3):
+        assert prompt_message(question, [image])["images"] == [expected]
+    assert reads == [image.storage_name]

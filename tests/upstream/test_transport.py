@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -45,3 +48,88 @@ async def test_a_reader_behind_a_cut_connection_gets_every_byte_before_the_error
     assert len(written) == lines
     assert all(json.loads(line.removeprefix("data: ")) for line in written)
     assert simulator.log[-1].fault == "cut"
+
+
+class ChunkedServer:
+    """A raw HTTP/1.1 server: headers, then the chunks it is told to write, when
+    it is told to (`write`), on the one connection it takes."""
+
+    def __init__(self) -> None:
+        self.writer: asyncio.StreamWriter | None = None
+        self.connected = asyncio.Event()
+
+    async def __aenter__(self) -> str:
+        self.server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        port = self.server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}/"
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.server.close()
+        await self.server.wait_closed()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        self.writer = writer
+        self.connected.set()
+
+    def write(self, *pieces: bytes, end: bool = False) -> None:
+        assert self.writer is not None
+        for piece in pieces:
+            self.writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+        if end:
+            self.writer.write(b"0\r\n\r\n")
+
+
+@contextlib.asynccontextmanager
+async def streaming(
+    read_timeout: float, *first: bytes
+) -> AsyncIterator[tuple[ChunkedServer, httpx.Response]]:
+    """A response of a `ChunkedServer` through the transport, `first` written."""
+    server = ChunkedServer()
+    timeout = httpx.Timeout(5, read=read_timeout)
+    transport = AiohttpTransport(limits=httpx.Limits())
+    async with (
+        server as url,
+        httpx.AsyncClient(transport=transport, timeout=timeout) as client,
+    ):
+        request = asyncio.ensure_future(
+            client.send(client.build_request("GET", url), stream=True)
+        )
+        await server.connected.wait()
+        server.write(*first)
+        response = await request
+        try:
+            yield server, response
+        finally:
+            await response.aclose()
+
+
+async def test_a_server_that_stops_sending_mid_body_times_out_after_what_it_sent():
+    """The read timeout holds between reads of the body (`_IdleWatch`), not
+    only for the headers: what came before is read, then `ReadTimeout`."""
+    received = []
+    async with streaming(0.3, b"one") as (server, response):
+        # (The test's own limit, were the body never timed out: it would hang.)
+        async with asyncio.timeout(60):
+            with pytest.raises(httpx.ReadTimeout):
+                async for data in response.aiter_bytes():
+                    received.append(data)
+                    if len(received) == 1:
+                        server.write(b"two")  # then nothing more
+    assert received == [b"one", b"two"]
+
+
+async def test_a_reader_that_is_behind_is_not_timed_out():
+    """Bytes waiting unread are not an idle server: a reader slower than the
+    read timeout still gets the whole body."""
+    pieces = (b"a" * 70_000, b"b" * 70_000, b"c" * 70_000)
+    received = b""
+    async with streaming(0.2, *pieces) as (server, response):
+        server.write(end=True)
+        async for data in response.aiter_bytes():
+            received += data
+            await asyncio.sleep(0.5)  # behind by more than the timeout
+    assert received == b"".join(pieces)

@@ -53,6 +53,26 @@ def picture(alice_client, conversation, vision):
     return attachment
 
 
+def asgi_request(
+    method: str, path: str, cookie: bytes, *extra: tuple[bytes, bytes]
+) -> dict:
+    """The scope of a request straight to the site's ASGI application."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"testserver"), (b"cookie", cookie), *extra],
+        "client": ("127.0.0.1", 5000),
+        "server": ("testserver", 80),
+    }
+
+
 def stored(attachment: Attachment) -> list[bool]:
     return [
         default_storage.exists(name)
@@ -241,6 +261,76 @@ def test_the_owner_gets_the_image_inline_never_sniffed(alice_client, picture):
     assert b"".join(response.streaming_content) == picture.read()
 
 
+@pytest.fixture
+def big_document(alice_client, settings):
+    """alice's text file of a little over two pieces (`FILE_PIECE`)."""
+    from chat.web.attachments import FILE_PIECE
+
+    settings.ATTACHMENT_MAX_BYTES = 4 * FILE_PIECE
+    raw = b"word " * ((2 * FILE_PIECE + 100) // 5)
+    response = upload(alice_client, raw, "notes.txt")
+    assert response.status_code == 201
+    return Attachment.objects.get(public_id=response.json()["id"]), raw
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_under_asgi_a_file_is_read_in_pieces_outside_the_database_thread(
+    alice_client, big_document, monkeypatch
+):
+    """Daphne's path: the view runs in the thread that holds the database
+    connection, the file's pieces are read in other threads, one at a time,
+    never all of it first (chat.web.streamed)."""
+    import threading
+    import warnings
+
+    from chat.web import attachments
+    from chatsite.asgi import application
+
+    found, raw = big_document
+    view_threads: set[int] = set()
+    read_threads: set[int] = set()
+    readable, pieces = attachments._readable, attachments._pieces
+
+    def watched_readable(request, public_id):
+        view_threads.add(threading.get_ident())
+        return readable(request, public_id)
+
+    def watched_pieces(name):
+        for piece in pieces(name):
+            read_threads.add(threading.get_ident())
+            yield piece
+
+    monkeypatch.setattr(attachments, "_readable", watched_readable)
+    monkeypatch.setattr(attachments, "_pieces", watched_pieces)
+    sent: list[dict] = []
+
+    requested = [{"type": "http.request", "body": b"", "more_body": False}]
+
+    async def receive():
+        if requested:
+            return requested.pop()
+        await asyncio.Event().wait()  # the client stays until the answer ends
+
+    async def send(message):
+        sent.append(message)
+
+    path = reverse("attachment", args=[found.public_id])
+    cookie = f"sessionid={alice_client.cookies['sessionid'].value}".encode()
+    scope = asgi_request("GET", path, cookie)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        await application(scope, receive, send)
+    start, *bodies = sent
+    assert start["status"] == 200
+    headers = {name.lower(): value for name, value in start["headers"]}
+    assert headers[b"content-length"] == str(len(raw)).encode()
+    assert b"".join(m.get("body", b"") for m in bodies) == raw
+    assert len([m for m in bodies if m.get("body")]) >= 3
+    assert view_threads and read_threads
+    assert not view_threads & read_threads
+    assert not [w for w in caught if "iterators" in str(w.message)]
+
+
 def test_a_document_is_always_downloaded(alice_client):
     body = upload(alice_client, b"<script>alert(1)</script>", "x.html").json()
     response = alice_client.get(body["url"])
@@ -343,25 +433,13 @@ def test_an_upload_cut_halfway_stores_nothing(alice, settings):
         async def send(message):
             sent.append(message)
 
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": "POST",
-            "scheme": "http",
-            "path": "/attachments/",
-            "raw_path": b"/attachments/",
-            "query_string": b"",
-            "root_path": "",
-            "headers": [
-                (b"host", b"testserver"),
-                (b"cookie", cookie),
-                (b"content-type", b"multipart/form-data; boundary=" + boundary),
-                (b"content-length", str(len(body) + 50).encode()),
-            ],
-            "client": ("127.0.0.1", 5000),
-            "server": ("testserver", 80),
-        }
+        scope = asgi_request(
+            "POST",
+            "/attachments/",
+            cookie,
+            (b"content-type", b"multipart/form-data; boundary=" + boundary),
+            (b"content-length", str(len(body) + 50).encode()),
+        )
         await application(scope, receive, send)
         return sent
 

@@ -17,7 +17,6 @@ from django.urls import reverse
 
 from chat.models import AuditEvent, Conversation
 from chat.transfer.export import document_pieces, zip_stream
-from chat.web.transfer import _async_pieces
 from chat.web.upload_limit import UploadLimit
 from tests.transfer import conftest as transfer_fixtures
 from tests.transfer.conftest import SAMPLES, zip_document
@@ -160,27 +159,6 @@ def test_the_zip_is_sent_before_the_last_conversation_is_read(alice, settings):
         read = len(_message_reads(queries))
     assert first.startswith(b"PK") and read < 4
     assert len(first) + sum(len(p) for p in stream) > 0
-
-
-def test_under_asgi_the_zip_is_taken_a_piece_at_a_time():
-    taken, closed = [], []
-
-    def pieces():
-        try:
-            for n in range(3):
-                taken.append(n)
-                yield bytes([n])
-        finally:
-            closed.append(True)
-
-    async def first_only():
-        stream = _async_pieces(pieces())
-        piece = await stream.__anext__()
-        await stream.aclose()  # the client went away
-        return piece
-
-    assert asyncio.run(first_only()) == b"\x00"
-    assert taken == [0] and closed == [True]
 
 
 # --------------------------------------------------------------- import
