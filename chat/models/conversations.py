@@ -18,7 +18,7 @@ from django.utils.translation import gettext_lazy
 from chat.models.attachments import Attachment, files_by_message
 from chat.models.effective import Effective, EffectiveSettings, History, Level
 from chat.models.history import Prompt, build_prompt, estimate_tokens, message_chars
-from chat.models.messages import Message
+from chat.models.messages import Message, Sendable
 from chat.models.notices import SettingsChange
 from chat.models.paging import Page, newest_before, page_size
 from chat.models.profiles import HistoryPolicy, ModelProfile, ThinkingMode
@@ -273,7 +273,7 @@ class Conversation(models.Model):
         profile: ModelProfile | None = None,
         *,
         site: SiteDefaults | None = None,
-        messages: list[Message] | None = None,
+        messages: Sequence[Sendable] | None = None,
         files: dict[int, list[Attachment]] | None = None,
     ) -> Prompt:
         """The history to send with the newest question, by the effective policy
@@ -409,7 +409,13 @@ class Conversation(models.Model):
         if teams is None:
             teams = quotas.lock(self.owner, user_locked=locked)
         quotas.check(self.owner, site=site, teams=teams)
-        earlier = list(self.messages.order_by("pk"))
+        # The columns the history is built from, not whole messages (a long
+        # conversation's would cost milliseconds before the model is asked).
+        earlier: list[Sendable] = list(
+            self.messages.order_by("pk").values_list(
+                "pk", "role", "content", "status", named=True
+            )
+        )
         # The question follows the shown branch's last message (read just now).
         question = Message(
             conversation=self,
