@@ -355,6 +355,11 @@ class Conversation(models.Model):
         from chat.models.teams import Membership
 
         on_teams = Membership.objects.filter(user_id=OuterRef("owner_id"))
+        # Its model's teams, if it is limited to some, and the owner's among them.
+        limits = ModelProfile.teams.through.objects.filter(
+            modelprofile_id=OuterRef("model_profile_id")
+        )
+        allowed = limits.filter(team__memberships__user_id=OuterRef("owner_id"))
         conversation = (
             cls.objects.select_related("model_profile", "owner")
             .select_for_update(of=("self", "owner"))
@@ -362,9 +367,14 @@ class Conversation(models.Model):
                 busy=Exists(streaming),
                 sent_files=Exists(sent_files),
                 on_teams=Exists(on_teams),
+                model_allowed=~Exists(limits) | Exists(allowed),
             )
             .get(pk=pk)
         )
+        known = conversation.model_allowed  # type: ignore[attr-defined]
+        if conversation.model_profile is not None and known:
+            # Known now: `effective_model` need not ask again.
+            conversation.model_profile.allowed_owner = conversation.owner_id
         site = SiteDefaults.load()
         profile = conversation.effective_model(site).value
         if conversation.busy:  # type: ignore[attr-defined]  # annotated above
