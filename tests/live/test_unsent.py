@@ -138,6 +138,48 @@ async def test_a_turn_refused_after_the_model_was_asked_closes_the_request(
     await the_next_question_goes(communicator)
 
 
+@pytest.fixture
+def refused_second_ticket(test_mode: str, transactional_db: None) -> Iterator[int]:
+    """The database refuses the site's second admission's ticket (the numbers
+    start at 1 on the emptied test database): a regenerate's, after a first
+    answer."""
+    if test_mode == "sqlite":
+        pytest.skip("holds a PostgreSQL table lock")
+    with refused("refuse_ticket", "INSERT", "chat_ticket", "served", 2):
+        yield 2
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_regenerate_refused_after_the_model_was_asked_closes_the_request(
+    alice, conversation, simulator, refused_second_ticket
+):
+    """A regenerate asks the model server before its commit too; the commit
+    fails: the request is closed, and the turn it was to replace stays shown."""
+    communicator = await connect(alice, conversation)
+    await send(communicator, "Hello")
+    await frames_until(communicator, "done")
+    await frames_until(communicator, "message")  # the answer, saved
+    simulator.config.ttft_ms = 60_000  # the request stays open until closed
+    with writes_held("chat_ticket") as release:
+        await communicator.send_json_to({"type": "regenerate"})
+        try:
+            await until(lambda: len(simulator.log) == 2, "the model was not asked")
+        finally:
+            release()  # the ticket's write goes on, and is refused
+    seen = await frames_until(communicator, "error")
+    assert [(f["type"], f["code"]) for f in seen] == [("error", "not_stored")]
+    entry = await simulator.wait_for_end()
+    assert entry.disconnected and entry.tokens_sent == 0
+    kept = [m async for m in Message.objects.order_by("pk")]
+    assert [(m.role, m.replaced) for m in kept] == [
+        ("user", False),
+        ("assistant", False),
+    ]
+    assert await Ticket.objects.acount() == 1
+    await idle(conversation.pk)
+    await communicator.disconnect()
+
+
 @pytest.mark.smoke
 def test_concurrent_sends_on_the_sqlite_default_are_all_stored(tmp_path):
     """Sends to eight conversations at once, on the zero-config SQLite settings
