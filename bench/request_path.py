@@ -10,7 +10,9 @@ suite's (`bench.processes`). Each question is the next turn of one conversation,
 asked once the previous answer is done, on one socket opened before the first
 (as the page's: a socket opened just before its question would measure its
 handshake's queries too). Prints a table and writes
-bench/results/request_path.json; it asserts nothing.
+bench/results/request_path.json; it asserts nothing. Its `min` column is the
+path's cost when nothing else wanted the cores (on a shared machine the
+percentiles follow its load).
 """
 
 from __future__ import annotations
