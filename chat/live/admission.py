@@ -207,30 +207,64 @@ def _locked_site() -> SiteDefaults:
         return SiteDefaults.objects.select_for_update().get(pk=1)
 
 
+# The id a new answer is decided under before its row exists (`place`): the
+# newest, as the answers' ids grow and it is the last to ask.
+UNSTORED = 2**62
+
+
 def take_ticket(
     answer: Message,
     profile: ModelProfile,
     user_id: int,
     admitted: Callable[[Plan], None] | None = None,
 ) -> Plan:
-    """In the transaction that stores the question and its answer's placeholder
+    """In the transaction that stored the question and its answer's placeholder
     (no commit of its own): the first decision and the answer's ticket, which
-    the caller hands to `wait_for_slot` (through `Runner.start`).
+    the caller hands to `wait_for_slot` (through `Runner.start`). See `place`."""
+    return place(profile, user_id, admitted)(answer)
+
+
+def place(
+    profile: ModelProfile,
+    user_id: int,
+    admitted: Callable[[Plan], None] | None = None,
+) -> Callable[[Message], Plan]:
+    """The first decision of a new answer of `user_id` at `profile`, taken
+    before its row is written (docs/latency.md, rule 8); returns what writes its
+    ticket once the row exists, in the same transaction, and gives the decision
+    with the answer's id.
 
     `admitted(plan)` is called the moment the answer is admitted, before its
-    ticket is written: the site's row stays locked until the commit, so no
-    other decision can be taken in between (docs/latency.md, rule 8: the model
-    server is asked while the rest is stored)."""
-    new = Entry(answer.pk, user_id, profile.pk, None)
+    rows and ticket are written (the plan knows it as UNSTORED): the site's row
+    stays locked until the commit, so no other decision can be taken in between
+    and the model server can be asked while the rest is stored."""
+    new = Entry(UNSTORED, user_id, profile.pk, None)
     decided = _decide({profile.pk: profile.parallel_slots}, new)
-    served = decided.numbers.get(answer.pk)
+    served = decided.numbers.get(UNSTORED)
     if served is not None and admitted is not None:
         admitted(decided)
-    _prune()
-    Ticket.objects.create(
-        message=answer, user_id=user_id, profile=profile, served=served
+
+    def write(answer: Message) -> Plan:
+        _prune()
+        Ticket.objects.create(
+            message=answer, user_id=user_id, profile=profile, served=served
+        )
+        return _named(decided, answer.pk)
+
+    return write
+
+
+def _named(decided: Plan, message_id: int) -> Plan:
+    """`decided`, its new answer (UNSTORED) known by its id."""
+
+    def named(pk: int) -> int:
+        return message_id if pk == UNSTORED else pk
+
+    return Plan(
+        [named(pk) for pk in decided.admit],
+        {named(pk): n for pk, n in decided.positions.items()},
+        {named(pk): n for pk, n in decided.numbers.items()},
     )
-    return decided
 
 
 _pruned_at = 0.0

@@ -73,7 +73,9 @@ async def run(
 async def save(generations: Iterable[Generation]) -> None:
     """One round: the text of the answers that grew since their last save, a
     heartbeat (the time alone) for the others."""
-    batch = [(g, g.lengths()) for g in generations]
+    # An answer asked for before its row was written has no id yet (its turn
+    # is being stored, `chat.sockets.turns`): nothing to save of it.
+    batch = [(g, g.lengths()) for g in generations if g.message.pk is not None]
     if not batch:
         return
     rows = [

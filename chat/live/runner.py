@@ -265,6 +265,9 @@ class Runner:
                 assert generation.task is not None
                 generation.task.cancel()
                 raise
+            if generation.publisher is not None:
+                # Its answer's row has its id now (`Conversation._store_turn`).
+                generation.publisher.message_id = generation.message_id
             await self._announce(generation, told)
 
         if self._channel is not None:
@@ -348,7 +351,7 @@ class Runner:
     async def sweep_orphans(self) -> None:
         """Answers left streaming by a dead process: marked interrupted, and
         their viewers told (see `chat.live.checkpoints.sweep`)."""
-        own = [g.message_id for g in self._generations.values()]
+        own = [g.message_id for g in self._generations.values() if g.message.pk]
         self._trusted_since, orphans = await checkpoints.sweep(self._trusted_since, own)
         for message in orphans:
             await self.broadcast(message.conversation_id, frames.message(message))

@@ -13,7 +13,13 @@ from chat.models.admission import Ticket
 from chat.models.api_keys import ApiKey
 from chat.models.attachments import Attachment, AttachmentRefused, DocumentsTooLarge
 from chat.models.audit import AuditEvent
-from chat.models.conversations import Conversation, Retry, Turn, VersionSwitch
+from chat.models.conversations import (
+    Conversation,
+    Placed,
+    Retry,
+    Turn,
+    VersionSwitch,
+)
 from chat.models.effective import Effective, EffectiveSettings, History, Level
 from chat.models.folders import Folder
 from chat.models.group_rules import GroupRule
@@ -62,6 +68,7 @@ __all__ = [
     "MessageQuerySet",
     "ModelProfile",
     "ModelProfileQuerySet",
+    "Placed",
     "Retry",
     "SharedMessage",
     "ShareLink",

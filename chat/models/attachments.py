@@ -31,7 +31,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 from PIL import Image
 
-from chat.models.messages import Message, spoken_tokens
+from chat.models.messages import Message, Sendable, spoken_tokens
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -446,7 +446,7 @@ def files_by_message(conversation_id: int) -> dict[int, list[Attachment]]:
 
 
 def prompt_message(
-    message: Message, attachments: Sequence[Attachment] = (), *, images: bool = True
+    message: Sendable, attachments: Sequence[Attachment] = (), *, images: bool = True
 ) -> dict[str, Any]:
     """A message as it is sent to the model with its `attachments`: their
     documents' blocks before its text, their images (base64, Ollama's

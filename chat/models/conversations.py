@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from django.conf import settings
 from django.db import models, transaction
 from django.db.models import Exists, OuterRef, Q, prefetch_related_objects
+from django.db.models.expressions import RawSQL
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -18,7 +19,7 @@ from django.utils.translation import gettext_lazy
 from chat.models.attachments import Attachment, files_by_message
 from chat.models.effective import Effective, EffectiveSettings, History, Level
 from chat.models.history import Prompt, build_prompt, estimate_tokens, message_chars
-from chat.models.messages import Message
+from chat.models.messages import Message, Sendable
 from chat.models.notices import SettingsChange
 from chat.models.paging import Page, newest_before, page_size
 from chat.models.profiles import HistoryPolicy, ModelProfile, ThinkingMode
@@ -32,6 +33,7 @@ from chat.models.versions import (
 
 if TYPE_CHECKING:
     from chat.models.api_keys import ApiKey
+    from chat.models.teams import Team
 
 
 # A search hit this many pages above the newest message or fewer opens on a page
@@ -272,11 +274,12 @@ class Conversation(models.Model):
         profile: ModelProfile | None = None,
         *,
         site: SiteDefaults | None = None,
-        messages: list[Message] | None = None,
+        messages: Sequence[Sendable] | None = None,
+        files: dict[int, list[Attachment]] | None = None,
     ) -> Prompt:
         """The history to send with the newest question, by the effective policy
-        (`site`, `messages`: the site's defaults and the shown messages, when the
-        caller read them already)."""
+        (`site`, `messages`, `files`: the site's defaults, the shown messages and
+        the sent files by message, when the caller read them already)."""
         profile = profile or self.model_for_next_answer()
         history = self.effective_history(profile, site).value
         return build_prompt(
@@ -288,7 +291,7 @@ class Conversation(models.Model):
             answer_tokens=profile.answer_reserve_tokens(),
             chars_per_token=profile.estimated_chars_per_token,
             images=profile.supports_vision,
-            files=files_by_message(self.pk),
+            files=files_by_message(self.pk) if files is None else files,
         )
 
     @transaction.atomic
@@ -300,6 +303,7 @@ class Conversation(models.Model):
         attachments: Sequence[str] = (),
         truncate_documents: bool = False,
         files_of: Message | None = None,
+        placed: Placed | None = None,
     ) -> Turn:
         """Store the user's message and a streaming placeholder for the answer;
         return both, the model to ask and the history to send it. The uploads
@@ -317,6 +321,7 @@ class Conversation(models.Model):
             attachments=attachments,
             truncate_documents=truncate_documents,
             files_of=files_of,
+            placed=placed,
         )
 
     @classmethod
@@ -329,24 +334,31 @@ class Conversation(models.Model):
         *,
         attachments: Sequence[str] = (),
         truncate_documents: bool = False,
-        placed: Callable[[Turn], None] | None = None,
+        placed: Placed | None = None,
     ) -> Turn:
         """`begin_turn` for the conversation `pk`, in as few trips to the
         database as it takes (docs/latency.md, rule 8): one read for the
         conversation, its model and its owner that also locks the conversation's
         and the owner's rows and says whether an answer is running; the site's
-        defaults read once. `placed(turn)` runs once the rows are written and
-        before the conversation's own row is updated (its title), in the same
-        transaction: the answer's place in line (`chat.sockets.turns`)."""
+        defaults read once. `placed(turn)` runs before the question's row (unless
+        it has files) and the answer's are written, in the same transaction:
+        the answer's place in line (`chat.sockets.turns`), decided while they
+        have no ids yet; what it returns runs once they are written (the
+        answer's ticket), before the conversation's own row is updated (its
+        title)."""
         streaming = Message.shown.filter(
             conversation=OuterRef("pk"), status=Message.Status.STREAMING
         )
         conversation = (
             cls.objects.select_related("model_profile", "owner")
             .select_for_update(of=("self", "owner"))
-            .annotate(busy=Exists(streaming))
+            .annotate(busy=Exists(streaming), **TURN_FACTS)
             .get(pk=pk)
         )
+        known = conversation.model_allowed  # type: ignore[attr-defined]
+        if conversation.model_profile is not None and known:
+            # Known now: `effective_model` need not ask again.
+            conversation.model_profile.allowed_owner = conversation.owner_id
         site = SiteDefaults.load()
         profile = conversation.effective_model(site).value
         if conversation.busy:  # type: ignore[attr-defined]  # annotated above
@@ -360,6 +372,10 @@ class Conversation(models.Model):
             site=site,
             locked=True,
             placed=placed,
+            sent_files=conversation.sent_files,  # type: ignore[attr-defined]
+            # On no team (read with the owner's row, locked): no team's row to
+            # lock or quotas to count.
+            teams=None if conversation.on_teams else [],  # type: ignore[attr-defined]
         )
 
     def _store_turn(
@@ -373,43 +389,63 @@ class Conversation(models.Model):
         files_of: Message | None = None,
         site: SiteDefaults | None = None,
         locked: bool = False,
-        placed: Callable[[Turn], None] | None = None,
+        placed: Placed | None = None,
+        sent_files: bool = True,
+        teams: list[Team] | None = None,
     ) -> Turn:
         """The rows of a turn (see `begin_turn`; `locked`: the owner's row is
-        locked already)."""
+        locked already; `sent_files`: False when no message of the conversation
+        has files, which the caller read already; `teams`: the owner's teams when
+        the caller knows them, locked)."""
         # Imported here: quotas counts teams' answers, and teams import this module.
         from chat.models import quotas
 
-        teams = quotas.lock(self.owner, user_locked=locked)
+        if teams is None:
+            teams = quotas.lock(self.owner, user_locked=locked)
         quotas.check(self.owner, site=site, teams=teams)
-        earlier = list(self.messages.order_by("pk"))
+        # The columns the history is built from, not whole messages (a long
+        # conversation's would cost milliseconds before the model is asked).
+        earlier: list[Sendable] = list(
+            self.messages.order_by("pk").values_list(
+                "pk", "role", "content", "status", named=True
+            )
+        )
         # The question follows the shown branch's last message (read just now).
-        question = self.messages.create(
+        question = Message(
+            conversation=self,
             role=Message.Role.USER,
             content=content,
             client_id=client_id,
             parent_id=earlier[-1].pk if earlier else None,
         )
-        if files_of is not None:
-            Attachment.copy_to(question, files_of, profile)
-        elif attachments:
-            Attachment.bind(
-                question,
-                attachments,
-                profile,
-                room_tokens=self._room_for_documents(profile, content),
-                truncate=truncate_documents,
-            )
-        # Known now, in the database's thread: its frame is rendered on the loop.
         if files_of is not None or attachments:
+            # Its files are bound to its row (and may refuse the turn).
+            question.save()
+            if files_of is not None:
+                Attachment.copy_to(question, files_of, profile)
+            else:
+                Attachment.bind(
+                    question,
+                    attachments,
+                    profile,
+                    room_tokens=self._room_for_documents(profile, content),
+                    truncate=truncate_documents,
+                )
+            # Known now, in the database's thread: its frame is rendered on the loop.
             prefetch_related_objects([question], "attachments")
         else:  # nothing attached: no need to ask the database
             question._prefetched_objects_cache = {  # type: ignore[attr-defined]
                 "attachments": Attachment.objects.none()
             }
-        prompt = self.build_prompt(profile, site=site, messages=[*earlier, question])
-        answer = self.messages.create(
-            parent=question,
+        prompt = self.build_prompt(
+            profile,
+            site=site,
+            messages=[*earlier, question],
+            # No files sent before, none now: no need to look for them.
+            files=None if sent_files or question.pk is not None else {},
+        )
+        answer = Message(
+            conversation=self,
             role=Message.Role.ASSISTANT,
             status=Message.Status.STREAMING,
             model_tag=profile.tag,
@@ -426,8 +462,15 @@ class Conversation(models.Model):
             titled,
             self.request_options(profile),
         )
-        if placed is not None:
-            placed(turn)
+        # The answer's place in line is decided before its rows are written
+        # (docs/latency.md, rule 8): the model server may be asked meanwhile.
+        then = placed(turn) if placed is not None else None
+        if question.pk is None:
+            question.save()
+        answer.parent_id = question.pk
+        answer.save()
+        if then is not None:
+            then()
         if titled:
             self.title = self.title_from(content)
         if self.model_profile_id is not None:
@@ -572,7 +615,9 @@ class Conversation(models.Model):
         return self.timeline_page(later[size // 2], size=size), True
 
     @transaction.atomic
-    def begin_regenerate(self, answer_id: int | None = None) -> Retry:
+    def begin_regenerate(
+        self, answer_id: int | None = None, placed: Placed | None = None
+    ) -> Retry:
         """Ask a shown answer's question again (the last one's by default): the
         question, its answer and everything after them leave the shown branch
         (kept: `replaced`), and a new version of the turn begins beside them,
@@ -593,7 +638,7 @@ class Conversation(models.Model):
             raise Conversation.NothingToRegenerate(
                 _("There is no answer to regenerate yet.")
             )
-        return self._retry(question, question.content)
+        return self._retry(question, question.content, placed=placed)
 
     @transaction.atomic
     def begin_edit(
@@ -603,10 +648,12 @@ class Conversation(models.Model):
         *,
         attachments: Sequence[str] | None = None,
         truncate_documents: bool = False,
+        placed: Placed | None = None,
     ) -> Retry:
         """Ask a shown question again with new text: a new version of its turn,
         the old one and what followed it kept on their own branch. It keeps
-        its files unless `attachments` (new uploads' ids) replace them."""
+        its files unless `attachments` (new uploads' ids) replace them.
+        `placed`: as `begin_turn_of`'s, for regenerates and edits alike."""
         self._check_before_retry()
         question = self.messages.filter(pk=message_id, role=Message.Role.USER).first()
         if question is None:
@@ -614,12 +661,13 @@ class Conversation(models.Model):
                 _("Only your own questions in this conversation can be edited.")
             )
         if attachments is None:
-            return self._retry(question, content)
+            return self._retry(question, content, placed=placed)
         return self._retry(
             question,
             content,
             attachments=attachments,
             truncate_documents=truncate_documents,
+            placed=placed,
         )
 
     def _lock_when_idle(self) -> None:
@@ -641,6 +689,7 @@ class Conversation(models.Model):
         *,
         attachments: Sequence[str] | None = None,
         truncate_documents: bool = False,
+        placed: Placed | None = None,
     ) -> Retry:
         """The question and everything after it on the shown branch make way
         for a new version of its turn: they are kept, marked replaced, so if
@@ -653,13 +702,16 @@ class Conversation(models.Model):
         if attachments is None:
             # The new version asks with the same files (rows of its own that
             # share the stored files).
-            turn = self.begin_turn(content, question.client_id, files_of=question)
+            turn = self.begin_turn(
+                content, question.client_id, files_of=question, placed=placed
+            )
         else:
             turn = self.begin_turn(
                 content,
                 question.client_id,
                 attachments=attachments,
                 truncate_documents=truncate_documents,
+                placed=placed,
             )
         self.place_answers([turn.answer])
         return Retry(turn, removed)
@@ -745,6 +797,34 @@ class Conversation(models.Model):
 
 def _created_at(item: Message | SettingsChange) -> datetime:
     return item.created_at
+
+
+# What a turn reads with its conversation's row (`Conversation.begin_turn_of`):
+# whether any of its messages has files, whether its owner is on a team, and
+# whether the owner may use its model (limited to no team, or to one of theirs).
+# Written out: the ORM spends more time compiling these as `Exists` than the
+# trips they save (docs/latency.md, rule 8).
+TURN_FACTS = {
+    name: RawSQL(sql, (), output_field=models.BooleanField())
+    for name, sql in {
+        "sent_files": "EXISTS (SELECT 1 FROM chat_attachment a"
+        " WHERE a.conversation_id = chat_conversation.id"
+        " AND a.message_id IS NOT NULL)",
+        "on_teams": "EXISTS (SELECT 1 FROM chat_team_members m"
+        " WHERE m.user_id = chat_conversation.owner_id)",
+        "model_allowed": "NOT EXISTS (SELECT 1 FROM chat_modelprofile_teams t"
+        " WHERE t.modelprofile_id = chat_conversation.model_profile_id)"
+        " OR EXISTS (SELECT 1 FROM chat_modelprofile_teams t"
+        " JOIN chat_team_members m ON m.team_id = t.team_id"
+        " WHERE t.modelprofile_id = chat_conversation.model_profile_id"
+        " AND m.user_id = chat_conversation.owner_id)",
+    }.items()
+}
+
+
+# The answer's place in line, decided before its rows are written
+# (`Conversation.begin_turn_of`): given the turn, returns what runs once they are.
+Placed = Callable[["Turn"], Callable[[], None]]
 
 
 class Turn(NamedTuple):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chat.models.attachments import Attachment, attachment_chars, prompt_message
-from chat.models.messages import Message
+from chat.models.messages import Message, Sendable
 from chat.models.profiles import HistoryPolicy
 
 # The chat template's few tokens around each message (role markers), counted as
@@ -52,13 +52,13 @@ def estimate_tokens(chars: int, chars_per_token: float) -> int:
     return math.ceil(chars / chars_per_token)
 
 
-def sendable(messages: Iterable[Message]) -> list[Message]:
+def sendable(messages: Iterable[Sendable]) -> list[Sendable]:
     """Finished questions and answers worth sending: not streaming, not failed,
     not empty."""
     return [m for m in messages if _worth_sending(m)]
 
 
-def _worth_sending(message: Message) -> bool:
+def _worth_sending(message: Sendable) -> bool:
     if message.status == Message.Status.STREAMING:
         return False
     if message.role == Message.Role.USER:
@@ -70,9 +70,9 @@ def _worth_sending(message: Message) -> bool:
     )
 
 
-def turns(messages: Sequence[Message]) -> list[list[Message]]:
+def turns(messages: Sequence[Sendable]) -> list[list[Sendable]]:
     """Whole turns: a question with the answers that follow it."""
-    grouped: list[list[Message]] = []
+    grouped: list[list[Sendable]] = []
     for message in messages:
         if message.role == Message.Role.USER or not grouped:
             grouped.append([message])
@@ -82,7 +82,7 @@ def turns(messages: Sequence[Message]) -> list[list[Message]]:
 
 
 def build_prompt(
-    messages: Iterable[Message],
+    messages: Iterable[Sendable],
     *,
     system_prompt: str,
     policy: str,
@@ -98,12 +98,12 @@ def build_prompt(
     model without vision) their pictures are left out."""
     files = files or {}
     candidates = sendable(messages)
-    question: list[Message] = []
+    question: list[Sendable] = []
     earlier = candidates
     if candidates and candidates[-1].role == Message.Role.USER:
         question, earlier = candidates[-1:], candidates[:-1]
 
-    def size(message: Message) -> int:
+    def size(message: Sendable) -> int:
         # A message's text, its documents' blocks, its images' token estimates.
         attached = files.get(message.pk, ())
         if not attached:
@@ -117,7 +117,7 @@ def build_prompt(
         fixed += message_chars(system_prompt)
 
     if policy == HistoryPolicy.NONE:
-        chosen: list[Message] = []
+        chosen: list[Sendable] = []
     elif policy == HistoryPolicy.LAST_N:
         chosen = earlier[-last_n:] if last_n > 0 else []
     elif policy == HistoryPolicy.FIT:
@@ -141,11 +141,11 @@ def build_prompt(
 
 
 def _newest_turns_within(
-    messages: Sequence[Message], room: float, size_of: Callable[[Message], int]
-) -> list[Message]:
+    messages: Sequence[Sendable], room: float, size_of: Callable[[Sendable], int]
+) -> list[Sendable]:
     """The newest whole turns whose characters fit in `room`; an older turn is
     never sent without the newer ones."""
-    kept: list[Message] = []
+    kept: list[Sendable] = []
     for turn in reversed(turns(messages)):
         size = sum(size_of(m) for m in turn)
         if size > room:

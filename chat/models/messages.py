@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from django.db import models
 from django.utils import timezone
@@ -13,6 +13,21 @@ from django.utils.translation import ngettext
 if TYPE_CHECKING:
     from chat.models.attachments import AttachmentView
     from chat.models.versions import Versions
+
+
+class Sendable(Protocol):
+    """What the history builder reads of a message (`chat.models.history`): a
+    stored one, or a row of these columns alone, much cheaper to read than
+    whole messages when a turn begins (`Conversation._store_turn`)."""
+
+    @property
+    def pk(self) -> Any: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def status(self) -> str: ...
 
 
 class MessageQuerySet(models.QuerySet["Message"]):

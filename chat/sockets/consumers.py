@@ -51,6 +51,9 @@ REFUSALS: dict[type[Exception], str] = {
 }
 
 
+# A stored turn or retry, and its answer's first admission decision.
+Begun = tuple[Turn | Retry, Plan]
+
 NOT_STORED = gettext_noop(
     "Your message could not be saved: nothing was sent. Try again."
 )
@@ -101,7 +104,7 @@ class ChatConsumer(SessionBound, LiveSocket):
         elif frame["type"] == "regenerate":
             answer_id = frame.get("message_id")
             await self.start_answer(
-                "", "", retry=lambda c: c.begin_regenerate(answer_id)
+                "", "", retry=lambda c, placed: c.begin_regenerate(answer_id, placed)
             )
         elif frame["type"] == "edit":
             message_id, content = frame["message_id"], frame["content"]
@@ -109,8 +112,12 @@ class ChatConsumer(SessionBound, LiveSocket):
             await self.start_answer(
                 "",
                 "",
-                retry=lambda c: c.begin_edit(
-                    message_id, content, attachments=files, truncate_documents=truncate
+                retry=lambda c, placed: c.begin_edit(
+                    message_id,
+                    content,
+                    attachments=files,
+                    truncate_documents=truncate,
+                    placed=placed,
                 ),
             )
         elif frame["type"] == "preload":
@@ -127,7 +134,7 @@ class ChatConsumer(SessionBound, LiveSocket):
         self,
         content: str,
         client_id: str,
-        retry: Callable[[Conversation], Retry] | None = None,
+        retry: turns.Retrying | None = None,
         files: tuple[list[str], bool] = ([], False),
     ) -> None:
         """A new turn: a sent question (with `files`: its attachments' ids and
@@ -140,24 +147,12 @@ class ChatConsumer(SessionBound, LiveSocket):
                 )
             )
             return
-        told: list[frames.ServerFrame] = []
         admitted: turns.Admitted | None = None
+        begin = self._beginning(content, client_id, retry, files)
         try:
-            if retry is None:
-                stored, admitted = await early.store(
-                    partial(
-                        turns.begin, self.conversation_id, content, client_id, files
-                    )
-                )
-                if admitted is None:  # refused, or waiting for a slot
-                    turn, plan = stored.result()
-            else:
-                retried, plan = await database_sync_to_async(turns.begin_retry)(
-                    self.conversation_id, retry
-                )
-                turn = retried.turn
-                # Every tab is told which messages the new turn replaces.
-                told.append(frames.removed(retried.removed))
+            stored, admitted = await early.store(begin)
+            if admitted is None:  # refused, or waiting for a slot
+                begun, plan = stored.result()
         except tuple(REFUSALS) as exc:
             runner.release(self.conversation_id)
             await self.send_frame(frames.error(None, REFUSALS[type(exc)], str(exc)))
@@ -178,15 +173,34 @@ class ChatConsumer(SessionBound, LiveSocket):
             # Admitted before the commit: the model server is asked now.
             await self._ask_while_storing(admitted, stored)
             return
-        told += turn_frames(turn)
+        turn = begun.turn if isinstance(begun, Retry) else begun
         # The stored turn goes to the runner at once (no await before it): its
         # task tells the sockets, so nothing can leave the conversation claimed.
         await runner.start(
-            turn.profile, turn.answer, turn.history, turn.options, told=told, plan=plan
+            turn.profile,
+            turn.answer,
+            turn.history,
+            turn.options,
+            told=told_of(begun),
+            plan=plan,
         )
 
+    def _beginning(
+        self,
+        content: str,
+        client_id: str,
+        retry: turns.Retrying | None,
+        files: tuple[list[str], bool],
+    ) -> Callable[[Callable[[turns.Admitted], None]], Begun]:
+        """What stores the turn (in the database thread, `early.store`)."""
+        if retry is None:
+            return partial(turns.begin, self.conversation_id, content, client_id, files)
+        return partial(turns.begin_retry, self.conversation_id, retry)
+
     async def _ask_while_storing(
-        self, admitted: turns.Admitted, stored: asyncio.Task[tuple[Turn, Plan]]
+        self,
+        admitted: turns.Admitted,
+        stored: asyncio.Task[Begun],
     ) -> None:
         """Start the answer before its turn is committed (docs/latency.md,
         rule 8); if the commit fails, the runner closed the upstream request
@@ -199,7 +213,7 @@ class ChatConsumer(SessionBound, LiveSocket):
             turn.history,
             turn.options,
             plan=admitted.plan,
-            stored=early.told(stored, lambda begun: turn_frames(begun[0])),
+            stored=early.told(stored, lambda begun: told_of(begun[0])),
         )
         # Started: told, or the commit failed (`Runner.start` returns then; or
         # its task never ran, its loop closing).
@@ -212,6 +226,14 @@ class ChatConsumer(SessionBound, LiveSocket):
             exc_info=failed,
         )
         await self.send_frame(frames.error(None, "not_stored", _(NOT_STORED)))
+
+
+def told_of(begun: Turn | Retry) -> list[frames.ServerFrame]:
+    """What every tab is told of a stored turn or retry (a retry's tabs are also
+    told which messages the new turn replaces)."""
+    if isinstance(begun, Retry):
+        return [frames.removed(begun.removed), *turn_frames(begun.turn)]
+    return turn_frames(begun)
 
 
 def turn_frames(turn: Turn) -> list[frames.ServerFrame]:

@@ -1,9 +1,10 @@
 """A turn begins: its messages are stored and its answer placed in line, in one
 commit (`chat.sockets.consumers`). Sync: run in the database thread.
 
-The model server is asked first (docs/latency.md, rule 8): the moment the
-answer is admitted, `begin` hands it to the event loop (`admitted`), which
-sends the upstream request while this thread writes the ticket and the
+The model server is asked first (docs/latency.md, rule 8): the answer's place
+in line is decided before its rows are written, and the moment it is admitted
+`begin` hands it to the event loop (`admitted`), which sends the upstream
+request while this thread writes the question, the answer, its ticket and the
 conversation's row and commits. The site's row stays locked until then
 (`admission.take_ticket`), so the decision is as global as before; a commit
 that fails after the request went out closes it (`Runner.start`, `stored`).
@@ -21,11 +22,13 @@ from typing import NamedTuple
 from django.db import transaction
 
 from chat.live import admission
-from chat.models import Conversation, Retry, Turn
+from chat.models import Conversation, Placed, Retry, Turn
 
 
 class Admitted(NamedTuple):
-    """A turn whose answer may be asked for now, before its commit."""
+    """A turn whose answer may be asked for now, before its commit: its rows
+    are not written yet (the answer has no id until `begin` returns, and the
+    plan knows it as `admission.UNSTORED`)."""
 
     turn: Turn
     plan: admission.Plan
@@ -44,34 +47,48 @@ def begin(
     is called (from this thread) once the answer holds a slot, before the
     commit."""
     plans: list[admission.Plan] = []
-
-    def placed(turn: Turn) -> None:
-        def go(plan: admission.Plan) -> None:
-            if admitted is not None:
-                admitted(Admitted(turn, plan))
-
-        owner_id = turn.question.conversation.owner_id
-        plans.append(admission.take_ticket(turn.answer, turn.profile, owner_id, go))
-
     turn = Conversation.begin_turn_of(
         conversation_id,
         content,
         client_id,
         attachments=files[0],
         truncate_documents=files[1],
-        placed=placed,
+        placed=_placer(plans, admitted),
     )
     return turn, plans[0]
 
 
+# A regenerate or an edit: the conversation's method that replaces the last
+# question and answer, given where to place the new answer.
+Retrying = Callable[[Conversation, Placed], Retry]
+
+
 def begin_retry(
-    conversation_id: int, begin: Callable[[Conversation], Retry]
+    conversation_id: int,
+    begin: Retrying,
+    admitted: Callable[[Admitted], None] | None = None,
 ) -> tuple[Retry, admission.Plan]:
-    """The same for a regenerate or an edit (`begin`: the conversation's method
-    that replaces the last question and answer)."""
+    """The same for a regenerate or an edit."""
+    plans: list[admission.Plan] = []
     conversation = Conversation.objects.get(pk=conversation_id)
     with transaction.atomic():
-        retry = begin(conversation)
-        turn = retry.turn
-        plan = admission.take_ticket(turn.answer, turn.profile, conversation.owner_id)
-    return retry, plan
+        retry = begin(conversation, _placer(plans, admitted))
+    return retry, plans[0]
+
+
+def _placer(
+    plans: list[admission.Plan], admitted: Callable[[Admitted], None] | None
+) -> Placed:
+    """The turn's answer's place in line (`Conversation.begin_turn_of`): its
+    decision is added to `plans` once its ticket is written."""
+
+    def placed(turn: Turn) -> Callable[[], None]:
+        def go(plan: admission.Plan) -> None:
+            if admitted is not None:
+                admitted(Admitted(turn, plan))
+
+        owner_id = turn.question.conversation.owner_id
+        write = admission.place(turn.profile, owner_id, go)
+        return lambda: plans.append(write(turn.answer))
+
+    return placed

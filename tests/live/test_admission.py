@@ -14,6 +14,7 @@ from chat.live import admission
 from chat.live.admission import Entry, plan
 from chat.live.runner import runner
 from chat.models import Conversation, Message, SiteDefaults, Ticket
+from chat.sockets import turns
 from tests.communicators import connect, frames_until, send
 from tests.daphnes import frames_until as socket_frames_until
 from tests.daphnes import open_socket
@@ -350,6 +351,34 @@ async def test_a_question_hands_its_first_decision_to_the_answer(
     communicator, _ = await running(alice, conversation)
     assert (await frames_until(communicator, "done"))[-1]["status"] == "done"
     await communicator.disconnect()
+
+
+@pytest.mark.django_db
+def test_an_answer_is_admitted_before_its_rows_are_written(
+    alice, bob, limits, conversations
+):
+    """The decision comes before the turn's rows (docs/latency.md, rule 8): the
+    admitted answer is handed on with no id yet, then stored with its ticket,
+    and the plan given back names it by its id. One slot: Bob's answer, asked
+    while Alice's holds it, waits, placed under its own id."""
+    limits(0, 1)
+    (first,) = conversations(alice)
+    (second,) = conversations(bob)
+    heard: list[tuple[object, object, list[int]]] = []
+
+    def admitted(early: turns.Admitted) -> None:
+        turn = early.turn
+        heard.append((turn.question.pk, turn.answer.pk, early.plan.admit))
+
+    turn, decided = turns.begin(first.pk, "first", "", admitted=admitted)
+    assert heard == [(None, None, [admission.UNSTORED])]
+    assert decided.admit == [turn.answer.pk] and decided.numbers == {turn.answer.pk: 1}
+    assert Ticket.objects.get(message=turn.answer).served == 1
+    assert turn.answer.parent_id == turn.question.pk
+    waiting, placed = turns.begin(second.pk, "second", "", admitted=admitted)
+    assert len(heard) == 1  # not admitted: told nobody early
+    assert placed.admit == [] and placed.positions == {waiting.answer.pk: 1}
+    assert Ticket.objects.get(message=waiting.answer).served is None
 
 
 @on_database

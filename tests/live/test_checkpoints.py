@@ -158,3 +158,19 @@ def test_the_coupled_intervals_leave_an_unseen_outage_room():
     and a checkpoint interval: still under ORPHAN_AFTER (see the comment)."""
     silence = checkpoints.SWEEP_SECONDS + checkpoints.CHECKPOINT_SECONDS
     assert silence < checkpoints.ORPHAN_AFTER.total_seconds()
+
+
+async def test_an_answer_whose_row_is_not_written_yet_is_left_for_the_next_round(
+    conversation,
+):
+    """Asked for before its turn is stored (docs/latency.md, rule 8), an answer
+    has no id until the commit: a round meanwhile saves the others and leaves
+    it, its text kept for the round after."""
+    answer = await streaming(conversation)
+    written = live(answer)
+    written.apply([Delta("content", "abc")])
+    unwritten = live(Message(conversation_id=conversation.pk, role="assistant"))
+    unwritten.apply([Delta("content", "xyz")])
+    await checkpoints.save([unwritten, written])
+    assert (await stored(answer)).content == "abc"
+    assert unwritten.checkpointed == (0, 0)

@@ -77,28 +77,53 @@ def ticket_writes_held(
 ) -> Iterator[Callable[[], None]]:
     """A turn's ticket, written after its answer was admitted, waits until the
     function given is called, and so does its commit."""
+    yield from _writes_held(test_mode, "chat_ticket")
+
+
+@pytest.fixture
+def message_writes_held(
+    test_mode: str, transactional_db: None
+) -> Iterator[Callable[[], None]]:
+    """A turn's question, written after its answer was admitted (docs/latency.md,
+    rule 8), waits until the function given is called."""
+    yield from _writes_held(test_mode, "chat_message")
+
+
+def _writes_held(test_mode: str, table: str) -> Iterator[Callable[[], None]]:
     if test_mode == "sqlite":
         pytest.skip("holds a PostgreSQL table lock")
-    with writes_held("chat_ticket") as release:
+    with writes_held(table) as release:
         yield release
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("refusal", "held"),
+    [
+        # The turn's last write, the conversation's title.
+        ("refused_title", "ticket_writes_held"),
+        # Its first, the question's row.
+        ("refused_question", "message_writes_held"),
+    ],
+)
 async def test_a_turn_refused_after_the_model_was_asked_closes_the_request(
-    alice, conversation, simulator, refused_title, ticket_writes_held
+    alice, conversation, simulator, request, refusal, held
 ):
-    """The model server is asked before the turn's commit; the commit fails:
-    the request is closed (the model stops), nothing is stored or shown, and
-    the page is told to give the text back, as when nothing was sent."""
+    """The model server is asked before the turn's rows are written and
+    committed; the database refuses one of them: the request is closed (the
+    model stops), nothing is stored or shown, and the page is told to give the
+    text back, as when nothing was sent."""
+    refused_text = request.getfixturevalue(refusal)
+    release = request.getfixturevalue(held)
     simulator.config.ttft_ms = 60_000  # the request stays open until closed
     communicator = await connect(alice, conversation)
-    await send(communicator, refused_title)
+    await send(communicator, refused_text)
     try:
-        # The model server has the question while the turn is not committed.
+        # The model server has the question while the turn is not stored.
         await until(lambda: simulator.log, "the model server was never asked")
     finally:
-        ticket_writes_held()  # the commit goes on, and fails
-    assert simulator.log[-1].body["messages"][-1]["content"] == refused_title
+        release()  # the turn's writes go on, and one fails
+    assert simulator.log[-1].body["messages"][-1]["content"] == refused_text
     seen = await frames_until(communicator, "error")
     assert [f["type"] for f in seen] == ["error"]
     assert seen[0]["message_id"] is None and seen[0]["code"] == "not_stored"
@@ -111,6 +136,48 @@ async def test_a_turn_refused_after_the_model_was_asked_closes_the_request(
     await idle(conversation.pk)
     simulator.config.ttft_ms = 0
     await the_next_question_goes(communicator)
+
+
+@pytest.fixture
+def refused_second_ticket(test_mode: str, transactional_db: None) -> Iterator[int]:
+    """The database refuses the site's second admission's ticket (the numbers
+    start at 1 on the emptied test database): a regenerate's, after a first
+    answer."""
+    if test_mode == "sqlite":
+        pytest.skip("holds a PostgreSQL table lock")
+    with refused("refuse_ticket", "INSERT", "chat_ticket", "served", 2):
+        yield 2
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_regenerate_refused_after_the_model_was_asked_closes_the_request(
+    alice, conversation, simulator, refused_second_ticket
+):
+    """A regenerate asks the model server before its commit too; the commit
+    fails: the request is closed, and the turn it was to replace stays shown."""
+    communicator = await connect(alice, conversation)
+    await send(communicator, "Hello")
+    await frames_until(communicator, "done")
+    await frames_until(communicator, "message")  # the answer, saved
+    simulator.config.ttft_ms = 60_000  # the request stays open until closed
+    with writes_held("chat_ticket") as release:
+        await communicator.send_json_to({"type": "regenerate"})
+        try:
+            await until(lambda: len(simulator.log) == 2, "the model was not asked")
+        finally:
+            release()  # the ticket's write goes on, and is refused
+    seen = await frames_until(communicator, "error")
+    assert [(f["type"], f["code"]) for f in seen] == [("error", "not_stored")]
+    entry = await simulator.wait_for_end()
+    assert entry.disconnected and entry.tokens_sent == 0
+    kept = [m async for m in Message.objects.order_by("pk")]
+    assert [(m.role, m.replaced) for m in kept] == [
+        ("user", False),
+        ("assistant", False),
+    ]
+    assert await Ticket.objects.acount() == 1
+    await idle(conversation.pk)
+    await communicator.disconnect()
 
 
 @pytest.mark.smoke

@@ -97,3 +97,38 @@ async def test_over_quota_the_model_is_not_preloaded(alice, conversation, simula
     await communicator.disconnect()
     assert error["code"] == "quota_reached"
     assert not simulator.log
+
+
+async def test_a_model_limited_to_the_owners_team_answers(
+    alice, conversation, demo_profile, simulator
+):
+    """Read with the conversation when a turn begins: the owner is on one of
+    the model's teams."""
+    await limit_to_a_team(demo_profile)
+    team = await demo_profile.teams.aget()
+    await team.memberships.acreate(user=alice)
+    communicator = await connect(alice, conversation)
+    await send(communicator)
+    frames = await frames_until(communicator, "done")
+    await communicator.disconnect()
+    assert frames[-1]["status"] == "done"
+    assert simulator.log
+
+
+@pytest.mark.parametrize("frame", [SEND, {"type": "regenerate"}])
+async def test_over_a_teams_quota_is_refused_with_quota_reached(
+    alice, conversation, simulator, frame
+):
+    """An owner on a team: its quotas count (its row is read, locked, only for
+    an owner on some team)."""
+    team = await Team.objects.acreate(name="GPU", team_answers=1)
+    await team.memberships.acreate(user=alice)
+    await conversation.messages.acreate(role="user", content="first")
+    await conversation.messages.acreate(role="assistant", content="first answer")
+    communicator = await connect(alice, conversation)
+    error = await refused_frame(communicator, frame)
+    await communicator.disconnect()
+    assert error["code"] == "quota_reached"
+    assert "GPU" in error["detail"]
+    assert await Message.objects.acount() == 2
+    assert not simulator.log
