@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib.auth.forms import UserCreationForm
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
@@ -20,6 +21,20 @@ class FirstAdminForm(UserCreationForm):  # type: ignore[type-arg]
         if commit:
             user.save()
         return user
+
+
+class FirstQuestionForm(forms.Form):
+    """The home page's composer: the new conversation's first question (blank
+    from the sidebar's "New conversation")."""
+
+    content = forms.CharField(required=False, strip=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The socket's limit (chat/live/frames.py), read when used, as it does.
+        self.fields["content"] = forms.CharField(
+            required=False, strip=False, max_length=settings.MESSAGE_MAX_CHARS
+        )
 
 
 class ThinkingForm(forms.ModelForm):  # type: ignore[type-arg]

@@ -38,7 +38,7 @@ function showWaiting(waiting) {
   status.textContent = waiting ? gettext("Your message is sent once the files are uploaded.") : "";
 }
 
-async function send({ truncate = false } = {}) {
+async function send({ truncate = false, clientId = newClientId() } = {}) {
   const { input } = owner;
   const empty = () => !input.value.trim() && !hasFiles();
   if (empty() || isBusy() || sending.waiting) return;
@@ -65,7 +65,6 @@ async function send({ truncate = false } = {}) {
   }
   showAlert("");
   const content = input.value;
-  const clientId = newClientId();
   const attachments = takeForSend();
   const frame = { type: "send", content, client_id: clientId };
   if (attachments.length) frame.attachments = idsOf(attachments);
@@ -138,8 +137,34 @@ function followModelName() {
   });
 }
 
+// The question typed on the home page (chat/web/conversations.py, FIRST_QUESTION):
+// in the box at once, sent when the socket first opens, once per tab (a reload
+// before the server stored it shows it in the box again, unsent). Any refusal
+// leaves it in the box, like a question typed here.
+function sendFirstQuestion() {
+  const { composer, input } = owner;
+  const { firstQuestion, firstClientId } = composer.dataset;
+  if (!firstClientId) return;
+  if (!input.value) {
+    input.value = firstQuestion;
+    input.dispatchEvent(new Event("input"));
+  }
+  const key = `chat:first-question:${firstClientId}`;
+  if (sessionStorage.getItem(key)) return;
+  document.addEventListener(
+    "chat:connected",
+    () => {
+      if (sessionStorage.getItem(key) || input.value !== firstQuestion) return;
+      sessionStorage.setItem(key, "sent");
+      send({ clientId: firstClientId });
+    },
+    { once: true },
+  );
+}
+
 export function wireOwner() {
   wireComposer();
+  sendFirstQuestion();
   followModelName();
 }
 

@@ -224,6 +224,7 @@ export function connect() {
     setConnection("live", gettext("Connected"));
     resumeStreaming();
     preloadModel("opened");
+    document.dispatchEvent(new Event("chat:connected")); // composer.js: the home page's question
   });
   socket.addEventListener("message", (event) => {
     const frame = JSON.parse(event.data);

@@ -19,6 +19,14 @@ def ask(page, text="Go"):
     page.press("#composer-input", "Enter")
 
 
+def ask_from_home(page, text):
+    """Type on the home page's composer and press Enter: the conversation opens
+    and sends it."""
+    page.fill("#home-input", text)
+    page.press("#home-input", "Enter")
+    page.wait_for_url("**/c/*/")
+
+
 def wait_until_done(page, count=1):
     expect(page.locator('article.assistant[data-status="done"]')).to_have_count(
         count, timeout=20_000
@@ -86,12 +94,11 @@ def uses_up_the_quota_of_the_teams_model(page, simulator) -> Any:
     team's model is offered (not "Big", another team's), get one answer, then
     ask again and return the alert that refused it (the text stays in the
     composer, and the model was asked only once)."""
-    page.click("text=Start a conversation")
+    ask_from_home(page, "Hello")
     expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
     options = page.locator("#id_model_profile option")
     expect(options).to_have_count(2)  # the site default (theirs) and the model
     assert not [text for text in options.all_inner_texts() if "Big" in text]
-    ask(page, "Hello")
     wait_until_done(page)
     ask(page, "And again")
     alert = page.locator("#alert")
