@@ -31,6 +31,7 @@ from chat.web.forms import (
     SettingsForm,
     ThinkingForm,
 )
+from chat.web.model_picker import picker_models
 from chat.web.sidebar_lists import current_page_pk, sidebar_context
 
 
@@ -69,7 +70,7 @@ def home(request: HttpRequest) -> HttpResponse:
         return redirect("setup")
     if not request.user.is_authenticated:
         return redirect("login")
-    return _home_page(request, FirstQuestionForm())
+    return _home_page(request, FirstQuestionForm(request.user))
 
 
 def _home_page(
@@ -80,6 +81,7 @@ def _home_page(
         "default_model": Conversation.site_model_for(request.user),
         "form": form,
         "max_chars": settings.MESSAGE_MAX_CHARS,
+        "picker_models": picker_models(request.user),
     }
     return render(request, "chat/index.html", context, status=status)
 
@@ -102,11 +104,14 @@ def new_conversation(request: SignedInRequest) -> HttpResponse:
     """The sidebar's "New conversation" (no question), or the home page's
     composer: the conversation and its first question, which the conversation
     page sends over its socket (`_first_question`), as if typed there."""
-    form = FirstQuestionForm(request.POST)
+    form = FirstQuestionForm(request.user, request.POST)
     if not form.is_valid():
         # The typed question stays in the home page's field.
         return _home_page(request, form, status=422)
     current = lists.fresh_conversation(request.user)
+    if form.cleaned_data["model"] is not None:
+        current.model_profile = form.cleaned_data["model"]
+        current.save(update_fields=["model_profile"])
     content = form.cleaned_data["content"]
     if content.strip():
         request.session[FIRST_QUESTION] = {
@@ -156,6 +161,7 @@ def conversation(request: SignedInRequest, pk: int) -> HttpResponse:
         "thinking_form": ThinkingForm(instance=current),
         "quota_warnings": quotas.warnings(request.user),
         "first_question": _first_question(request, current),
+        "picker_models": picker_models(request.user),
         **_settings_context(current, SettingsForm(instance=current)),
     }
     return render(request, "chat/conversation.html", context)

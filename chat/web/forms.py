@@ -28,9 +28,20 @@ class FirstQuestionForm(forms.Form):
     from the sidebar's "New conversation")."""
 
     content = forms.CharField(required=False, strip=False)
+    # The composer's model picker (blank: the owner's default, Conversation.start).
+    model = forms.ModelChoiceField(
+        queryset=ModelProfile.objects.none(),
+        required=False,
+        error_messages={
+            "invalid_choice": _("That model is not available to you: pick another.")
+        },
+    )
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, owner: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        model = self.fields["model"]
+        assert isinstance(model, forms.ModelChoiceField)
+        model.queryset = ModelProfile.objects.usable_by(owner)
         # The socket's limit (chat/live/frames.py), read when used, as it does.
         self.fields["content"] = forms.CharField(
             required=False, strip=False, max_length=settings.MESSAGE_MAX_CHARS
