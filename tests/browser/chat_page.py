@@ -39,10 +39,21 @@ def open_settings(page, login, live_server_url, conversation, user):
     expect(page.locator("#settings-panel")).to_be_visible()
 
 
-def save(page, status):
+def applied(page, change, status):
+    """Make `change` in the settings panel; it is saved at once, with `status`."""
     with page.expect_response(lambda r: r.url.endswith("/settings/")) as saved:
-        page.click("#settings-panel button[type=submit]")
+        change()
     assert saved.value.status == status
+
+
+def choose_model(page, profile):
+    """Choose `profile` in the settings panel's model select (saved at once)."""
+    applied(page, lambda: page.select_option("#id_model_profile", str(profile.pk)), 200)
+
+
+def change_text(page, selector, text):
+    page.fill(selector, text)
+    page.press(selector, "Tab")  # the field's change event
 
 
 def numbered_paragraphs(count: int, per_paragraph: int = 12) -> str:
