@@ -81,6 +81,7 @@ urlpatterns += sidebar_urls.urlpatterns
 # The user page, password change, API keys, invitation links.
 urlpatterns += [
     path("account/", account.account, name="account"),
+    path("account/theme/", account.set_theme, name="set_theme"),
     path(
         "account/password/",
         account.ChangePasswordView.as_view(),
