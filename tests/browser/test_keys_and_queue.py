@@ -37,12 +37,31 @@ def streaming(page):
     expect(page.locator(".answer.streaming")).not_to_have_text("", timeout=15_000)
 
 
+# The frames the page sends over its socket.
+RECORD_SENT = """
+window.__sent = [];
+const nativeSend = WebSocket.prototype.send;
+WebSocket.prototype.send = function (data) {
+  window.__sent.push(JSON.parse(data).type);
+  return nativeSend.call(this, data);
+};
+"""
+
+
 def test_esc_stops_the_answer(live_server_url, page, login, alice, conversation, slow):
+    page.add_init_script(RECORD_SENT)
     open_conversation(page, login, live_server_url, conversation, alice)
     ask(page, "Write a long essay")
     streaming(page)
+    # Esc in a dialog closes the dialog only.
+    page.keyboard.press("Control+/")
+    expect(page.locator("#shortcuts-dialog")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.locator("#shortcuts-dialog")).to_be_hidden()
+    assert "stop" not in page.evaluate("window.__sent")
     page.press("#composer-input", "Escape")
     expect(page.locator('article.assistant[data-status="stopped"]')).to_be_visible()
+    assert page.evaluate("window.__sent").count("stop") == 1
     expect(page.locator("#stop-button")).to_be_hidden()
     assert Message.objects.get(role="assistant").status == "stopped"
 
