@@ -33,3 +33,11 @@ class ManifestStaticFilesStorage(CompressedManifestStaticFilesStorage):
     # For the site's own modules only: other apps' scripts (django_htmx's htmx
     # extensions) are not modules, and the patterns misread them.
     _js_module_import_aggregation_patterns = ("chat/*.js", MODULE_IMPORTS)
+    # The web app manifest names its icons: hashed like a stylesheet's url()s.
+    patterns = (
+        *CompressedManifestStaticFilesStorage.patterns,
+        (
+            "chat/*.webmanifest",
+            ((r"""(?P<matched>"src":\s*"(?P<url>[^"]+)")""", '"src": "%(url)s"'),),
+        ),
+    )

@@ -177,3 +177,18 @@ def test_the_hashed_modules_load_and_run_in_chromium(
     assert modules <= set(served)
     hashed_names = set(paths.values())
     assert [name for name in served if name not in hashed_names] == []
+
+
+def test_the_web_app_manifest_names_its_icons_by_hashed_name(collected):
+    paths = manifest(collected)
+    hashed = paths["chat/app.webmanifest"]
+    app = json.loads((collected / hashed).read_text())
+    assert app["display"] == "standalone" and app["start_url"] == "/"
+    folder = posixpath.dirname(hashed)
+    icons = {
+        posixpath.normpath(posixpath.join(folder, icon["src"])): icon
+        for icon in app["icons"]
+    }
+    assert set(icons) <= set(paths.values())  # each one a hashed file
+    sizes = {(icon["sizes"], icon.get("purpose", "any")) for icon in icons.values()}
+    assert {("192x192", "any"), ("512x512", "any"), ("512x512", "maskable")} <= sizes

@@ -16,10 +16,11 @@ from django.contrib.auth.forms import PasswordChangeForm
 from django.contrib.auth.views import PasswordChangeView
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse_lazy
+from django.urls import reverse, reverse_lazy
 from django.utils import translation
 from django.utils.decorators import method_decorator
 from django.utils.functional import SimpleLazyObject
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods
 
@@ -102,6 +103,29 @@ def account(request: SignedInRequest) -> HttpResponse:
         messages.success(request, _("Your settings are saved."))
         return redirect("account")
     return account_page(request, form=form, status=422 if form.errors else 200)
+
+
+@login_required
+@require_http_methods(["POST"])
+def set_theme(request: SignedInRequest) -> HttpResponse:
+    """The sidebar's theme select (static/chat/theme.js applies it at once; this
+    keeps it for the user's next pages). Without htmx, back to the page."""
+    theme = request.POST.get("theme", "")
+    if theme not in Theme.values:
+        return HttpResponse(
+            _("Choose a theme: as the system, light or dark."),
+            status=400,
+            content_type="text/plain; charset=utf-8",
+        )
+    mine = UserSettings.for_user(request.user)
+    mine.theme = theme
+    mine.save(update_fields=["theme"])
+    if request.htmx:
+        return HttpResponse(status=204)
+    back = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+        back = reverse("home")
+    return redirect(back)
 
 
 def account_page(

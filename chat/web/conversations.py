@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import secrets
+
+from django.conf import settings
 from django.contrib.auth import get_user_model, login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -21,7 +24,14 @@ from chat.models import (
     quotas,
 )
 from chat.models import sidebar as lists
-from chat.web.forms import FirstAdminForm, RenameForm, SettingsForm, ThinkingForm
+from chat.web.forms import (
+    FirstAdminForm,
+    FirstQuestionForm,
+    RenameForm,
+    SettingsForm,
+    ThinkingForm,
+)
+from chat.web.model_picker import picker_models
 from chat.web.sidebar_lists import current_page_pk, sidebar_context
 
 
@@ -60,11 +70,20 @@ def home(request: HttpRequest) -> HttpResponse:
         return redirect("setup")
     if not request.user.is_authenticated:
         return redirect("login")
+    return _home_page(request, FirstQuestionForm(request.user))
+
+
+def _home_page(
+    request: HttpRequest, form: FirstQuestionForm, status: int = 200
+) -> HttpResponse:
     context = {
         **sidebar_context(request),
         "default_model": Conversation.site_model_for(request.user),
+        "form": form,
+        "max_chars": settings.MESSAGE_MAX_CHARS,
+        "picker_models": picker_models(request.user),
     }
-    return render(request, "chat/index.html", context)
+    return render(request, "chat/index.html", context, status=status)
 
 
 @require_http_methods(["GET", "POST"])
@@ -81,8 +100,45 @@ def setup(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def new_conversation(request: SignedInRequest) -> HttpResponseRedirect:
-    return redirect(lists.fresh_conversation(request.user))
+def new_conversation(request: SignedInRequest) -> HttpResponse:
+    """The sidebar's "New conversation" (no question), or the home page's
+    composer: the conversation and its first question, which the conversation
+    page sends over its socket (`_first_question`), as if typed there."""
+    form = FirstQuestionForm(request.user, request.POST)
+    if not form.is_valid():
+        # The typed question stays in the home page's field.
+        return _home_page(request, form, status=422)
+    current = lists.fresh_conversation(request.user)
+    if form.cleaned_data["model"] is not None:
+        current.model_profile = form.cleaned_data["model"]
+        current.save(update_fields=["model_profile"])
+    content = form.cleaned_data["content"]
+    if content.strip():
+        request.session[FIRST_QUESTION] = {
+            "conversation": current.pk,
+            "content": content,
+            "client_id": secrets.token_hex(16),
+        }
+    return redirect(current)
+
+
+# The home page's question, until the conversation has it: the page carries it
+# to static/chat/composer.js (sendFirstQuestion), which sends it with this
+# client_id once per tab. A reload before it was stored carries it again; once
+# stored (a message with the client_id), never again.
+FIRST_QUESTION = "chat.first_question"
+
+
+def _first_question(
+    request: SignedInRequest, current: Conversation
+) -> dict[str, str] | None:
+    carried = request.session.get(FIRST_QUESTION)
+    if not isinstance(carried, dict) or carried.get("conversation") != current.pk:
+        return None
+    if current.messages.filter(client_id=carried["client_id"]).exists():
+        del request.session[FIRST_QUESTION]
+        return None
+    return carried
 
 
 @login_required
@@ -104,6 +160,8 @@ def conversation(request: SignedInRequest, pk: int) -> HttpResponse:
         "older_url": _older_url(current, timeline.older),
         "thinking_form": ThinkingForm(instance=current),
         "quota_warnings": quotas.warnings(request.user),
+        "first_question": _first_question(request, current),
+        "picker_models": picker_models(request.user),
         **_settings_context(current, SettingsForm(instance=current)),
     }
     return render(request, "chat/conversation.html", context)

@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib.auth.forms import UserCreationForm
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
@@ -20,6 +21,31 @@ class FirstAdminForm(UserCreationForm):  # type: ignore[type-arg]
         if commit:
             user.save()
         return user
+
+
+class FirstQuestionForm(forms.Form):
+    """The home page's composer: the new conversation's first question (blank
+    from the sidebar's "New conversation")."""
+
+    content = forms.CharField(required=False, strip=False)
+    # The composer's model picker (blank: the owner's default, Conversation.start).
+    model = forms.ModelChoiceField(
+        queryset=ModelProfile.objects.none(),
+        required=False,
+        error_messages={
+            "invalid_choice": _("That model is not available to you: pick another.")
+        },
+    )
+
+    def __init__(self, owner: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        model = self.fields["model"]
+        assert isinstance(model, forms.ModelChoiceField)
+        model.queryset = ModelProfile.objects.usable_by(owner)
+        # The socket's limit (chat/live/frames.py), read when used, as it does.
+        self.fields["content"] = forms.CharField(
+            required=False, strip=False, max_length=settings.MESSAGE_MAX_CHARS
+        )
 
 
 class ThinkingForm(forms.ModelForm):  # type: ignore[type-arg]

@@ -25,6 +25,8 @@ POLICY = (
     # (static/chat/attachments.js); only this page's scripts can make one.
     "img-src 'self' data: blob:",
     "font-src 'self'",
+    # The installable app's manifest (templates/_base.html).
+    "manifest-src 'self'",
     "object-src 'none'",
     "base-uri 'none'",
     "form-action 'self'",

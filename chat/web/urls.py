@@ -10,6 +10,7 @@ from chat.web import (
     conversations,
     invitations,
     languages,
+    model_picker,
     oidc_views,
     search,
     sharing_urls,
@@ -39,6 +40,7 @@ urlpatterns = [
     path("quota/line/", conversations.quota_line, name="quota_line"),
     path("c/<int:pk>/", conversations.conversation, name="conversation"),
     path("c/<int:pk>/thinking/", conversations.set_thinking, name="set_thinking"),
+    path("models/loaded/", model_picker.loaded_models, name="loaded_models"),
     path(
         "c/<int:pk>/settings/",
         conversations.conversation_settings,
@@ -79,6 +81,7 @@ urlpatterns += sidebar_urls.urlpatterns
 # The user page, password change, API keys, invitation links.
 urlpatterns += [
     path("account/", account.account, name="account"),
+    path("account/theme/", account.set_theme, name="set_theme"),
     path(
         "account/password/",
         account.ChangePasswordView.as_view(),

@@ -14,6 +14,7 @@ import { copyToClipboard } from "./clipboard.js";
 import { followNewest, liveAnswer, rememberThinking } from "./live_answer.js";
 import { announce, csrfToken, list, owner, showAlert } from "./page.js";
 import { handlers, isOpen, preloadModel, sendFrame } from "./socket.js";
+import { queueNext, wireQueue } from "./queued.js";
 import { isBusy, questionSent, setBusy } from "./turn.js";
 import { gettext, interpolate, ngettext } from "./i18n.js";
 
@@ -38,10 +39,14 @@ function showWaiting(waiting) {
   status.textContent = waiting ? gettext("Your message is sent once the files are uploaded.") : "";
 }
 
-async function send({ truncate = false } = {}) {
+async function send({ truncate = false, clientId = newClientId() } = {}) {
   const { input } = owner;
   const empty = () => !input.value.trim() && !hasFiles();
-  if (empty() || isBusy() || sending.waiting) return;
+  if (empty() || sending.waiting) return;
+  if (isBusy()) {
+    queueWhileBusy();
+    return;
+  }
   if (isUploading()) {
     showWaiting(true);
     await uploadsSettled();
@@ -65,7 +70,6 @@ async function send({ truncate = false } = {}) {
   }
   showAlert("");
   const content = input.value;
-  const clientId = newClientId();
   const attachments = takeForSend();
   const frame = { type: "send", content, client_id: clientId };
   if (attachments.length) frame.attachments = idsOf(attachments);
@@ -78,6 +82,21 @@ async function send({ truncate = false } = {}) {
   setBusy(true);
 }
 
+// Enter while an answer is being written: the text waits above the box and goes
+// when the answer ends (queued.js). Files wait in the box: they go with a
+// question sent when nothing is being written.
+function queueWhileBusy() {
+  const { input } = owner;
+  if (hasFiles()) {
+    showAlert(gettext("Wait for the current answer, or stop it."));
+    return;
+  }
+  if (!input.value.trim()) return;
+  queueNext(input.value);
+  input.value = "";
+  input.dispatchEvent(new Event("input"));
+}
+
 // A document too large for the model's context is refused with the numbers;
 // the question and its files are back in the composer (turn.js), and the
 // alert offers to send them again with the documents cut to fit.
@@ -88,6 +107,10 @@ function offerTruncated(event) {
 
 function stop() {
   if (isOpen()) sendFrame({ type: "stop" });
+}
+
+function command(event) {
+  return event.ctrlKey || event.metaKey || event.altKey;
 }
 
 // Where CSS cannot size the field to its text (field-sizing), do it on input.
@@ -117,7 +140,21 @@ function wireComposer() {
     } else if (event.key === "Escape" && sending.waiting) {
       event.preventDefault();
       showWaiting(false);
+    } else if (event.key === "ArrowUp" && !input.value && !hasFiles() && !event.shiftKey && !command(event)) {
+      const last = [...list.querySelectorAll("article.user")].at(-1);
+      if (!last?.querySelector(".edit-message") || isBusy()) return;
+      event.preventDefault();
+      startEditing(last);
     }
+  });
+  // Esc stops the answer, from anywhere on the page but a dialog, a menu or a
+  // field that gives Esc its own meaning (they take the key first).
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape" || event.defaultPrevented || !isBusy()) return;
+    if (event.target.closest?.("dialog, details[open], .edit-form")) return;
+    if (document.body.classList.contains("sidebar-open")) return; // Esc closes it (sidebar.js)
+    event.preventDefault();
+    stop();
   });
   document.addEventListener("chat:refused", offerTruncated);
   stopButton.addEventListener("click", () => {
@@ -138,8 +175,35 @@ function followModelName() {
   });
 }
 
+// The question typed on the home page (chat/web/conversations.py, FIRST_QUESTION):
+// in the box at once, sent when the socket first opens, once per tab (a reload
+// before the server stored it shows it in the box again, unsent). Any refusal
+// leaves it in the box, like a question typed here.
+function sendFirstQuestion() {
+  const { composer, input } = owner;
+  const { firstQuestion, firstClientId } = composer.dataset;
+  if (!firstClientId) return;
+  if (!input.value) {
+    input.value = firstQuestion;
+    input.dispatchEvent(new Event("input"));
+  }
+  const key = `chat:first-question:${firstClientId}`;
+  if (sessionStorage.getItem(key)) return;
+  document.addEventListener(
+    "chat:connected",
+    () => {
+      if (sessionStorage.getItem(key) || input.value !== firstQuestion) return;
+      sessionStorage.setItem(key, "sent");
+      send({ clientId: firstClientId });
+    },
+    { once: true },
+  );
+}
+
 export function wireOwner() {
   wireComposer();
+  wireQueue({ send, hasFiles });
+  sendFirstQuestion();
   followModelName();
 }
 

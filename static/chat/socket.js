@@ -55,7 +55,7 @@ function replaceMessage(message) {
   const holder = document.createElement("template"); // inert: nothing loads yet
   holder.innerHTML = message.html; // rendered and sanitized by the server
   const fresh = holder.content.firstElementChild;
-  if (message.status !== "streaming") answerEnded(message.id);
+  if (message.status !== "streaming") answerEnded(message.id, message.status);
   if (state) {
     forget(message.id);
     state.finish(message, fresh);
@@ -140,7 +140,7 @@ function removeReplaced(frame) {
 }
 
 function endAnswer(frame) {
-  answerEnded(frame.message_id);
+  answerEnded(frame.message_id, frame.status);
   refreshQuotaLine();
 }
 
@@ -224,6 +224,7 @@ export function connect() {
     setConnection("live", gettext("Connected"));
     resumeStreaming();
     preloadModel("opened");
+    document.dispatchEvent(new Event("chat:connected")); // composer.js: the home page's question
   });
   socket.addEventListener("message", (event) => {
     const frame = JSON.parse(event.data);

@@ -29,11 +29,13 @@ export function answerStarted(messageId) {
 }
 
 // Its `done`, or its stored message (the `done` may have been lost with a
-// dropped socket).
-export function answerEnded(messageId) {
+// dropped socket), with how it ended: "done", "stopped" or "error" (queued.js
+// sends the next message after "done").
+export function answerEnded(messageId, status) {
   if (messageId === turn.streamingId) {
     turn.streamingId = null;
     setBusy(false);
+    document.dispatchEvent(new CustomEvent("chat:turn-ended", { detail: { status } }));
   }
 }
 

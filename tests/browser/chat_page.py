@@ -19,6 +19,14 @@ def ask(page, text="Go"):
     page.press("#composer-input", "Enter")
 
 
+def ask_from_home(page, text):
+    """Type on the home page's composer and press Enter: the conversation opens
+    and sends it."""
+    page.fill("#home-input", text)
+    page.press("#home-input", "Enter")
+    page.wait_for_url("**/c/*/")
+
+
 def wait_until_done(page, count=1):
     expect(page.locator('article.assistant[data-status="done"]')).to_have_count(
         count, timeout=20_000
@@ -31,10 +39,21 @@ def open_settings(page, login, live_server_url, conversation, user):
     expect(page.locator("#settings-panel")).to_be_visible()
 
 
-def save(page, status):
+def applied(page, change, status):
+    """Make `change` in the settings panel; it is saved at once, with `status`."""
     with page.expect_response(lambda r: r.url.endswith("/settings/")) as saved:
-        page.click("#settings-panel button[type=submit]")
+        change()
     assert saved.value.status == status
+
+
+def choose_model(page, profile):
+    """Choose `profile` in the settings panel's model select (saved at once)."""
+    applied(page, lambda: page.select_option("#id_model_profile", str(profile.pk)), 200)
+
+
+def change_text(page, selector, text):
+    page.fill(selector, text)
+    page.press(selector, "Tab")  # the field's change event
 
 
 def numbered_paragraphs(count: int, per_paragraph: int = 12) -> str:
@@ -86,12 +105,11 @@ def uses_up_the_quota_of_the_teams_model(page, simulator) -> Any:
     team's model is offered (not "Big", another team's), get one answer, then
     ask again and return the alert that refused it (the text stays in the
     composer, and the model was asked only once)."""
-    page.click("text=Start a conversation")
+    ask_from_home(page, "Hello")
     expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
     options = page.locator("#id_model_profile option")
     expect(options).to_have_count(2)  # the site default (theirs) and the model
     assert not [text for text in options.all_inner_texts() if "Big" in text]
-    ask(page, "Hello")
     wait_until_done(page)
     ask(page, "And again")
     alert = page.locator("#alert")

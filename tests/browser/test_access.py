@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from chat.models import Conversation, ModelProfile, Team
-from tests.browser.chat_page import ask, open_conversation, save, wait_until_done
+from tests.browser.chat_page import applied, ask, open_conversation, wait_until_done
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,8 +31,9 @@ def test_a_forbidden_model_is_named_and_an_allowed_one_chosen(
     expect(options).to_have_text(
         ["Site default (qwen3-demo:8b (demo model))", "qwen3-demo:8b (demo model)"]
     )
-    page.select_option("#id_model_profile", str(demo_profile.pk))
-    save(page, 200)
+    applied(
+        page, lambda: page.select_option("#id_model_profile", str(demo_profile.pk)), 200
+    )
     expect(page.locator("#model-problem")).to_have_count(0)
     expect(page.locator("#model-label .model-name")).to_have_text(
         "qwen3-demo:8b (demo model)"

@@ -11,6 +11,7 @@ from chat.models import Conversation, Message
 from tests.browser.chat_page import (
     WATCH_SOCKETS,
     ask,
+    ask_from_home,
     dom_words,
     numbered_paragraphs,
     open_conversation,
@@ -32,12 +33,9 @@ def test_sign_in_send_and_watch_the_answer_stream(
     page.fill("#id_username", "alice")
     page.fill("#id_password", "password-alice-123")
     page.click("button[type=submit]")
-    page.click("text=Start a conversation")
+    # The home page is the composer: Enter starts the conversation and sends.
+    ask_from_home(page, "Tell me about streams")
     expect(page.locator(".badge")).to_have_text("demo")
-    expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
-
-    page.fill("#composer-input", "Tell me about streams")
-    page.press("#composer-input", "Enter")
 
     streaming = page.locator('article.assistant[data-status="streaming"] .answer')
     # Text is on screen while the answer is still being written.
@@ -53,6 +51,24 @@ def test_sign_in_send_and_watch_the_answer_stream(
     assert answer.content.split()[0] in shown
     expect(page.locator("details.thinking summary")).to_contain_text("Thought for")
     assert Conversation.objects.get().title == "Tell me about streams"
+
+
+def test_the_home_question_is_sent_once_even_after_a_reload(
+    live_server_url, page, login, alice, demo_profile, simulator
+):
+    login(page, alice)
+    page.goto(live_server_url + "/")
+    ask_from_home(page, "Only once")
+    wait_until_done(page)
+    expect(page.locator("#composer-input")).to_have_value("")
+    page.reload()
+    expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
+    expect(page.locator("article.user")).to_have_count(1)
+    expect(page.locator("#composer-input")).to_have_value("")
+    assert Message.objects.filter(role="user").count() == 1
+    assert [
+        e.body["messages"][-1]["content"] for e in simulator.log if not e.load_only
+    ] == ["Only once"]
 
 
 def test_stop_keeps_the_partial_answer(

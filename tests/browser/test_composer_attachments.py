@@ -13,9 +13,9 @@ from playwright.sync_api import expect
 
 from chat.models import Attachment, Conversation, Message, ModelProfile
 from tests.browser.chat_page import (
+    choose_model,
     open_conversation,
     open_settings,
-    save,
     wait_until_done,
 )
 from tests.browser.csp import LISTENER
@@ -409,8 +409,7 @@ def test_images_follow_the_model_chosen_in_the_settings(
     )
     open_settings(page, login, live_server_url, talk, alice)
     assert ".png" not in page.get_attribute("#attach-input", "accept").split(",")
-    page.select_option("#id_model_profile", str(seer.pk))
-    save(page, 200)
+    choose_model(page, seer)
     expect(page.locator("#attach-button")).to_have_attribute("title", "Attach files")
     assert ".png" in page.get_attribute("#attach-input", "accept").split(",")
     assert paste(page, samples.png(), "image.png", "image/png")
@@ -419,8 +418,7 @@ def test_images_follow_the_model_chosen_in_the_settings(
     assert Attachment.objects.get().kind == "image"
 
     # Back to a model without vision: the picture attached says it cannot go.
-    page.select_option("#id_model_profile", str(demo_profile.pk))
-    save(page, 200)
+    choose_model(page, demo_profile)
     expect(shot).to_have_attribute("data-status", "failed")
     expect(shot.locator(".file-error")).to_have_text(
         f"{demo_profile.label} cannot see images: {demo_profile.vision_reason()}"
@@ -428,8 +426,7 @@ def test_images_follow_the_model_chosen_in_the_settings(
     page.fill("#composer-input", "And this?")
     page.press("#composer-input", "Enter")
     expect(page.locator("#alert")).to_contain_text("Not sent: Pasted image")
-    page.select_option("#id_model_profile", str(seer.pk))
-    save(page, 200)
+    choose_model(page, seer)
     expect(shot).to_have_attribute("data-status", "ready")
     expect(page.locator("#composer-input")).to_have_value("And this?")
 

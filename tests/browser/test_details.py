@@ -11,10 +11,10 @@ from playwright.sync_api import expect
 from chat.models import Conversation, Message, ModelProfile
 from tests.browser.chat_page import (
     ask,
+    choose_model,
     numbered_paragraphs,
     open_conversation,
     open_settings,
-    save,
 )
 from tests.waiting import until_sync
 
@@ -34,8 +34,7 @@ def test_after_a_model_change_the_composer_and_the_hint_name_the_new_model(
         "placeholder", "Message qwen3-demo:8b (demo model)"
     )
     expect(hint).to_contain_text("as qwen3-demo:8b (demo model) writes it")
-    page.select_option("#id_model_profile", str(other.pk))
-    save(page, 200)
+    choose_model(page, other)
     expect(page.locator("#model-label .model-name")).to_have_text("llama-demo:3b")
     expect(composer).to_have_attribute("placeholder", "Message llama-demo:3b")
     expect(hint).to_contain_text("as llama-demo:3b writes it")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from chat.models import Conversation, ModelProfile, SettingsChange
-from tests.browser.chat_page import open_settings, save
+from chat.models import Conversation, ModelProfile
+from tests.browser.chat_page import applied, change_text, choose_model, open_settings
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,26 +31,33 @@ def test_the_settings_panel_changes_what_the_next_question_sends(
         "set for this conversation"
     )
 
-    # Bad input: a clear error, and what was typed stays.
-    page.select_option("#id_model_profile", str(llama.pk))
-    page.select_option("#id_history_policy", "last_n")
-    page.fill("#id_history_last_n", "2")
-    page.fill("#id_temperature", "7")
-    page.fill("#id_system_prompt", "Answer like a pirate.")
-    save(page, 422)
-    expect(panel.locator(".error-text").first).to_contain_text(
+    # Each change is saved as it is made (like the header's thinking select);
+    # bad input: a clear error next to its field, and what was typed stays.
+    choose_model(page, llama)
+    applied(page, lambda: page.select_option("#id_history_policy", "last_n"), 422)
+    expect(
+        page.locator(".setting:has(#id_history_last_n) .error-text")
+    ).to_contain_text("Say how many earlier messages to send.")
+    applied(page, lambda: change_text(page, "#id_history_last_n", "2"), 200)
+    applied(page, lambda: change_text(page, "#id_temperature", "7"), 422)
+    expect(page.locator(".setting:has(#id_temperature) .error-text")).to_contain_text(
         "less than or equal to 2"
     )
-    expect(page.locator("#id_system_prompt")).to_have_value("Answer like a pirate.")
-    assert not SettingsChange.objects.exists()
+    expect(page.locator("#id_temperature")).to_have_value("7")
+    assert Conversation.objects.get().temperature is None
 
-    page.fill("#id_temperature", "0.3")
-    save(page, 200)
-    notice = page.locator("#messages .settings-change")
-    expect(notice).to_have_text(
-        "Settings changed: model → llama-demo:3b (demo model), "
-        "history → last 2 messages, temperature → 0.3, system prompt → changed"
+    applied(page, lambda: change_text(page, "#id_temperature", "0.3"), 200)
+    applied(
+        page,
+        lambda: change_text(page, "#id_system_prompt", "Answer like a pirate."),
+        200,
     )
+    notice = page.locator("#messages .settings-change")
+    expect(notice).to_have_count(4)
+    expect(notice.first).to_have_text(
+        "Settings changed: model → llama-demo:3b (demo model)"
+    )
+    expect(notice.last).to_have_text("Settings changed: system prompt → changed")
     expect(panel).to_contain_text("Saved: applies from the next message.")
     expect(page.locator("#model-label .model-name")).to_have_text(
         "llama-demo:3b (demo model)"
@@ -76,10 +83,10 @@ def test_the_settings_panel_changes_what_the_next_question_sends(
     assert "think" not in request
     expect(done.last.locator(".history-sent")).to_contain_text("3 of 7 messages, ~")
 
-    # The notice stays in its place after a reload.
+    # The notices stay in their place after a reload.
     page.reload()
     notice = page.locator("#messages > .settings-change")
-    expect(notice).to_have_count(1)
+    expect(notice).to_have_count(4)
     position = page.evaluate(
         "[...document.querySelectorAll('#messages > *')]"
         ".findIndex(e => e.classList.contains('settings-change'))"

@@ -311,3 +311,32 @@ def test_a_model_for_another_team_is_neither_offered_nor_taken(
     UserSettings.objects.update_or_create(user=alice, defaults={"default_profile": big})
     alice.refresh_from_db()
     assert Conversation.start(alice).model_profile != big
+
+
+def test_the_sidebar_theme_select_saves_the_theme(alice, alice_client):
+    page = alice_client.get(reverse("home")).content.decode()
+    assert 'id="theme-select"' in page and '<option value="system" selected>' in page
+    response = alice_client.post(
+        reverse("set_theme"), {"theme": "dark"}, headers={"HX-Request": "true"}
+    )
+    assert response.status_code == 204
+    assert UserSettings.objects.get(user=alice).theme == "dark"
+    page = alice_client.get(reverse("home")).content.decode()
+    assert 'data-theme="dark"' in page and '<option value="dark" selected>' in page
+
+
+def test_without_htmx_the_theme_select_goes_back_to_the_page(alice, alice_client):
+    response = alice_client.post(
+        reverse("set_theme"), {"theme": "light", "next": "/archived/"}
+    )
+    assert response.status_code == 302 and response.url == "/archived/"
+    response = alice_client.post(
+        reverse("set_theme"), {"theme": "light", "next": "https://elsewhere.example/"}
+    )
+    assert response.url == reverse("home")
+
+
+def test_the_sidebar_refuses_an_unknown_theme(alice, alice_client):
+    response = alice_client.post(reverse("set_theme"), {"theme": "neon"})
+    assert response.status_code == 400
+    assert not UserSettings.objects.filter(user=alice).exists()

@@ -82,6 +82,61 @@ def test_new_conversation_needs_post(client, alice):
     assert client.get(reverse("new_conversation")).status_code == 405
 
 
+def test_the_home_page_is_a_composer(client, alice, profile):
+    client.force_login(alice)
+    page = client.get("/").content.decode()
+    assert 'id="home-composer"' in page and 'name="content"' in page
+    assert f'action="{reverse("new_conversation")}"' in page
+
+
+def test_a_question_from_home_goes_to_its_new_conversation_page(client, alice, profile):
+    client.force_login(alice)
+    response = client.post(reverse("new_conversation"), {"content": "\nHello <b>"})
+    conversation = Conversation.objects.get()
+    assert response.url == conversation.get_absolute_url()
+    assert not conversation.messages.exists()  # the page sends it, over its socket
+    page = client.get(response.url).content.decode()
+    assert 'data-first-question="\nHello &lt;b&gt;"' in page
+    carried = client.session["chat.first_question"]
+    assert f'data-first-client-id="{carried["client_id"]}"' in page
+    # Until it is stored, a reload carries it again; then never again.
+    assert "data-first-question" in client.get(response.url).content.decode()
+    conversation.messages.create(
+        role=Message.Role.USER, content="\nHello <b>", client_id=carried["client_id"]
+    )
+    assert "data-first-question" not in client.get(response.url).content.decode()
+    assert "chat.first_question" not in client.session
+
+
+def test_the_home_question_is_only_for_its_own_conversation(client, alice, own):
+    own.messages.create(role=Message.Role.USER, content="Earlier")
+    client.force_login(alice)
+    response = client.post(reverse("new_conversation"), {"content": "Hi"})
+    assert response.url != own.get_absolute_url()
+    assert (
+        "data-first-question" not in client.get(own.get_absolute_url()).content.decode()
+    )
+
+
+def test_a_blank_question_from_home_only_opens_a_conversation(client, alice, profile):
+    client.force_login(alice)
+    response = client.post(reverse("new_conversation"), {"content": "  "})
+    assert response.status_code == 302
+    assert "chat.first_question" not in client.session
+
+
+def test_a_too_long_question_from_home_stays_in_its_field(
+    client, alice, profile, settings
+):
+    client.force_login(alice)
+    settings.MESSAGE_MAX_CHARS = 5
+    response = client.post(reverse("new_conversation"), {"content": "too long"})
+    assert response.status_code == 422
+    page = response.content.decode()
+    assert ">\ntoo long</textarea>" in page and 'id="home-error"' in page
+    assert not Conversation.objects.exists()
+
+
 def test_conversation_page_shows_messages_and_marks_the_demo(client, alice, own):
     own.messages.create(role="user", content="<b>hi</b>")
     own.messages.create(
