@@ -418,8 +418,9 @@ PY_SHOWN_KEYWORDS = frozenset(
         "message",
     }
 )
-# Calls whose first argument (or `message=`) is shown to the person: form and
-# model errors, refusals of an upload, an attachment, an import or a sign-in.
+# Calls whose first argument is shown to the person: form and model errors,
+# refusals of an upload, an attachment, an import or a sign-in, an import's
+# warnings (`add_error`: its last).
 PY_SHOWING_CALLS = frozenset(
     {
         "ValidationError",
@@ -428,8 +429,8 @@ PY_SHOWING_CALLS = frozenset(
         "DocumentsTooLarge",
         "ImportRefused",
         "SignInFailed",
-        "refusal",
         "add_error",
+        "warn",  # an import's warnings (chat/transfer/incoming.py `Summary.warn`)
     }
 )
 # Calls whose argument at this position is shown: `messages.error(request,
@@ -539,8 +540,13 @@ def _keyword_findings(keyword: ast.keyword) -> list[tuple[int, str]]:
 def _call_findings(node: ast.Call) -> list[tuple[int, str]]:
     found = [f for keyword in node.keywords for f in _keyword_findings(keyword)]
     name = _call_name(node.func)
-    if isinstance(node.func, ast.Attribute) and _call_name(node.func.value) == "cls":
-        name = ""  # a model's own refusals (ApiKey.Refused: the API's, English)
+    if isinstance(node.func, ast.Attribute) and _call_name(node.func.value) in {
+        "cls",  # a model's own refusals (ApiKey.Refused: the API's, English)
+        "warnings",  # Python's warnings, for developers
+        "logger",
+        "logging",
+    }:
+        name = ""
     if name in PY_SHOWING_CALLS and node.args:
         shown = node.args[-1] if name == "add_error" else node.args[0]
         found += _unmarked_strings(shown)

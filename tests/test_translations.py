@@ -300,7 +300,9 @@ def view(request, team, where):
     raise ValidationError("Too long" if team else "Too short")
     raise ImportRefused(f"{where} has no key.")
     frames.error(None, "bad", "That went wrong.")
+    summary.warn("Images left out", 2)
     summary.error("Not a sink")
+    warnings.warn("For developers only")
 
 
 @admin.display(description="Members")
@@ -325,6 +327,7 @@ def members(team): ...
         "Too short",
         "\ue000 has no key.",
         "That went wrong.",
+        "Images left out",
         "Members",
     ]
 
