@@ -651,6 +651,23 @@ def _fields_findings(node: ast.ClassDef) -> list[tuple[int, str]]:
     return found
 
 
+def _list_filter_findings(node: ast.ClassDef) -> list[tuple[int, str]]:
+    """An admin list filter's title and the labels its `lookups` returns."""
+    if not any(_call_name(base).endswith("ListFilter") for base in node.bases):
+        return []
+    found: list[tuple[int, str]] = []
+    for statement in node.body:
+        if isinstance(statement, ast.Assign) and any(
+            _call_name(target) == "title" for target in statement.targets
+        ):
+            found += _unmarked_strings(statement.value)
+        if isinstance(statement, ast.FunctionDef) and statement.name == "lookups":
+            for inner in ast.walk(statement):
+                if isinstance(inner, ast.Return) and inner.value is not None:
+                    found += _choice_labels(inner.value)
+    return found
+
+
 def unmarked_in_python(path: Path, root: Path) -> list[Unmarked]:
     source = path.read_text()
     lines = source.splitlines()
@@ -664,7 +681,7 @@ def unmarked_in_python(path: Path, root: Path) -> list[Unmarked]:
         ):
             found += _choices_findings(node)
         elif isinstance(node, ast.ClassDef):
-            found += _fields_findings(node)
+            found += _fields_findings(node) + _list_filter_findings(node)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(_call_name(target) in PY_SHOWN_NAMES for target in targets) or any(

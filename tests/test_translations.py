@@ -307,6 +307,13 @@ def view(request, team, where):
 
 @admin.display(description="Members")
 def members(team): ...
+
+
+class StateFilter(admin.SimpleListFilter):
+    title = "state"
+
+    def lookups(self, request, model_admin):
+        return [("active", "active")]
 """
     assert _python_findings(tmp_path, source) == [
         "Team: no Meta.verbose_name",
@@ -329,6 +336,8 @@ def members(team): ...
         "That went wrong.",
         "Images left out",
         "Members",
+        "state",
+        "active",
     ]
 
 
