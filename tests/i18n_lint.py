@@ -18,7 +18,30 @@ alt; the value of setAttribute("aria-label" | "title" | ...); an argument of
 announce, showAlert, alert, confirm, prompt) or reads as prose anywhere (two
 words with a space between, or a capitalised word, or closing punctuation),
 except where it is plainly code (a CSS selector, a URL, an event or attribute
-name, a class list)."""
+name, a class list).
+
+Python (chat/ and chatsite/, but what shows no text in the pages:
+tests/test_translations.py says which packages): Python's own parser reads
+each module. A string literal with letters (an f-string's literal parts too,
+either side of a conditional, `+` or `%`) that no gettext, gettext_lazy,
+gettext_noop, ngettext, pgettext or format_lazy call wraps is unmarked where
+Django or our code shows it: the keyword arguments verbose_name,
+verbose_name_plural, help_text, label, empty_label, empty_value_display,
+description (admin.display, admin.action), detail and message, the values of
+error_messages and of a widget's shown attrs, the labels of choices=[...];
+the first argument of ValidationError and of our refusals (Refused,
+AttachmentRefused, DocumentsTooLarge, ImportRefused, SignInFailed), of an
+error page's HttpResponse and of an import's Summary.warn; the text of
+messages.success/info/warning/error/debug(request, text),
+ModelAdmin.message_user(request, text), FrameError(code, detail) and
+frames.error(id, code, detail); verbose_name(_plural), short_description,
+empty_value_display and the admin site's titles assigned, and an
+error_messages[...] assigned; a list filter's title and its lookups' labels;
+each member of a TextChoices or IntegerChoices without a marked label (Django
+would make an English one of its name); a model field without its
+verbose_name and a form field without its label (Django would show the
+attribute's name: "Quota period"), and a model without its Meta's verbose
+names. A line that holds a name, not text, says `i18n: not text`."""
 
 from __future__ import annotations
 
@@ -419,8 +442,8 @@ PY_SHOWN_KEYWORDS = frozenset(
     }
 )
 # Calls whose first argument is shown to the person: form and model errors,
-# refusals of an upload, an attachment, an import or a sign-in, an import's
-# warnings (`add_error`: its last).
+# refusals of an upload, an attachment, an import or a sign-in, an error
+# page's body, an import's warnings (`add_error`: its last).
 PY_SHOWING_CALLS = frozenset(
     {
         "ValidationError",
@@ -430,6 +453,9 @@ PY_SHOWING_CALLS = frozenset(
         "ImportRefused",
         "SignInFailed",
         "add_error",
+        "HttpResponseForbidden",
+        "HttpResponseBadRequest",
+        "HttpResponseNotFound",
         "warn",  # an import's warnings (chat/transfer/incoming.py `Summary.warn`)
     }
 )
@@ -483,7 +509,7 @@ def _unmarked_strings(node: ast.expr | None) -> list[tuple[int, str]]:
         return []
     if isinstance(node, ast.JoinedStr):
         text = "".join(
-            part.value if isinstance(part, ast.Constant) else MARK
+            str(part.value) if isinstance(part, ast.Constant) else MARK
             for part in node.values
         )
         return [(node.lineno, text)] if has_words(text) else []
@@ -631,7 +657,7 @@ def _fields_findings(node: ast.ClassDef) -> list[tuple[int, str]]:
         if model_field is not None:
             model_fields += 1
             words = {keyword.arg for keyword in model_field.keywords}
-            attr = model_field.func.attr  # type: ignore[attr-defined]
+            attr = _call_name(model_field.func)
             if attr not in RELATIONS and model_field.args:
                 found += _unmarked_strings(model_field.args[0])  # verbose_name
             elif "verbose_name" not in words:
