@@ -40,6 +40,13 @@ admin.site.login_form = ThrottledAdminAuthenticationForm
 admin.site.site_header = _("chatsite administration")
 admin.site.site_title = _("chatsite administration")
 
+# ApiKey.state's words, as the admin's list shows them.
+API_KEY_STATES = {
+    "active": _("Active"),
+    "expired": _("Expired"),
+    "revoked": _("Revoked"),
+}
+
 
 class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     """Rows written by the product only: listed and viewed here, never added,
@@ -286,11 +293,11 @@ class ShareLinkAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 class ApiKeyStateFilter(admin.SimpleListFilter):
-    title = "state"
+    title = _("state")
     parameter_name = "state"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("active", "active"), ("expired", "expired"), ("revoked", "revoked")]
+        return list(API_KEY_STATES.items())
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         state = self.value()
@@ -340,7 +347,7 @@ class ApiKeyAdmin(ReadOnlyAdmin):
 
     @admin.display(description=_("state"))
     def state(self, api_key: ApiKey) -> str:
-        return api_key.state
+        return str(API_KEY_STATES[api_key.state])
 
     @admin.action(description=_("Revoke selected keys"), permissions=["revoke"])
     def revoke_selected(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from chat.models import Conversation, ModelProfile, SiteDefaults
+from chat.models import Conversation, ModelProfile, SiteDefaults, Team
 
 pytestmark = pytest.mark.django_db
 
@@ -197,3 +197,39 @@ def test_a_negative_quota_is_refused_in_the_admin(admin_client):
     assert "greater than or equal to 0" in response.content.decode()
     site.refresh_from_db()
     assert site.user_answers == 0
+
+
+CHINESE = {"HTTP_ACCEPT_LANGUAGE": "zh-CN,zh;q=0.9"}
+
+
+def test_a_team_page_in_the_admin_speaks_chinese(admin_client):
+    # The field and model names come from the models' verbose names, the
+    # choices from their labels: untranslated, Django would show "Quota period".
+    team = Team.objects.create(name="研发")
+    html = admin_client.get(
+        reverse("admin:chat_team_change", args=[team.pk]), **CHINESE
+    ).content.decode()
+    assert '<html lang="zh-hans"' in html
+    for words in ("名称", "配额周期", "团队回答数", "每位成员输出 token", "成员"):
+        assert words in html, words
+    for words in ("Quota period", "Team answers", "Member output tokens", ">Name"):
+        assert words not in html, words
+
+
+def test_the_admin_index_names_the_models_in_chinese(admin_client):
+    html = admin_client.get(reverse("admin:index"), **CHINESE).content.decode()
+    for words in ("团队", "模型配置", "站点默认设置", "分享链接", "模型名称"):
+        assert words in html, words
+    # "Model name": Django's own, missing from its catalog (chatsite/django_strings.py).
+    for words in ("Teams", "Model profiles", "Share links", "Model name"):
+        assert words not in html, words
+
+
+def test_a_refused_profile_says_why_in_chinese(admin_client, profiles):
+    change = reverse("admin:chat_modelprofile_change", args=[profiles[0].pk])
+    html = admin_client.post(
+        change, {**PROFILE_FORM, "backend": "nonsense"}, **CHINESE
+    ).content.decode()
+    assert "<title>错误：" in html and "请更正以下错误。" in html
+    assert "后端" in html and "OpenAI 兼容" in html  # the field and its choices
+    assert "OpenAI-compatible" not in html

@@ -117,3 +117,8 @@ def test_the_sites_api_switch_and_teams_are_in_site_defaults(admin_client):
     # filter_horizontal's two lists, offering the teams.
     assert 'class="selectfilter" data-field-name="API for teams"' in html
     assert f'<option value="{team.pk}">GPU</option>' in html
+
+
+def test_the_keys_state_is_in_the_admins_language(admin_client, keys):
+    html = admin_client.get(LIST, HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()
+    assert "有效" in html and ">active<" not in html

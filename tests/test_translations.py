@@ -1,12 +1,14 @@
 """The interface is whole in every language: each string the code marks has a
 finished Simplified Chinese translation, and no text is left unmarked in the
-templates and JavaScript modules (tests/i18n_lint.py)."""
+templates, the JavaScript modules and the Python code (tests/i18n_lint.py)."""
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from babel.messages.catalog import Catalog
@@ -19,6 +21,7 @@ from tests.i18n_lint import (
     js_literals,
     reads_as_prose,
     unmarked_in_js,
+    unmarked_in_python,
     unmarked_in_template,
 )
 
@@ -135,13 +138,44 @@ def test_no_javascript_module_has_unmarked_text() -> None:
     assert found == []
 
 
+# Python that shows no text to people in the site's pages (README,
+# "Languages", "Not translated"): the API's errors for programs, management
+# commands, migrations (their strings are the models' of their day), the
+# demo model, and the model-server seam, which has no Django (its errors are
+# stored with an answer as they are; tests/test_layers.py).
+PYTHON_NOT_SHOWN = (
+    "chat/api",
+    "chat/management",
+    "chat/migrations",
+    "chat/simulator",
+    "chat/upstream",
+)
+
+
+def test_no_python_module_has_unmarked_text() -> None:
+    found = [
+        str(unmarked)
+        for package in ("chat", "chatsite")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if not str(path.relative_to(ROOT)).startswith(PYTHON_NOT_SHOWN)
+        for unmarked in unmarked_in_python(path, ROOT)
+    ]
+    assert found == []
+
+
 # ------------------------------------------------------------ the lints' own
 
 
-def _template_findings(tmp_path: Path, source: str) -> list[str]:
-    path = tmp_path / "t.html"
+def _findings(
+    tmp_path: Path, name: str, source: str, lint: Callable[[Path, Path], list[Any]]
+) -> list[str]:
+    path = tmp_path / name
     path.write_text(source)
-    return [unmarked.text for unmarked in unmarked_in_template(path, tmp_path)]
+    return [unmarked.text for unmarked in lint(path, tmp_path)]
+
+
+def _template_findings(tmp_path: Path, source: str) -> list[str]:
+    return _findings(tmp_path, "t.html", source, unmarked_in_template)
 
 
 def test_the_template_lint_finds_text_outside_the_translate_tags(
@@ -183,9 +217,7 @@ def test_the_template_lint_passes_translated_text_names_and_code(
 
 
 def _js_findings(tmp_path: Path, source: str) -> list[str]:
-    path = tmp_path / "m.js"
-    path.write_text(source)
-    return [unmarked.text for unmarked in unmarked_in_js(path, tmp_path)]
+    return _findings(tmp_path, "m.js", source, unmarked_in_js)
 
 
 def test_the_javascript_lint_finds_shown_and_prose_strings(tmp_path: Path) -> None:
@@ -234,3 +266,115 @@ def test_prose_is_told_from_code() -> None:
         'x\\"y',
         "\ue000d",
     ]
+
+
+def _python_findings(tmp_path: Path, source: str) -> list[str]:
+    return _findings(tmp_path, "m.py", source, unmarked_in_python)
+
+
+def test_the_python_lint_finds_unmarked_words_where_they_are_shown(
+    tmp_path: Path,
+) -> None:
+    source = """
+class Team(models.Model):
+    name = models.CharField(max_length=100)
+    quota_period = models.CharField("quota period", max_length=10)
+    owner = models.ForeignKey("auth.User", on_delete=models.CASCADE)
+    note = models.TextField(help_text="Seen by members.")
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        SHUT = "shut", "Shut down"
+
+
+class TeamForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    mode = forms.ChoiceField(choices=[("a", "All of it")], label=_("Mode"))
+    code = forms.CharField(widget=forms.HiddenInput)
+
+
+def view(request, team, where):
+    messages.success(request, "Saved.")
+    self.message_user(request, f"{team} exported.")
+    self.fields["title"].error_messages["required"] = "Give it a title."
+    raise ValidationError("Too long" if team else "Too short")
+    raise ImportRefused(f"{where} has no key.")
+    frames.error(None, "bad", "That went wrong.")
+    summary.warn("Images left out", 2)
+    summary.error("Not a sink")
+    warnings.warn("For developers only")
+
+
+@admin.display(description="Members")
+def members(team): ...
+
+
+class StateFilter(admin.SimpleListFilter):
+    title = "state"
+
+    def lookups(self, request, model_admin):
+        return [("active", "active")]
+"""
+    assert _python_findings(tmp_path, source) == [
+        "Team: no Meta.verbose_name",
+        "Team: no Meta.verbose_name_plural",
+        "name: no verbose_name",
+        "quota period",
+        "owner: no verbose_name",
+        "Seen by members.",
+        "note: no verbose_name",
+        "OPEN: no label",
+        "Shut down",
+        "username: no label",
+        "All of it",
+        "Saved.",
+        "\ue000 exported.",
+        "Give it a title.",
+        "Too long",
+        "Too short",
+        "\ue000 has no key.",
+        "That went wrong.",
+        "Images left out",
+        "Members",
+        "state",
+        "active",
+    ]
+
+
+def test_the_python_lint_passes_marked_strings_names_and_code(
+    tmp_path: Path,
+) -> None:
+    source = """
+class Team(models.Model):
+    name = models.CharField(_("name"), max_length=100)
+    owner = models.ForeignKey(
+        "auth.User", on_delete=models.CASCADE, verbose_name=_("owner")
+    )
+    source = models.CharField(
+        verbose_name=_("source"), choices=[("oidc", "OpenID Connect")]  # i18n: not text
+    )
+
+    class Meta:
+        verbose_name = _("team")
+        verbose_name_plural = _("teams")
+
+    class Status(models.TextChoices):
+        OPEN = "open", _("Open")
+        EN = "en", "English"  # i18n: not text (named in itself)
+
+
+class Base(models.Model):
+    at = models.DateTimeField(verbose_name=_("at"))
+
+    class Meta:
+        abstract = True
+
+
+def view(request, n):
+    messages.success(request, _("Saved."))
+    raise ValidationError(gettext_lazy("%(n)s too long") % {"n": n}, code="long")
+    raise ImportRefused(_("%(where)s has no key.") % {"where": n})
+    logger.error("The directory failed: %s", n)
+    raise ValueError("a folder of someone else")
+"""
+    assert _python_findings(tmp_path, source) == []

@@ -185,7 +185,7 @@ def _docx_text(name: str, data: bytes) -> tuple[str, str]:
         for row in table.rows:
             lines.append("\t".join(cell.text for cell in row.cells))
     text = "\n".join(lines).strip()
-    return text, "" if text else "no text in the document"
+    return text, "" if text else _("no text in the document")
 
 
 READERS: dict[str, Callable[[str, bytes], tuple[str, str]]] = {

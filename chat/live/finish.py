@@ -21,6 +21,7 @@ from chat.live import frames
 from chat.live.generation import Generation, Sink, send_all
 from chat.live.observers import answer_finished
 from chat.models import Message, ModelProfile
+from chat.models.shared_messages import owner_detail
 from chat.rendering import markdown
 from chat.upstream import UpstreamError
 
@@ -51,12 +52,27 @@ def outcome(
         return Message.Status.STOPPED, None
     if isinstance(ended, UpstreamError):
         logger.warning("generation %s failed: %s", generation.message_id, ended.detail)
-        return Message.Status.ERROR, ended
+        return Message.Status.ERROR, _in_readers_language(ended)
     logger.error("generation %s crashed", generation.message_id, exc_info=ended)
     error = UpstreamError(
         "internal_error", _("Internal error: %(error)s") % {"error": ended}
     )
     return Message.Status.ERROR, error
+
+
+def _in_readers_language(error: UpstreamError) -> UpstreamError:
+    """`error` as its reader is shown it (frame and stored answer): raised in
+    the model-server seam, its English detail follows the code's sentence in
+    the reader's language (`owner_detail`); raised here in chat/live, its
+    detail is already in that language."""
+    innermost = error.__traceback__
+    while innermost is not None and innermost.tb_next is not None:
+        innermost = innermost.tb_next
+    raised_in = innermost.tb_frame.f_globals.get("__name__", "") if innermost else ""
+    if not raised_in.startswith("chat.upstream."):
+        return error
+    detail = owner_detail(error.code, error.detail)
+    return UpstreamError(error.code, detail, status=error.status)
 
 
 async def save(

@@ -35,8 +35,8 @@ class Language(models.TextChoices):
     cannot read the current one still finds theirs."""
 
     BROWSER = "", _("As the browser")
-    EN = "en", "English"
-    ZH_HANS = "zh-hans", "简体中文"
+    EN = "en", "English"  # i18n: not text (named in itself)
+    ZH_HANS = "zh-hans", "简体中文"  # i18n: not text (named in itself)
 
 
 # Where a signed-in session keeps the user's language (chat.web.languages sets
@@ -48,7 +48,10 @@ class UserSettings(models.Model):
     """One per user, made on first use (`for_user`)."""
 
     user = models.OneToOneField(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_settings"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="chat_settings",
+        verbose_name=_("user"),
     )
     display_name = models.CharField(_("display name"), max_length=150, blank=True)
     theme = models.CharField(
@@ -68,6 +71,7 @@ class UserSettings(models.Model):
         on_delete=models.SET_NULL,
         related_name="+",
         help_text=_("New conversations start with this model. Blank: the site's."),
+        verbose_name=_("default profile"),
     )
 
     class Meta:
@@ -104,16 +108,20 @@ class Invitation(models.Model):
 
     DEFAULT_LIFETIME = timedelta(days=7)
 
-    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    token_hash = models.CharField(
+        max_length=64, unique=True, editable=False, verbose_name=_("token hash")
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
         on_delete=models.SET_NULL,
         related_name="invitations_made",
+        verbose_name=_("created by"),
     )
     email = models.EmailField(
         blank=True,
         help_text=_("Only this address may use it. Blank: anyone with the link."),
+        verbose_name=_("email"),
     )
     team = models.ForeignKey(
         Team,
@@ -122,16 +130,18 @@ class Invitation(models.Model):
         on_delete=models.CASCADE,
         related_name="invitations",
         help_text=_("The invitee joins this team."),
+        verbose_name=_("team"),
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    expires_at = models.DateTimeField()
-    used_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    expires_at = models.DateTimeField(verbose_name=_("expires at"))
+    used_at = models.DateTimeField(null=True, blank=True, verbose_name=_("used at"))
     used_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        verbose_name=_("used by"),
     )
 
     objects = InvitationQuerySet.as_manager()
@@ -259,13 +269,20 @@ class ExternalAccount(models.Model):
         settings.AUTH_USER_MODEL,
         on_delete=models.CASCADE,
         related_name="external_accounts",
+        verbose_name=_("user"),
     )
-    method = models.CharField(max_length=10)  # "oidc" or "ldap"
-    subject = models.CharField(max_length=255)
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_sign_in = models.DateTimeField(null=True, blank=True)
+    method = models.CharField(
+        max_length=10, verbose_name=_("method")
+    )  # "oidc" or "ldap"
+    subject = models.CharField(max_length=255, verbose_name=_("subject"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    last_sign_in = models.DateTimeField(
+        null=True, blank=True, verbose_name=_("last sign in")
+    )
 
     class Meta:
+        verbose_name = _("external account")
+        verbose_name_plural = _("external accounts")
         constraints = [
             models.UniqueConstraint(
                 fields=["method", "subject"], name="one_account_per_identity"

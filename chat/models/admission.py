@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy
 
 from chat.models.messages import Message
 from chat.models.profiles import ModelProfile
@@ -20,16 +21,31 @@ class Ticket(models.Model):
     """
 
     message = models.OneToOneField(
-        Message, on_delete=models.CASCADE, related_name="ticket"
+        Message,
+        on_delete=models.CASCADE,
+        related_name="ticket",
+        verbose_name=gettext_lazy("message"),
     )
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
-    profile = models.ForeignKey(ModelProfile, on_delete=models.CASCADE)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        verbose_name=gettext_lazy("user"),
+    )
+    profile = models.ForeignKey(
+        ModelProfile, on_delete=models.CASCADE, verbose_name=gettext_lazy("profile")
+    )
     # The admission's number (1, 2, 3, ... across the site): None while
     # waiting. The last one of each user says whose turn is next.
-    served = models.PositiveBigIntegerField(null=True, db_index=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    served = models.PositiveBigIntegerField(
+        null=True, db_index=True, verbose_name=gettext_lazy("served")
+    )
+    created_at = models.DateTimeField(
+        auto_now_add=True, verbose_name=gettext_lazy("created at")
+    )
 
     class Meta:
+        verbose_name = gettext_lazy("ticket")
+        verbose_name_plural = gettext_lazy("tickets")
         ordering = ["pk"]
 
     def __str__(self) -> str:

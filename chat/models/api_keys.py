@@ -89,28 +89,45 @@ class ApiKey(models.Model):
             self.forbidden = forbidden
 
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="api_keys",
+        verbose_name=_("user"),
     )
-    name = models.CharField(max_length=100)
-    digest = models.CharField(max_length=64, unique=True, editable=False)
-    shown = models.CharField(max_length=20, editable=False)  # "csk-Ab12Cd…"
-    created_at = models.DateTimeField(auto_now_add=True)
-    expires_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
+    name = models.CharField(max_length=100, verbose_name=_("name"))
+    digest = models.CharField(
+        max_length=64, unique=True, editable=False, verbose_name=_("digest")
+    )
+    shown = models.CharField(
+        max_length=20, editable=False, verbose_name=_("shown")
+    )  # "csk-Ab12Cd…"
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    expires_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=_("expires at")
+    )
+    revoked_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=_("revoked at")
+    )
     revoked_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        verbose_name=_("revoked by"),
     )
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    last_used_from = models.GenericIPAddressField(null=True, blank=True)
+    last_used_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=_("last used at")
+    )
+    last_used_from = models.GenericIPAddressField(
+        null=True, blank=True, verbose_name=_("last used from")
+    )
     profiles = models.ManyToManyField(
         ModelProfile,
         blank=True,
         related_name="+",
         help_text=_("Only these models. None: every model the owner may use."),
+        verbose_name=_("profiles"),
     )
     store_conversations = models.BooleanField(
         default=False,
@@ -118,6 +135,7 @@ class ApiKey(models.Model):
             "Keep its answers as conversations in the owner's list (a "
             "request can also ask with the X-Chatsite-Store header)."
         ),
+        verbose_name=_("store conversations"),
     )
 
     objects = ApiKeyQuerySet.as_manager()

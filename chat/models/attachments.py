@@ -28,7 +28,7 @@ from django.db.models.signals import post_delete
 from django.dispatch import receiver
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 from PIL import Image
 
 from chat.models.messages import Message, Sendable, spoken_tokens
@@ -83,12 +83,20 @@ class AttachmentView:
 
 class Attachment(models.Model):
     class Kind(models.TextChoices):
-        IMAGE = "image"
-        DOCUMENT = "document"
+        IMAGE = "image", gettext_lazy("Image")
+        DOCUMENT = "document", gettext_lazy("Document")
 
-    public_id = models.CharField(max_length=32, unique=True, default=new_public_id)
+    public_id = models.CharField(
+        max_length=32,
+        unique=True,
+        default=new_public_id,
+        verbose_name=gettext_lazy("public id"),
+    )
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="attachments"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="attachments",
+        verbose_name=gettext_lazy("owner"),
     )
     conversation = models.ForeignKey(
         "chat.Conversation",
@@ -96,6 +104,7 @@ class Attachment(models.Model):
         blank=True,
         on_delete=models.CASCADE,
         related_name="attachments",
+        verbose_name=gettext_lazy("conversation"),
     )
     message = models.ForeignKey(
         "chat.Message",
@@ -103,24 +112,45 @@ class Attachment(models.Model):
         blank=True,
         on_delete=models.CASCADE,
         related_name="attachments",
+        verbose_name=gettext_lazy("message"),
     )
-    storage_name = models.CharField(max_length=255)
-    thumbnail_name = models.CharField(max_length=255, blank=True)
-    name = models.CharField(max_length=255)
-    size = models.PositiveBigIntegerField()
-    content_type = models.CharField(max_length=120)
-    kind = models.CharField(max_length=10, choices=Kind)
-    text = models.TextField(blank=True)
+    storage_name = models.CharField(
+        max_length=255, verbose_name=gettext_lazy("storage name")
+    )
+    thumbnail_name = models.CharField(
+        max_length=255, blank=True, verbose_name=gettext_lazy("thumbnail name")
+    )
+    name = models.CharField(max_length=255, verbose_name=gettext_lazy("name"))
+    size = models.PositiveBigIntegerField(verbose_name=gettext_lazy("size"))
+    content_type = models.CharField(
+        max_length=120, verbose_name=gettext_lazy("content type")
+    )
+    kind = models.CharField(
+        max_length=10, choices=Kind, verbose_name=gettext_lazy("kind")
+    )
+    text = models.TextField(blank=True, verbose_name=gettext_lazy("text"))
     # Characters of `text` sent when the asker chose to send it truncated.
-    sent_chars = models.PositiveIntegerField(null=True, blank=True)
-    tokens = models.PositiveIntegerField(default=0)
-    width = models.PositiveIntegerField(null=True, blank=True)
-    height = models.PositiveIntegerField(null=True, blank=True)
-    sha256 = models.CharField(max_length=64)
-    note = models.CharField(max_length=200, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    sent_chars = models.PositiveIntegerField(
+        null=True, blank=True, verbose_name=gettext_lazy("sent chars")
+    )
+    tokens = models.PositiveIntegerField(default=0, verbose_name=gettext_lazy("tokens"))
+    width = models.PositiveIntegerField(
+        null=True, blank=True, verbose_name=gettext_lazy("width")
+    )
+    height = models.PositiveIntegerField(
+        null=True, blank=True, verbose_name=gettext_lazy("height")
+    )
+    sha256 = models.CharField(max_length=64, verbose_name=gettext_lazy("sha256"))
+    note = models.CharField(
+        max_length=200, blank=True, verbose_name=gettext_lazy("note")
+    )
+    created_at = models.DateTimeField(
+        auto_now_add=True, verbose_name=gettext_lazy("created at")
+    )
 
     class Meta:
+        verbose_name = gettext_lazy("attachment")
+        verbose_name_plural = gettext_lazy("attachments")
         ordering = ["pk"]
 
     def __str__(self) -> str:

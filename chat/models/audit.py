@@ -30,8 +30,8 @@ class AuditEvent(models.Model):
         # Staff took a copy of a user's conversations (chat.web.transfer).
         DATA_EXPORTED = "data_exported", _("Conversations exported")
 
-    at = models.DateTimeField(auto_now_add=True, db_index=True)
-    kind = models.CharField(max_length=20, choices=Kind)
+    at = models.DateTimeField(auto_now_add=True, db_index=True, verbose_name=_("at"))
+    kind = models.CharField(max_length=20, choices=Kind, verbose_name=_("kind"))
     # Who did it (None: the system, e.g. a sign-in's group rules) ...
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -39,6 +39,7 @@ class AuditEvent(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        verbose_name=_("actor"),
     )
     # ... to whom (a failed sign-in names only the username it tried).
     subject = models.ForeignKey(
@@ -47,13 +48,17 @@ class AuditEvent(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        verbose_name=_("subject"),
     )
-    username = models.CharField(max_length=150, blank=True)
-    address = models.CharField(max_length=45, blank=True)
+    username = models.CharField(max_length=150, blank=True, verbose_name=_("username"))
+    address = models.CharField(max_length=45, blank=True, verbose_name=_("address"))
     method = models.CharField(
-        max_length=10, blank=True, help_text=_("password, oidc, ldap, invitation")
+        max_length=10,
+        blank=True,
+        help_text=_("password, oidc, ldap, invitation"),
+        verbose_name=_("method"),
     )
-    detail = models.JSONField(default=dict, blank=True)
+    detail = models.JSONField(default=dict, blank=True, verbose_name=_("detail"))
 
     class Meta:
         verbose_name = _("audit event")

@@ -63,41 +63,77 @@ class Conversation(models.Model):
         pass
 
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="conversations",
+        verbose_name=gettext_lazy("owner"),
     )
-    title = models.CharField(max_length=200, blank=True)
+    title = models.CharField(
+        max_length=200, blank=True, verbose_name=gettext_lazy("title")
+    )
     model_profile = models.ForeignKey(
-        ModelProfile, null=True, blank=True, on_delete=models.SET_NULL
+        ModelProfile,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        verbose_name=gettext_lazy("model profile"),
     )
     thinking = models.CharField(
-        max_length=10, choices=ThinkingMode, default=ThinkingMode.DEFAULT
+        max_length=10,
+        choices=ThinkingMode,
+        default=ThinkingMode.DEFAULT,
+        verbose_name=gettext_lazy("thinking"),
     )
-    system_prompt = models.TextField(blank=True)
+    system_prompt = models.TextField(
+        blank=True, verbose_name=gettext_lazy("system prompt")
+    )
     # Blank / null: the model profile's default, then the site's.
-    history_policy = models.CharField(max_length=10, choices=HistoryPolicy, blank=True)
-    history_last_n = models.PositiveIntegerField(null=True, blank=True)
-    temperature = models.FloatField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    history_policy = models.CharField(
+        max_length=10,
+        choices=HistoryPolicy,
+        blank=True,
+        verbose_name=gettext_lazy("history policy"),
+    )
+    history_last_n = models.PositiveIntegerField(
+        null=True, blank=True, verbose_name=gettext_lazy("history last n")
+    )
+    temperature = models.FloatField(
+        null=True, blank=True, verbose_name=gettext_lazy("temperature")
+    )
+    created_at = models.DateTimeField(
+        auto_now_add=True, verbose_name=gettext_lazy("created at")
+    )
+    updated_at = models.DateTimeField(
+        auto_now=True, verbose_name=gettext_lazy("updated at")
+    )
     # False for an answer asked over the API and kept only for its figures
     # (`chat.api`): not in the owner's list, never shared.
-    listed = models.BooleanField(default=True)
+    listed = models.BooleanField(default=True, verbose_name=gettext_lazy("listed"))
     # The sidebar (chat.web.sidebar): pinned on top, archived out of the list
     # (still found by search), or filed in one of the owner's folders. Set with
     # .update() so that filing a conversation does not count as activity.
-    pinned_at = models.DateTimeField(null=True, blank=True)
-    archived_at = models.DateTimeField(null=True, blank=True)
+    pinned_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=gettext_lazy("pinned at")
+    )
+    archived_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=gettext_lazy("archived at")
+    )
     folder = models.ForeignKey(
         "chat.Folder",
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="conversations",
+        verbose_name=gettext_lazy("folder"),
     )
     # An imported conversation (chat.transfer): where it came from, and the key
     # that makes a second import of the same file create nothing new.
-    imported_from = models.CharField(max_length=20, blank=True)
-    import_key = models.CharField(max_length=200, blank=True)
+    imported_from = models.CharField(
+        max_length=20, blank=True, verbose_name=gettext_lazy("imported from")
+    )
+    import_key = models.CharField(
+        max_length=200, blank=True, verbose_name=gettext_lazy("import key")
+    )
 
     class Meta:
         verbose_name = gettext_lazy("conversation")

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 class Source(models.TextChoices):
     ANY = "any", _("Any provider")
-    OIDC = "oidc", "OpenID Connect"
+    OIDC = "oidc", "OpenID Connect"  # i18n: not text (a name)
     LDAP = "ldap", "LDAP"
 
 
@@ -46,8 +46,11 @@ class GroupRule(models.Model):
             "The group's name as the provider sends it (an OpenID Connect "
             "claim's value; an LDAP group's cn or its full DN). Compared exactly."
         ),
+        verbose_name=_("group"),
     )
-    source = models.CharField(max_length=4, choices=Source, default=Source.ANY)
+    source = models.CharField(
+        max_length=4, choices=Source, default=Source.ANY, verbose_name=_("source")
+    )
     team = models.ForeignKey(
         Team,
         null=True,
@@ -55,12 +58,18 @@ class GroupRule(models.Model):
         on_delete=models.CASCADE,
         related_name="group_rules",
         help_text=_("Members of the group are members of this team."),
+        verbose_name=_("team"),
     )
     team_role = models.CharField(
-        max_length=6, choices=Membership.Role, default=Membership.Role.MEMBER
+        max_length=6,
+        choices=Membership.Role,
+        default=Membership.Role.MEMBER,
+        verbose_name=_("team role"),
     )
     makes_staff = models.BooleanField(
-        default=False, help_text=_("Members of the group are staff (admins).")
+        default=False,
+        help_text=_("Members of the group are staff (admins)."),
+        verbose_name=_("makes staff"),
     )
 
     class Meta:

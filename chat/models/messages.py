@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from django.db import models
 from django.utils import timezone
-from django.utils.translation import ngettext
+from django.utils.translation import gettext_lazy, ngettext
 
 if TYPE_CHECKING:
     from chat.models.attachments import AttachmentView
@@ -85,19 +85,19 @@ class ShownMessages(models.Manager["Message"]):
 
 class Message(models.Model):
     class Role(models.TextChoices):
-        USER = "user"
-        ASSISTANT = "assistant"
+        USER = "user", gettext_lazy("User")
+        ASSISTANT = "assistant", gettext_lazy("Assistant")
 
     class Source(models.TextChoices):
-        CHAT = "chat"
-        API = "api"
+        CHAT = "chat", gettext_lazy("Chat")
+        API = "api", gettext_lazy("API")
 
     class Status(models.TextChoices):
-        STREAMING = "streaming"
-        DONE = "done"
-        STOPPED = "stopped"
-        ERROR = "error"
-        INTERRUPTED = "interrupted"
+        STREAMING = "streaming", gettext_lazy("Streaming")
+        DONE = "done", gettext_lazy("Done")
+        STOPPED = "stopped", gettext_lazy("Stopped")
+        ERROR = "error", gettext_lazy("Error")
+        INTERRUPTED = "interrupted", gettext_lazy("Interrupted")
 
     # A streaming answer's owner saves it about once a second, its heartbeat
     # (chat/live/checkpoints.py, whose intervals must stay below this); one
@@ -107,56 +107,114 @@ class Message(models.Model):
     files_with_question: int = 0
 
     conversation = models.ForeignKey(
-        "chat.Conversation", on_delete=models.CASCADE, related_name="messages"
+        "chat.Conversation",
+        on_delete=models.CASCADE,
+        related_name="messages",
+        verbose_name=gettext_lazy("conversation"),
     )
-    role = models.CharField(max_length=10, choices=Role)
-    content = models.TextField(blank=True)
-    thinking = models.TextField(blank=True)
-    status = models.CharField(max_length=12, choices=Status, default=Status.DONE)
-    error_code = models.CharField(max_length=40, blank=True)
-    error_detail = models.TextField(blank=True)
-    client_id = models.CharField(max_length=64, blank=True)
-    model_tag = models.CharField(max_length=200, blank=True)
-    thinking_enabled = models.BooleanField(null=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    role = models.CharField(
+        max_length=10, choices=Role, verbose_name=gettext_lazy("role")
+    )
+    content = models.TextField(blank=True, verbose_name=gettext_lazy("content"))
+    thinking = models.TextField(blank=True, verbose_name=gettext_lazy("thinking"))
+    status = models.CharField(
+        max_length=12,
+        choices=Status,
+        default=Status.DONE,
+        verbose_name=gettext_lazy("status"),
+    )
+    error_code = models.CharField(
+        max_length=40, blank=True, verbose_name=gettext_lazy("error code")
+    )
+    error_detail = models.TextField(
+        blank=True, verbose_name=gettext_lazy("error detail")
+    )
+    client_id = models.CharField(
+        max_length=64, blank=True, verbose_name=gettext_lazy("client id")
+    )
+    model_tag = models.CharField(
+        max_length=200, blank=True, verbose_name=gettext_lazy("model tag")
+    )
+    thinking_enabled = models.BooleanField(
+        null=True, verbose_name=gettext_lazy("thinking enabled")
+    )
+    created_at = models.DateTimeField(
+        auto_now_add=True, verbose_name=gettext_lazy("created at")
+    )
+    updated_at = models.DateTimeField(
+        auto_now=True, verbose_name=gettext_lazy("updated at")
+    )
 
     # Generation figures: ours (milliseconds, from our clock) ...
-    queue_wait_ms = models.FloatField(null=True)
-    first_token_ms = models.FloatField(null=True)
-    first_answer_token_ms = models.FloatField(null=True)
-    thinking_ms = models.FloatField(null=True)
-    total_ms = models.FloatField(null=True)
+    queue_wait_ms = models.FloatField(
+        null=True, verbose_name=gettext_lazy("queue wait ms")
+    )
+    first_token_ms = models.FloatField(
+        null=True, verbose_name=gettext_lazy("first token ms")
+    )
+    first_answer_token_ms = models.FloatField(
+        null=True, verbose_name=gettext_lazy("first answer token ms")
+    )
+    thinking_ms = models.FloatField(null=True, verbose_name=gettext_lazy("thinking ms"))
+    total_ms = models.FloatField(null=True, verbose_name=gettext_lazy("total ms"))
     # ... and the server's own, when it reports them.
-    prompt_tokens = models.PositiveIntegerField(null=True)
-    prompt_eval_ms = models.FloatField(null=True)
-    output_tokens = models.PositiveIntegerField(null=True)
-    eval_ms = models.FloatField(null=True)
-    load_ms = models.FloatField(null=True)
-    done_reason = models.CharField(max_length=20, blank=True)
+    prompt_tokens = models.PositiveIntegerField(
+        null=True, verbose_name=gettext_lazy("prompt tokens")
+    )
+    prompt_eval_ms = models.FloatField(
+        null=True, verbose_name=gettext_lazy("prompt eval ms")
+    )
+    output_tokens = models.PositiveIntegerField(
+        null=True, verbose_name=gettext_lazy("output tokens")
+    )
+    eval_ms = models.FloatField(null=True, verbose_name=gettext_lazy("eval ms"))
+    load_ms = models.FloatField(null=True, verbose_name=gettext_lazy("load ms"))
+    done_reason = models.CharField(
+        max_length=20, blank=True, verbose_name=gettext_lazy("done reason")
+    )
     # Characters of the server's text that could not be stored (NUL, lone
     # surrogates), kept as U+FFFD (`chat.upstream.events.cleaned`).
-    replaced_chars = models.PositiveIntegerField(default=0)
+    replaced_chars = models.PositiveIntegerField(
+        default=0, verbose_name=gettext_lazy("replaced chars")
+    )
     # What was sent with the question (the history builder's account).
-    history_sent = models.PositiveIntegerField(null=True)
-    history_total = models.PositiveIntegerField(null=True)
-    prompt_tokens_estimate = models.PositiveIntegerField(null=True)
-    context_tokens = models.PositiveIntegerField(null=True)
-    prompt_chars = models.PositiveIntegerField(null=True)  # calibrates the estimate
+    history_sent = models.PositiveIntegerField(
+        null=True, verbose_name=gettext_lazy("history sent")
+    )
+    history_total = models.PositiveIntegerField(
+        null=True, verbose_name=gettext_lazy("history total")
+    )
+    prompt_tokens_estimate = models.PositiveIntegerField(
+        null=True, verbose_name=gettext_lazy("prompt tokens estimate")
+    )
+    context_tokens = models.PositiveIntegerField(
+        null=True, verbose_name=gettext_lazy("context tokens")
+    )
+    prompt_chars = models.PositiveIntegerField(
+        null=True, verbose_name=gettext_lazy("prompt chars")
+    )  # calibrates the estimate
 
     # Where the question came from: the chat page, or the API with a key.
-    source = models.CharField(max_length=4, choices=Source, default=Source.CHAT)
+    source = models.CharField(
+        max_length=4,
+        choices=Source,
+        default=Source.CHAT,
+        verbose_name=gettext_lazy("source"),
+    )
     api_key = models.ForeignKey(
         "chat.ApiKey",
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="messages",
+        verbose_name=gettext_lazy("api key"),
     )
 
     # An assistant turn sent as history in an API request and stored with it:
     # kept to show the conversation, never counted as an answer given here.
-    written_by_asker = models.BooleanField(default=False)
+    written_by_asker = models.BooleanField(
+        default=False, verbose_name=gettext_lazy("written by asker")
+    )
 
     # The conversation is a tree: each message's parent is the one it follows
     # (a question's, the answer before it; an answer's, its question). An edit
@@ -168,14 +226,17 @@ class Message(models.Model):
         blank=True,
         on_delete=models.CASCADE,
         related_name="children",
+        verbose_name=gettext_lazy("parent"),
     )
     # Off the branch shown: kept (nothing is lost, the figures still count it),
     # not shown, never sent. The shown branch is the rows without this mark;
     # as a child's id is always above its parent's, they read in id order.
-    replaced = models.BooleanField(default=False)
+    replaced = models.BooleanField(default=False, verbose_name=gettext_lazy("replaced"))
     # When this message was last put on the shown branch: switching to a turn's
     # version shows below it the branch last viewed there.
-    shown_at = models.DateTimeField(default=timezone.now)
+    shown_at = models.DateTimeField(
+        default=timezone.now, verbose_name=gettext_lazy("shown at")
+    )
 
     shown = ShownMessages()  # first: the default manager
     objects = MessageQuerySet.as_manager()  # every row
@@ -185,6 +246,8 @@ class Message(models.Model):
     versions: Versions | None = None
 
     class Meta:
+        verbose_name = gettext_lazy("message")
+        verbose_name_plural = gettext_lazy("messages")
         ordering = ["pk"]
         indexes = [
             models.Index(fields=["status", "updated_at"]),

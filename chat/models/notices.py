@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from django.db import models
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 if TYPE_CHECKING:
     from chat.models.conversations import Conversation
@@ -16,14 +17,21 @@ class SettingsChange(models.Model):
     """A line in the conversation: "Settings changed: model → X, history → …"."""
 
     conversation = models.ForeignKey(
-        "chat.Conversation", on_delete=models.CASCADE, related_name="settings_changes"
+        "chat.Conversation",
+        on_delete=models.CASCADE,
+        related_name="settings_changes",
+        verbose_name=gettext_lazy("conversation"),
     )
     role = "notice"  # tells it from a message in a conversation's timeline
 
-    text = models.CharField(max_length=1000)
-    created_at = models.DateTimeField(auto_now_add=True)
+    text = models.CharField(max_length=1000, verbose_name=gettext_lazy("text"))
+    created_at = models.DateTimeField(
+        auto_now_add=True, verbose_name=gettext_lazy("created at")
+    )
 
     class Meta:
+        verbose_name = gettext_lazy("settings change")
+        verbose_name_plural = gettext_lazy("settings changes")
         ordering = ["created_at", "pk"]
 
     def __str__(self) -> str:

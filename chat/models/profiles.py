@@ -60,7 +60,7 @@ class HistoryPolicy(models.TextChoices):
 class ThinkingSwitch(models.TextChoices):
     """How an OpenAI-compatible server is told to think or not."""
 
-    TEMPLATE = "template", "chat_template_kwargs.enable_thinking"
+    TEMPLATE = "template", "chat_template_kwargs.enable_thinking"  # i18n: not text
     SOFT = "soft", _("/think or /no_think after the question (Qwen3)")
     BOTH = "both", _("Both")
     NONE = "none", _("Nothing (the server's own default)")
@@ -120,30 +120,45 @@ def default_first_token_timeout() -> int:
 
 class ModelProfile(models.Model):
     class Backend(models.TextChoices):
-        OLLAMA = "ollama", "Ollama"
-        OPENAI = "openai", "OpenAI-compatible"
+        OLLAMA = "ollama", "Ollama"  # i18n: not text (a name)
+        OPENAI = "openai", _("OpenAI-compatible")
 
     tag = models.CharField(
-        max_length=200, help_text=_("Model name on the server, e.g. qwen3:14b")
+        max_length=200,
+        help_text=_("Model name on the server, e.g. qwen3:14b"),
+        verbose_name=_("tag"),
     )
-    display_name = models.CharField(max_length=200, blank=True)
-    backend = models.CharField(max_length=10, choices=Backend, default=Backend.OLLAMA)
+    display_name = models.CharField(
+        max_length=200, blank=True, verbose_name=_("display name")
+    )
+    backend = models.CharField(
+        max_length=10,
+        choices=Backend,
+        default=Backend.OLLAMA,
+        verbose_name=_("backend"),
+    )
     base_url = models.CharField(
         max_length=500,
         validators=[validate_server_url],
         help_text=_("e.g. http://gpu-box:11434"),
+        verbose_name=_("base url"),
     )
-    enabled = models.BooleanField(default=True)
+    enabled = models.BooleanField(default=True, verbose_name=_("enabled"))
     teams = models.ManyToManyField(
         "chat.Team",
         blank=True,
         related_name="profiles",
         help_text=_("Only members of these teams may use the model. None: everyone."),
+        verbose_name=_("teams"),
     )
     is_demo = models.BooleanField(
-        default=False, help_text=_("Served by the bundled simulator, not a real model.")
+        default=False,
+        help_text=_("Served by the bundled simulator, not a real model."),
+        verbose_name=_("is demo"),
     )
-    supports_thinking = models.BooleanField(default=False)
+    supports_thinking = models.BooleanField(
+        default=False, verbose_name=_("supports thinking")
+    )
     # Ollama: from `/api/show` capabilities ("vision"), set by discovery; an
     # OpenAI-compatible server does not say, so an admin sets it.
     supports_vision = models.BooleanField(
@@ -152,6 +167,7 @@ class ModelProfile(models.Model):
             "The model accepts images. Read from Ollama's capabilities; set it "
             "by hand for an OpenAI-compatible server."
         ),
+        verbose_name=_("supports vision"),
     )
     image_max_side = models.PositiveIntegerField(
         default=1568,
@@ -159,12 +175,16 @@ class ModelProfile(models.Model):
             "Images are downscaled so that their longer side is at most this "
             "many pixels before they are sent."
         ),
+        verbose_name=_("image max side"),
     )
-    context_length = models.PositiveIntegerField(default=4096)
+    context_length = models.PositiveIntegerField(
+        default=4096, verbose_name=_("context length")
+    )
     default_thinking = models.CharField(
         max_length=10,
         choices=[(ThinkingMode.ON, _("On")), (ThinkingMode.OFF, _("Off"))],
         default=ThinkingMode.ON,
+        verbose_name=_("default thinking"),
     )
     parallel_slots = models.PositiveIntegerField(
         default=0,
@@ -172,18 +192,23 @@ class ModelProfile(models.Model):
             "Answers the server runs at once (e.g. OLLAMA_NUM_PARALLEL); "
             "more wait in a queue. 0 means no limit."
         ),
+        verbose_name=_("parallel slots"),
     )
     default_history_policy = models.CharField(
         max_length=10,
         choices=HistoryPolicy,
         blank=True,
         help_text=_("Blank: the site default."),
+        verbose_name=_("default history policy"),
     )
-    default_history_last_n = models.PositiveIntegerField(null=True, blank=True)
+    default_history_last_n = models.PositiveIntegerField(
+        null=True, blank=True, verbose_name=_("default history last n")
+    )
     options = models.JSONField(
         default=dict,
         blank=True,
         help_text=_("Sampling options sent with every request."),
+        verbose_name=_("options"),
     )
     # Learnt from the server's prompt token counts (see `learn_from`).
     chars_per_token = models.FloatField(
@@ -193,6 +218,7 @@ class ModelProfile(models.Model):
             "Characters per token, measured from the server's prompt token "
             "counts; blank until the first answer (then about 4 is assumed)."
         ),
+        verbose_name=_("chars per token"),
     )
     keep_alive = models.CharField(
         max_length=20,
@@ -201,12 +227,14 @@ class ModelProfile(models.Model):
             "Ollama: how long the model stays loaded after an answer, "
             'e.g. "30m", "-1" (always). Blank: the server\'s default.'
         ),
+        verbose_name=_("keep alive"),
     )
     thinking_switch = models.CharField(
         max_length=10,
         choices=ThinkingSwitch,
         default=ThinkingSwitch.TEMPLATE,
         help_text=_("OpenAI-compatible servers: how thinking is turned on and off."),
+        verbose_name=_("thinking switch"),
     )
     think_tags = models.CharField(
         max_length=10,
@@ -216,17 +244,23 @@ class ModelProfile(models.Model):
             "OpenAI-compatible servers: reasoning inline in the answer. "
             "Qwen3-Thinking-2507 and DeepSeek-R1 only close the tag."
         ),
+        verbose_name=_("think tags"),
     )
     # Read from the model server by discovery (see chat.ops.discovery).
-    family = models.CharField(max_length=100, blank=True)
-    parameter_size = models.CharField(max_length=40, blank=True)
-    quantization = models.CharField(max_length=40, blank=True)
+    family = models.CharField(max_length=100, blank=True, verbose_name=_("family"))
+    parameter_size = models.CharField(
+        max_length=40, blank=True, verbose_name=_("parameter size")
+    )
+    quantization = models.CharField(
+        max_length=40, blank=True, verbose_name=_("quantization")
+    )
     first_token_timeout = models.PositiveIntegerField(
         default=default_first_token_timeout,
         help_text=_(
             "Seconds to wait for the first token before giving up; a model "
             "still loading gets its load time on top."
         ),
+        verbose_name=_("first token timeout"),
     )
 
     objects = ModelProfileQuerySet.as_manager()

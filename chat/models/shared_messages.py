@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils import translation
 from django.utils.translation import gettext_lazy as _
 
 from chat.models.attachments import AttachmentView
@@ -40,6 +41,19 @@ def viewer_detail(code: str, detail: str) -> str:
     if not code and not detail:
         return ""
     return str(VIEWER_DETAILS.get(code, FAILED))
+
+
+def owner_detail(code: str, detail: str) -> str:
+    """A model server's error for the answer's owner, in the language of the
+    moment: the model-server seam (chat/upstream, no Django) words it in
+    English around the server's own text, which no catalog can translate. In
+    another language the code's sentence comes first, that English after it
+    for whoever mends the server; in English the detail says it all alone."""
+    sentence = VIEWER_DETAILS.get(code)
+    language = translation.get_language() or "en"
+    if sentence is None or language.split("-")[0] == "en":
+        return detail
+    return _("%(sentence)s (%(detail)s)") % {"sentence": sentence, "detail": detail}
 
 
 @dataclass

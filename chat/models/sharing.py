@@ -52,24 +52,46 @@ class ShareLink(models.Model):
         REVOKED = "revoked", _("Revoked")
 
     conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="share_links"
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="share_links",
+        verbose_name=_("conversation"),
     )
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="share_links"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="share_links",
+        verbose_name=_("created by"),
     )
-    token_digest = models.CharField(max_length=64, unique=True, editable=False)
+    token_digest = models.CharField(
+        max_length=64, unique=True, editable=False, verbose_name=_("token digest")
+    )
     # The token's first characters, so its owner can tell links apart.
-    token_hint = models.CharField(max_length=8, editable=False)
-    mode = models.CharField(max_length=10, choices=Mode, default=Mode.SNAPSHOT)
+    token_hint = models.CharField(
+        max_length=8, editable=False, verbose_name=_("token hint")
+    )
+    mode = models.CharField(
+        max_length=10, choices=Mode, default=Mode.SNAPSHOT, verbose_name=_("mode")
+    )
     # Snapshot links show the finished messages up to this one (by id).
-    snapshot_upto = models.BigIntegerField(null=True, blank=True, editable=False)
-    include_thinking = models.BooleanField(default=False)
+    snapshot_upto = models.BigIntegerField(
+        null=True, blank=True, editable=False, verbose_name=_("snapshot upto")
+    )
+    include_thinking = models.BooleanField(
+        default=False, verbose_name=_("include thinking")
+    )
     # Whether viewers may open the files attached to the shared questions.
-    include_attachments = models.BooleanField(default=True)
-    expires_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    include_attachments = models.BooleanField(
+        default=True, verbose_name=_("include attachments")
+    )
+    expires_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=_("expires at")
+    )
+    revoked_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=_("revoked at")
+    )
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     objects = ShareLinkQuerySet.as_manager()
 

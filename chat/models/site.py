@@ -21,23 +21,36 @@ class SiteDefaults(models.Model):
             "Blank: the oldest enabled model profile. A new profile becomes "
             "the default only when chosen here."
         ),
+        verbose_name=_("default profile"),
     )
     default_thinking = models.CharField(
-        max_length=10, choices=ThinkingMode, default=ThinkingMode.DEFAULT
+        max_length=10,
+        choices=ThinkingMode,
+        default=ThinkingMode.DEFAULT,
+        verbose_name=_("default thinking"),
     )
     default_history_policy = models.CharField(
-        max_length=10, choices=HistoryPolicy, default=HistoryPolicy.ALL
+        max_length=10,
+        choices=HistoryPolicy,
+        default=HistoryPolicy.ALL,
+        verbose_name=_("default history policy"),
     )
-    default_history_last_n = models.PositiveIntegerField(default=20)
+    default_history_last_n = models.PositiveIntegerField(
+        default=20, verbose_name=_("default history last n")
+    )
     generations_per_user = models.PositiveIntegerField(
         default=3,
         help_text=_(
             "Answers one user may have running at once; more wait in a "
             "queue. 0 means no limit."
         ),
+        verbose_name=_("generations per user"),
     )
     quota_period = models.CharField(
-        max_length=5, choices=QuotaPeriod, default=QuotaPeriod.DAY
+        max_length=5,
+        choices=QuotaPeriod,
+        default=QuotaPeriod.DAY,
+        verbose_name=_("quota period"),
     )
     user_output_tokens = models.PositiveIntegerField(
         default=0,
@@ -45,16 +58,21 @@ class SiteDefaults(models.Model):
             "Output tokens each user may use per period, whatever their "
             "teams. 0: no limit."
         ),
+        verbose_name=_("user output tokens"),
     )
     user_answers = models.PositiveIntegerField(
-        default=0, help_text=_("Answers each user may get per period. 0: no limit.")
+        default=0,
+        help_text=_("Answers each user may get per period. 0: no limit."),
+        verbose_name=_("user answers"),
     )
     share_requires_sign_in = models.BooleanField(
-        default=False, help_text=_("Shared links open only for signed-in users.")
+        default=False,
+        help_text=_("Shared links open only for signed-in users."),
+        verbose_name=_("share requires sign in"),
     )
     # The API for scripts and tools (`chat.api`, `chat.models.api_keys`).
     api_enabled = models.BooleanField(
-        "API access",
+        _("API access"),
         default=True,
         help_text=_(
             "People may create personal API keys and use the OpenAI- and "
@@ -73,7 +91,7 @@ class SiteDefaults(models.Model):
         verbose_name = verbose_name_plural = _("site defaults")
 
     def __str__(self) -> str:
-        return "Site defaults"
+        return str(_("Site defaults"))
 
     def save(self, *args: object, **kwargs: object) -> None:
         self.pk = 1  # one row

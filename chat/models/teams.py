@@ -34,30 +34,45 @@ class Team(models.Model):
     Quotas (0: no limit), over `quota_period`, counted from the stored answers
     (`chat.models.quotas`): the whole team's, and each member's."""
 
-    name = models.CharField(max_length=100, unique=True)
+    name = models.CharField(max_length=100, unique=True, verbose_name=_("name"))
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL,
         related_name="teams",
         blank=True,
         through="Membership",
+        verbose_name=_("members"),
     )
     quota_period = models.CharField(
-        max_length=5, choices=QuotaPeriod, default=QuotaPeriod.DAY
+        max_length=5,
+        choices=QuotaPeriod,
+        default=QuotaPeriod.DAY,
+        verbose_name=_("quota period"),
     )
     team_output_tokens = models.PositiveIntegerField(
-        default=0, help_text=_("Output tokens the whole team may use. 0: no limit.")
+        default=0,
+        help_text=_("Output tokens the whole team may use. 0: no limit."),
+        verbose_name=_("team output tokens"),
     )
     team_answers = models.PositiveIntegerField(
-        default=0, help_text=_("Answers the whole team may get. 0: no limit.")
+        default=0,
+        help_text=_("Answers the whole team may get. 0: no limit."),
+        verbose_name=_("team answers"),
     )
     member_output_tokens = models.PositiveIntegerField(
-        default=0, help_text=_("Output tokens each member may use. 0: no limit.")
+        default=0,
+        help_text=_("Output tokens each member may use. 0: no limit."),
+        verbose_name=_("member output tokens"),
     )
     member_answers = models.PositiveIntegerField(
-        default=0, help_text=_("Answers each member may get. 0: no limit.")
+        default=0,
+        help_text=_("Answers each member may get. 0: no limit."),
+        verbose_name=_("member answers"),
     )
     conversations = models.ManyToManyField(
-        Conversation, related_name="shared_with_teams", blank=True
+        Conversation,
+        related_name="shared_with_teams",
+        blank=True,
+        verbose_name=_("conversations"),
     )
 
     objects = TeamQuerySet.as_manager()
@@ -219,14 +234,26 @@ class Membership(models.Model):
         ADMIN = "admin", _("Team admin")
 
     # The many-to-many's own column type (an int, not the app's big int).
-    id = models.AutoField(primary_key=True)
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    id = models.AutoField(primary_key=True, verbose_name=_("id"))
+    team = models.ForeignKey(
+        Team,
+        on_delete=models.CASCADE,
+        related_name="memberships",
+        verbose_name=_("team"),
     )
-    role = models.CharField(max_length=6, choices=Role, default=Role.MEMBER)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="memberships",
+        verbose_name=_("user"),
+    )
+    role = models.CharField(
+        max_length=6, choices=Role, default=Role.MEMBER, verbose_name=_("role")
+    )
     synced = models.BooleanField(
-        default=False, help_text=_("Added by a sign-in group rule.")
+        default=False,
+        help_text=_("Added by a sign-in group rule."),
+        verbose_name=_("synced"),
     )
 
     class Meta:

@@ -14,6 +14,7 @@ from django.db.models import QuerySet
 from django.forms import BaseInlineFormSet, ModelForm
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
+from django.utils.translation import gettext_lazy as _
 
 from chat.models import AuditEvent, Membership, Team
 from chat.web.client_address import client_address
@@ -176,7 +177,7 @@ class AuditedUserAdmin(AuditedAdmin, UserAdmin):  # type: ignore[type-arg]
     actions = ["export_conversations"]
 
     @admin.action(
-        description="Export the selected user's conversations (ZIP)",
+        description=_("Export the selected user's conversations (ZIP)"),
         permissions=["change"],
     )
     def export_conversations(
@@ -186,7 +187,7 @@ class AuditedUserAdmin(AuditedAdmin, UserAdmin):  # type: ignore[type-arg]
         their own page, recorded in the audit log."""
         if queryset.count() != 1:
             self.message_user(
-                request, "Select one user to export at a time.", messages.WARNING
+                request, _("Select one user to export at a time."), messages.WARNING
             )
             return None
         return staff_export(request, queryset.get())

@@ -24,14 +24,17 @@ PER_PAGE = 50
 
 class AuditFilter(forms.Form):
     kind = forms.ChoiceField(
-        choices=[("", _("All kinds")), *AuditEvent.Kind.choices], required=False
+        label=_("Kind"),
+        choices=[("", _("All kinds")), *AuditEvent.Kind.choices],
+        required=False,
     )
     user = forms.CharField(
+        label=_("User"),
         required=False,
         max_length=150,
         help_text=_("A username: who did it, to whom, or who tried to sign in."),
     )
-    address = forms.CharField(required=False, max_length=45)
+    address = forms.CharField(label=_("Address"), required=False, max_length=45)
 
     def events(self) -> QuerySet[AuditEvent]:
         """The events that match; call after `is_valid()`."""

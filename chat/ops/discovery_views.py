@@ -66,7 +66,9 @@ class DiscoverForm(forms.Form):
         ),
     )
     backend = forms.ChoiceField(
-        choices=ModelProfile.Backend.choices, initial=ModelProfile.Backend.OLLAMA
+        label=_("Backend"),
+        choices=ModelProfile.Backend.choices,
+        initial=ModelProfile.Backend.OLLAMA,
     )
 
 

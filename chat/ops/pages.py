@@ -34,6 +34,7 @@ RANGES = {
 
 class ThroughputFilter(forms.Form):
     range = forms.ChoiceField(
+        label=_("Range"),
         choices=[
             ("24h", _("Last 24 hours")),
             ("7d", _("Last 7 days")),
@@ -44,19 +45,21 @@ class ThroughputFilter(forms.Form):
         required=False,
     )
     start = forms.DateField(
-        required=False, widget=forms.DateInput(attrs={"type": "date"})
+        label=_("Start"), required=False, widget=forms.DateInput(attrs={"type": "date"})
     )
     end = forms.DateField(
+        label=_("End"),
         required=False,
         widget=forms.DateInput(attrs={"type": "date"}),
         help_text=_("Inclusive (UTC days)."),
     )
     user = forms.ModelChoiceField(
+        label=_("User"),
         queryset=get_user_model().objects.order_by("username"),
         required=False,
         empty_label=_("All users"),
     )
-    model = forms.ChoiceField(required=False)
+    model = forms.ChoiceField(label=_("Model"), required=False)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -25,6 +25,7 @@ from asgiref.sync import sync_to_async
 from django.db.models import F
 from django.db.models.functions import Length
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext
 
 from chat.live import loop_state
 from chat.models import Message, ModelProfile
@@ -170,7 +171,8 @@ async def _probe(server: ServerStatus) -> None:
         )
     except (UpstreamError, TimeoutError) as exc:
         server.loaded_error = getattr(exc, "detail", "") or (
-            f"/api/ps gave no answer within {MODEL_SERVER_TIMEOUT:.3g} s"
+            gettext("/api/ps gave no answer within %(seconds)s s")
+            % {"seconds": f"{MODEL_SERVER_TIMEOUT:.3g}"}
         )
         return
     server.loaded = [_loaded_model(entry) for entry in entries]

@@ -37,7 +37,7 @@ SOURCES: Final = frozenset(Message.Source.values)
 def read(document: dict[str, Any], summary: Summary) -> Incoming:
     folders = [
         (_str(f, "name", "A folder"), _time(f, "created_at", "A folder"))
-        for f in _list(document, "folders", "The export")
+        for f in _list(document, "folders", _("The export"))
     ]
     return Incoming(SOURCE, _conversations(document, summary), folders)
 
@@ -45,24 +45,26 @@ def read(document: dict[str, Any], summary: Summary) -> Incoming:
 def _conversations(
     document: dict[str, Any], summary: Summary
 ) -> Iterator[IncomingConversation]:
-    for n, item in enumerate(_list(document, "conversations", "The export"), 1):
-        yield _conversation(item, f"Conversation {n}", summary)
+    for n, item in enumerate(_list(document, "conversations", _("The export")), 1):
+        yield _conversation(item, _("Conversation %(n)s") % {"n": n}, summary)
 
 
 def _conversation(item: Any, where: str, summary: Summary) -> IncomingConversation:
     if not isinstance(item, dict):
-        raise ImportRefused(f"{where} of the export is not an object.")
+        raise ImportRefused(
+            _("%(where)s of the export is not an object.") % {"where": where}
+        )
     settings = item.get("settings")
     if not isinstance(settings, dict):
-        raise ImportRefused(f"{where} has no settings.")
+        raise ImportRefused(_("%(where)s has no settings.") % {"where": where})
     messages = [
-        _message(m, f"{where}, message {i}", i, summary)
+        _message(m, _message_place(where, i), i, summary)
         for i, m in enumerate(_list(item, "messages", where), 1)
     ]
     _check_tree(messages, where)
     key = _str(item, "key", where)
     if not key:
-        raise ImportRefused(f"{where} has no key.")
+        raise ImportRefused(_("%(where)s has no key.") % {"where": where})
     return IncomingConversation(
         key=key,
         imported_from=_optional_str(item, "imported_from", where) or "chatsite",
@@ -88,14 +90,20 @@ def _conversation(item: Any, where: str, summary: Summary) -> IncomingConversati
 
 def _message(item: Any, where: str, number: int, summary: Summary) -> IncomingMessage:
     if not isinstance(item, dict):
-        raise ImportRefused(f"{where} is not an object.")
+        raise ImportRefused(_("%(where)s is not an object.") % {"where": where})
     if item.get("number") != number:
-        raise ImportRefused(f"{where} is numbered {item.get('number')!r}.")
+        raise ImportRefused(
+            _("%(where)s is numbered %(number)s.")
+            % {"where": where, "number": repr(item.get("number"))}
+        )
     role = item.get("role")
     if role not in ROLES:
         raise ImportRefused(
-            f'{where} has the role {role!r}: only "user" and "assistant" are '
-            "chatsite's."
+            _(
+                '%(where)s has the role %(role)s: only "user" and "assistant" '
+                "are chatsite's."
+            )
+            % {"where": where, "role": repr(role)}
         )
     parent = item.get("parent")
     if parent is not None and (
@@ -103,10 +111,13 @@ def _message(item: Any, where: str, number: int, summary: Summary) -> IncomingMe
         or isinstance(parent, bool)
         or not 1 <= parent < number
     ):
-        raise ImportRefused(f"{where} follows {parent!r}, not a message before it.")
+        raise ImportRefused(
+            _("%(where)s follows %(parent)s, not a message before it.")
+            % {"where": where, "parent": repr(parent)}
+        )
     figures = item.get("figures")
     if not isinstance(figures, dict):
-        raise ImportRefused(f"{where} has no figures.")
+        raise ImportRefused(_("%(where)s has no figures.") % {"where": where})
     status = _choice(item, "status", STATUSES, where)
     if status == Message.Status.STREAMING:
         # Its writer is elsewhere: here it would wait for ever (and hold up
@@ -115,7 +126,10 @@ def _message(item: Any, where: str, number: int, summary: Summary) -> IncomingMe
         summary.warn(_("Answers still being written when exported, marked interrupted"))
     thinking_enabled = item.get("thinking_enabled")
     if thinking_enabled is not None and not isinstance(thinking_enabled, bool):
-        raise ImportRefused(f"{where} has a thinking_enabled that is not true/false.")
+        raise ImportRefused(
+            _("%(where)s has a thinking_enabled that is not true/false.")
+            % {"where": where}
+        )
     return IncomingMessage(
         role=role,
         parent=parent - 1 if parent is not None else None,
@@ -137,6 +151,10 @@ def _message(item: Any, where: str, number: int, summary: Summary) -> IncomingMe
     )
 
 
+def _message_place(where: str, number: int) -> str:
+    return _("%(where)s, message %(number)s") % {"where": where, "number": number}
+
+
 def _check_tree(messages: list[IncomingMessage], where: str) -> None:
     """The invariants of `chat.models.versions`: an answer follows its
     question and a question an answer; the shown messages are one branch."""
@@ -145,17 +163,20 @@ def _check_tree(messages: list[IncomingMessage], where: str) -> None:
         parent = messages[message.parent] if message.parent is not None else None
         if parent is not None and parent.role == message.role:
             raise ImportRefused(
-                f"{where}, message {i + 1} follows a message of its own role."
+                _("%(where)s follows a message of its own role.")
+                % {"where": _message_place(where, i + 1)}
             )
         if message.replaced:
             continue
         if parent is not None and parent.replaced:
             raise ImportRefused(
-                f"{where}, message {i + 1} is shown below a message that is not."
+                _("%(where)s is shown below a message that is not.")
+                % {"where": _message_place(where, i + 1)}
             )
         if message.parent in shown_children:
             raise ImportRefused(
-                f"{where}, message {i + 1} is shown beside another version."
+                _("%(where)s is shown beside another version.")
+                % {"where": _message_place(where, i + 1)}
             )
         shown_children[message.parent] = i
 
@@ -163,14 +184,19 @@ def _check_tree(messages: list[IncomingMessage], where: str) -> None:
 def _list(item: dict[str, Any], key: str, where: str) -> list[Any]:
     value = item.get(key)
     if not isinstance(value, list):
-        raise ImportRefused(f"{where} has no list of {key}.")
+        raise ImportRefused(
+            _("%(where)s has no list of %(key)s.") % {"where": where, "key": key}
+        )
     return value
 
 
 def _str(item: Any, key: str, where: str) -> str:
     value = item.get(key) if isinstance(item, dict) else None
     if not isinstance(value, str):
-        raise ImportRefused(f"{where}: {key} is missing or not text.")
+        raise ImportRefused(
+            _("%(where)s: %(key)s is missing or not text.")
+            % {"where": where, "key": key}
+        )
     return value
 
 
@@ -182,7 +208,13 @@ def _choice(item: dict[str, Any], key: str, choices: frozenset[str], where: str)
     value = _str(item, key, where)
     if value not in choices:
         raise ImportRefused(
-            f"{where}: {key} {value!r} is not one of {sorted(choices)}."
+            _("%(where)s: %(key)s %(value)s is not one of %(choices)s.")
+            % {
+                "where": where,
+                "key": key,
+                "value": repr(value),
+                "choices": sorted(choices),
+            }
         )
     return value
 
@@ -194,7 +226,10 @@ def _time(item: Any, key: str, where: str) -> datetime:
     except ValueError:
         moment = None
     if moment is None or moment.tzinfo is None:
-        raise ImportRefused(f"{where}: {key} {text!r} is not a time with its zone.")
+        raise ImportRefused(
+            _("%(where)s: %(key)s %(value)s is not a time with its zone.")
+            % {"where": where, "key": key, "value": repr(text)}
+        )
     return moment
 
 
@@ -209,9 +244,14 @@ def _optional_number(
     if value is None:
         return None
     if not storable(value, signed=kind is float):
-        raise ImportRefused(f"{where}: {key} is not a number.")
+        raise ImportRefused(
+            _("%(where)s: %(key)s is not a number.") % {"where": where, "key": key}
+        )
     if kind is int and (not isinstance(value, int) or value < 0):
-        raise ImportRefused(f"{where}: {key} is not a whole number.")
+        raise ImportRefused(
+            _("%(where)s: %(key)s is not a whole number.")
+            % {"where": where, "key": key}
+        )
     return kind(value)
 
 
@@ -224,5 +264,8 @@ def _figure(figures: dict[str, Any], name: str, where: str) -> Any:
     if value is None:
         return None
     if not storable(value):
-        raise ImportRefused(f"{where}: the figure {name} is not a number.")
+        raise ImportRefused(
+            _("%(where)s: the figure %(name)s is not a number.")
+            % {"where": where, "name": name}
+        )
     return value

@@ -112,7 +112,7 @@ def _message(
     error = node.get("error")
     error_detail = ""
     if isinstance(error, dict):
-        error_detail = str(error.get("content") or "The answer failed.")
+        error_detail = str(error.get("content") or _("The answer failed."))
     elif isinstance(error, str) and error:
         error_detail = error
     if not content and not thinking and not error_detail:

@@ -62,7 +62,7 @@ class RenameForm(forms.ModelForm):  # type: ignore[type-arg]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["title"].required = True
-        self.fields["title"].error_messages["required"] = "Give it a title."
+        self.fields["title"].error_messages["required"] = _("Give it a title.")
 
 
 class SettingsForm(forms.ModelForm):  # type: ignore[type-arg]
@@ -74,6 +74,7 @@ class SettingsForm(forms.ModelForm):  # type: ignore[type-arg]
         label=_("Messages"), required=False, min_value=0, max_value=10_000
     )
     temperature = forms.FloatField(
+        label=_("Temperature"),
         required=False,
         min_value=0,
         max_value=2,
@@ -81,6 +82,7 @@ class SettingsForm(forms.ModelForm):  # type: ignore[type-arg]
         help_text=_("0 to 2; blank for the model's default."),
     )
     system_prompt = forms.CharField(
+        label=_("System prompt"),
         required=False,
         max_length=20_000,
         widget=forms.Textarea(attrs={"rows": 3}),

@@ -15,6 +15,7 @@ EXPIRY_DAYS = {"1d": 1, "7d": 7, "30d": 30}
 
 class ShareLinkForm(forms.Form):
     mode = forms.ChoiceField(
+        label=_("Mode"),
         choices=[
             (ShareLink.Mode.SNAPSHOT, _("Snapshot: the conversation as it is now")),
             (ShareLink.Mode.LIVE, _("Live: follows the conversation as it is written")),

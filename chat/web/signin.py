@@ -45,7 +45,7 @@ from chat.web.client_address import client_address
 logger = logging.getLogger(__name__)
 
 THROTTLED = "throttled"
-LOCAL_SIGNIN_OFF = "Signing in with a password of this site is switched off here."
+LOCAL_SIGNIN_OFF = _("Signing in with a password of this site is switched off here.")
 # The code of a backend's ValidationError when the password could not be
 # checked at all (chat.accounts.ldap: the directory does not answer): such an
 # attempt is given back, or an outage would lock everyone out after it.
@@ -199,7 +199,7 @@ class SignInView(LoginView):
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not password_form_shown():
-            return HttpResponseForbidden(LOCAL_SIGNIN_OFF)
+            return HttpResponseForbidden(str(LOCAL_SIGNIN_OFF))
         return super().post(request, *args, **kwargs)
 
     def form_invalid(self, form: AuthenticationForm) -> HttpResponse:

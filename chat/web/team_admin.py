@@ -29,11 +29,12 @@ INVITATION_PATH = "/invite/{token}/"
 
 
 class AddMemberForm(forms.Form):
-    username = forms.CharField(max_length=150)
+    username = forms.CharField(label=_("Username"), max_length=150)
 
 
 class InviteForm(forms.Form):
     email = forms.EmailField(
+        label=_("Email"),
         required=False,
         help_text=_("Only this address may use the link. Blank: anyone who has it."),
     )

@@ -66,3 +66,26 @@ async def test_the_answer_its_turn_renders_is_in_its_language(
     assert final["content"] == "Copy Send Stop"  # the model's words, as written
     assert 'aria-label="以 Markdown 格式复制回答"' in final["html"]
     assert "Copy Send Stop" in final["html"]
+
+
+@pytest.mark.parametrize(
+    ("language", "leads"),
+    [(b"zh-CN", "无法连接到模型服务器。（"), (b"en", "The model server at ")],
+)
+async def test_a_model_servers_failure_is_told_in_the_sockets_language(
+    alice, conversation, demo_profile, language, leads
+):
+    # The seam (chat/upstream) words it in English around the server's text:
+    # in Chinese the code's sentence comes first (chat/live/finish.py).
+    demo_profile.base_url = "http://127.0.0.1:9"  # nothing listens there
+    await demo_profile.asave()
+    communicator = await _open(alice, conversation, language=language)
+    await send(communicator, "Hello")
+    frames = await frames_until(communicator, "done")
+    await communicator.disconnect()
+    error = next(frame for frame in frames if frame["type"] == "error")
+    assert error["code"] == "upstream_unreachable"
+    assert error["detail"].startswith(leads)
+    assert "http://127.0.0.1:9 did not answer" in error["detail"]
+    answer = await conversation.messages.filter(role="assistant").aget()
+    assert answer.error_detail == error["detail"]  # stored as it was told

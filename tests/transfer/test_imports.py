@@ -10,7 +10,7 @@ import zipfile
 from datetime import timedelta
 
 import pytest
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from chat.models import Conversation, Folder, Message
 from chat.transfer import imports
@@ -212,6 +212,11 @@ def test_a_file_whose_tenth_conversation_is_invalid_imports_nothing(
         "Conversation 10, message 4 has the role 'system': only \"user\" and "
         '"assistant" are chatsite\'s.'
     )
+    with translation.override("zh-hans"):  # said in the importer's language
+        assert refused(bob, json.dumps(document).encode()) == (
+            "第 10 个对话的第 4 条消息的角色是 'system'：chatsite 只有“user”和"
+            "“assistant”两种角色。"
+        )
     assert not Folder.objects.filter(owner=bob).exists()
     document["conversations"][9]["messages"][3] = one["messages"][3]
     assert run(bob, json.dumps(document).encode()).conversations == 12

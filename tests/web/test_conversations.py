@@ -272,13 +272,20 @@ def test_renaming_from_the_conversations_own_page_marks_it_current(client, alice
     assert 'aria-current="page"' in response.content.decode()
 
 
-def test_rename_refuses_an_empty_title(client, alice, own):
+@pytest.mark.parametrize(
+    ("language", "says"),
+    [("en", "Give it a title."), ("zh-CN,zh;q=0.9", "请填写标题。")],
+)
+def test_rename_refuses_an_empty_title(client, alice, own, language, says):
     client.force_login(alice)
     response = client.post(
-        reverse("rename_conversation", args=[own.pk]), {"title": "   "}, **htmx()
+        reverse("rename_conversation", args=[own.pk]),
+        {"title": "   "},
+        HTTP_ACCEPT_LANGUAGE=language,
+        **htmx(),
     )
     assert response.status_code == 422  # swapped in by htmx (see _base.html)
-    assert "Give it a title." in response.content.decode()
+    assert says in response.content.decode()  # in the reader's language
     own.refresh_from_db()
     assert own.title == "Mine"
 
