@@ -297,7 +297,7 @@ class ApiKeyStateFilter(admin.SimpleListFilter):
     parameter_name = "state"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return list(API_KEY_STATES.items())
+        return [(state, str(label)) for state, label in API_KEY_STATES.items()]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         state = self.value()

@@ -27,9 +27,10 @@ class FirstQuestionForm(forms.Form):
     """The home page's composer: the new conversation's first question (blank
     from the sidebar's "New conversation")."""
 
-    content = forms.CharField(required=False, strip=False)
+    content = forms.CharField(label=_("Message"), required=False, strip=False)
     # The composer's model picker (blank: the owner's default, Conversation.start).
     model = forms.ModelChoiceField(
+        label=_("Model"),
         queryset=ModelProfile.objects.none(),
         required=False,
         error_messages={
