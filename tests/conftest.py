@@ -177,6 +177,18 @@ def _cheaper_transactional_flush() -> Iterator[None]:
         yield
 
 
+@pytest.fixture(autouse=True)
+def _site_language_after_each_test() -> Iterator[None]:
+    """docs/testing.md, G11: a page asked for in another language leaves that
+    language active in the test's thread (the locale middleware, or a view,
+    activates it; nothing deactivates it), and later tests would read their
+    refusals in it."""
+    yield
+    from django.utils import translation
+
+    translation.deactivate()
+
+
 @pytest.fixture
 async def _close_async_db_connections() -> Any:
     """docs/testing.md, G3: the async ORM leaves a connection open in a thread."""
