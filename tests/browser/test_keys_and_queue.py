@@ -103,6 +103,8 @@ def test_after_a_stop_the_queued_message_is_back_in_the_box(
     # tour, bench/tour.py, has no streaming answer to show it on).
     for theme in ("light", "dark"):
         page.evaluate(f"document.documentElement.dataset.theme = {theme!r}")
+        # The buttons' colour transitions end before axe reads the colours.
+        page.evaluate("Promise.all(document.getAnimations().map((a) => a.finished))")
         found = axe.violations(page)
         assert not found, axe.describe(f"queued card, {theme}", found)
     page.click("#stop-button")
