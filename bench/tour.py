@@ -71,6 +71,17 @@ def _open_search_dialog(page: Any) -> None:
     page.locator("#search-results a").first.wait_for(state="visible")
 
 
+def _open_model_picker(page: Any) -> None:
+    """The composer's model picker with its menu open (its models listed)."""
+    page.click("#model-picker-button")
+    page.locator("#model-picker-list .model-option").first.wait_for(state="visible")
+
+
+def _open_shortcuts(page: Any) -> None:
+    page.keyboard.press("Control+/")
+    page.locator("#shortcuts-dialog").wait_for(state="visible")
+
+
 def _setup_errors(page: Any) -> None:
     """The first-admin form sent with passwords that differ: its errors shown."""
     page.fill("#id_username", "admin")
@@ -186,7 +197,10 @@ def populate(profile: Any) -> list[Stop]:
         Stop("invitation", f"/invite/{invitation}/", None),
         Stop("invitation-used", f"/invite/{used_token}/", None),
         Stop("home", "/", "alice"),
+        Stop("home-model-picker", "/", "alice", _open_model_picker),
         Stop("conversation", c, "alice"),
+        Stop("model-picker", c, "alice", _open_model_picker),
+        Stop("shortcuts-dialog", c, "alice", _open_shortcuts),
         Stop("settings-drawer", c, "alice", _open_settings),
         Stop("share-dialog", c, "alice", _open_share_dialog),
         Stop("share-dialog-new-link", c, "alice", _make_share_link),

@@ -35,7 +35,7 @@ def test_sign_in_send_and_watch_the_answer_stream(
     page.click("button[type=submit]")
     # The home page is the composer: Enter starts the conversation and sends.
     ask_from_home(page, "Tell me about streams")
-    expect(page.locator(".badge")).to_have_text("demo")
+    expect(page.locator(".chat-header .badge")).to_have_text("demo")
 
     streaming = page.locator('article.assistant[data-status="streaming"] .answer')
     # Text is on screen while the answer is still being written.
