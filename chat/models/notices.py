@@ -25,6 +25,11 @@ class SettingsChange(models.Model):
     role = "notice"  # tells it from a message in a conversation's timeline
 
     text = models.CharField(max_length=1000, verbose_name=gettext_lazy("text"))
+    # The settings it names, so that changes made one after another, with no
+    # message between them, read as one notice (`record`).
+    changed = models.JSONField(
+        default=list, blank=True, verbose_name=gettext_lazy("settings changed")
+    )
     created_at = models.DateTimeField(
         auto_now_add=True, verbose_name=gettext_lazy("created at")
     )
@@ -41,15 +46,31 @@ class SettingsChange(models.Model):
     def dom_id(self) -> str:
         return f"settings-change-{self.pk}"
 
+    # Set by `record` when it rewrote the conversation's last notice.
+    merged = False
+
     @classmethod
     def record(
         cls, conversation: Conversation, changed: Iterable[str]
     ) -> SettingsChange | None:
         """Note the settings that changed ("model", "thinking", "history",
-        "temperature", "system prompt") with the values the next answer uses."""
+        "temperature", "system prompt") with the values the next answer uses.
+        The settings panel saves each change as it is made: when nothing was
+        asked since the conversation's last notice, that notice is rewritten
+        to name these too, rather than one notice per field."""
         changed = list(changed)
         if not changed:
             return None
+        last = cls.objects.filter(conversation=conversation).last()
+        if (
+            last is not None
+            and not conversation.messages.filter(
+                created_at__gte=last.created_at
+            ).exists()
+        ):
+            changed = [*last.changed, *(c for c in changed if c not in last.changed)]
+        else:
+            last = None
         try:
             effective = conversation.effective_settings()
         except conversation.NoModel:
@@ -76,7 +97,13 @@ class SettingsChange(models.Model):
             f"{names[name]} → {values[name]}" for name in changed if name in values
         ]
         text = _("Settings changed: %(changes)s") % {"changes": ", ".join(parts)}
-        return cls.objects.create(conversation=conversation, text=text)
+        if last is None:
+            return cls.objects.create(
+                conversation=conversation, text=text, changed=changed
+            )
+        last.text, last.changed, last.merged = text, changed, True
+        last.save(update_fields=["text", "changed"])
+        return last
 
 
 def _thinking(value: bool | None, level: str) -> str:

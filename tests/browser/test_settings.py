@@ -52,12 +52,13 @@ def test_the_settings_panel_changes_what_the_next_question_sends(
         lambda: change_text(page, "#id_system_prompt", "Answer like a pirate."),
         200,
     )
+    # One notice: each change rewrote it in its place (nothing asked between).
     notice = page.locator("#messages .settings-change")
-    expect(notice).to_have_count(4)
-    expect(notice.first).to_have_text(
-        "Settings changed: model → llama-demo:3b (demo model)"
+    expect(notice).to_have_count(1)
+    expect(notice).to_have_text(
+        "Settings changed: model → llama-demo:3b (demo model), "
+        "history → last 2 messages, temperature → 0.3, system prompt → changed"
     )
-    expect(notice.last).to_have_text("Settings changed: system prompt → changed")
     expect(panel).to_contain_text("Saved: applies from the next message.")
     expect(page.locator("#model-label .model-name")).to_have_text(
         "llama-demo:3b (demo model)"
@@ -86,7 +87,7 @@ def test_the_settings_panel_changes_what_the_next_question_sends(
     # The notices stay in their place after a reload.
     page.reload()
     notice = page.locator("#messages > .settings-change")
-    expect(notice).to_have_count(4)
+    expect(notice).to_have_count(1)
     position = page.evaluate(
         "[...document.querySelectorAll('#messages > *')]"
         ".findIndex(e => e.classList.contains('settings-change'))"

@@ -90,6 +90,30 @@ def test_saving_applies_changes_and_notes_them_in_the_conversation(
     assert change.text in page
 
 
+def test_changes_one_after_another_read_as_one_notice_until_a_message(
+    alice_client, own, plain
+):
+    """The panel saves each field as it changes: with nothing asked between
+    them, the conversation's last notice is rewritten in its place."""
+    alice_client.post(url(own), shown(own, temperature=0.2), **HTMX)
+    first = SettingsChange.objects.get()
+    own.refresh_from_db()
+    response = alice_client.post(url(own), shown(own, model_profile=plain.pk), **HTMX)
+    merged = SettingsChange.objects.get()
+    assert merged.pk == first.pk
+    assert merged.text == ("Settings changed: temperature → 0.2, model → llama3.2:3b")
+    html = response.content.decode()
+    assert f'id="{merged.dom_id}" role="note" hx-swap-oob="true"' in html
+    assert "beforebegin:#scroll-sentinel" not in html
+    own.messages.create(role="user", content="Hello")
+    own.refresh_from_db()
+    alice_client.post(url(own), shown(own, temperature=0.5), **HTMX)
+    assert list(SettingsChange.objects.values_list("text", flat=True)) == [
+        merged.text,
+        "Settings changed: temperature → 0.5",
+    ]
+
+
 def test_saving_nothing_changed_notes_nothing(alice_client, own):
     response = alice_client.post(url(own), shown(own), **HTMX)
     assert response.status_code == 200
