@@ -22,6 +22,9 @@ function wireHome() {
   });
   // Back to the page from the conversation (bfcache): it can send again.
   window.addEventListener("pageshow", () => delete form.dataset.sending);
+  // Enter is handled from here on (a module runs after the page is shown: a
+  // key pressed before is a new line). The browser tests wait for it.
+  form.dataset.ready = "1";
 }
 
 wireHome();

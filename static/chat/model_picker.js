@@ -142,6 +142,7 @@ function wire() {
     if (value === undefined) return;
     for (const option of parts().options) option.setAttribute("aria-selected", String(option.dataset.value === value));
   });
+  picker.dataset.ready = "1"; // clicks are handled from here on (the tests wait for it)
 }
 
 wire();

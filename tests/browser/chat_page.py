@@ -22,6 +22,7 @@ def ask(page, text="Go"):
 def ask_from_home(page, text):
     """Type on the home page's composer and press Enter: the conversation opens
     and sends it."""
+    expect(page.locator("#home-composer")).to_have_attribute("data-ready", "1")
     page.fill("#home-input", text)
     page.press("#home-input", "Enter")
     page.wait_for_url("**/c/*/")

@@ -81,6 +81,7 @@ def test_the_home_picker_sets_the_new_conversations_model(
     simulator.config.answer_tokens = 5
     login(page, alice)
     page.goto(live_server_url + "/")
+    expect(page.locator("#model-picker")).to_have_attribute("data-ready", "1")
     page.click("#model-picker-button")
     page.click(f"#model-option-{llama.pk}")
     expect(page.locator("#model-picker-button")).to_contain_text("Llama")
