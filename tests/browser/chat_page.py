@@ -41,10 +41,17 @@ def open_settings(page, login, live_server_url, conversation, user):
 
 
 def applied(page, change, status):
-    """Make `change` in the settings panel; it is saved at once, with `status`."""
+    """Make `change` in the settings panel; it is saved at once, with `status`.
+    Returns once htmx has swapped the answer in: a change made on the panel it
+    is about to replace would be lost with it."""
     with page.expect_response(lambda r: r.url.endswith("/settings/")) as saved:
         change()
     assert saved.value.status == status
+    busy = ", ".join(
+        f"#settings-panel.htmx-{state}"
+        for state in ("request", "swapping", "settling", "added")
+    )
+    expect(page.locator(busy)).to_have_count(0)
 
 
 def choose_model(page, profile):
