@@ -88,11 +88,7 @@ def shoot(
         page.screenshot(path=str(path), full_page=True)
         made.append(str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path))
 
-    try:
-        for _ in tour.walk(context, base_url, stops, look):
-            pass
-    finally:
-        context.close()
+    tour.visit(context, base_url, stops, look)
     return made
 
 

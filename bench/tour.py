@@ -285,3 +285,14 @@ def walk(
             yield stop
     finally:
         page.close()
+
+
+def visit(
+    context: Any, base_url: str, stops: list[Stop], look: Callable[[Any, Stop], None]
+) -> None:
+    """`walk` every stop, then close `context` (also when a stop fails)."""
+    try:
+        for _ in walk(context, base_url, stops, look):
+            pass
+    finally:
+        context.close()

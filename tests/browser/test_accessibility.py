@@ -47,11 +47,7 @@ def check(
             name = f"axe-{theme}-{viewport}-{stop.name}"
             page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
-    try:
-        for _ in tour.walk(context, base_url, stops, look):
-            pass
-    finally:
-        context.close()
+    tour.visit(context, base_url, stops, look)
     return failures
 
 
