@@ -86,6 +86,7 @@ class DeltaEvent(TypedDict):
     kind: Kind
     start: int
     text: str
+    tokens: int  # how many the text holds (the page's live count)
 
 
 def frame_event(origin: str, frame: ServerFrame) -> FrameEvent:

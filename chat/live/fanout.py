@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from channels.layers import BaseChannelLayer, InMemoryChannelLayer
 
 from chat.live.events import DeltaEvent, conversation_group
-from chat.live.frames import DeltaFrame, Kind, ServerFrame
+from chat.live.frames import DeltaFrame, Kind, ServerFrame, merged, tokens_in
 
 logger = logging.getLogger(__name__)
 
@@ -65,11 +65,14 @@ class Publisher(Paced):
         self.group = conversation_group(conversation_id)
         self.message_id = message_id
         self.pending: dict[Kind, list[str]] = {"thinking": [], "content": []}
+        self.tokens: dict[Kind, int] = {"thinking": 0, "content": 0}
         self.published: dict[Kind, int] = {"thinking": 0, "content": 0}
         self.sending = asyncio.Lock()
 
-    def add(self, kind: Kind, text: str) -> None:
-        self.pending[kind].append(text)
+    def add(self, frame: DeltaFrame) -> None:
+        kind = frame["type"]
+        self.pending[kind].append(frame["delta"])
+        self.tokens[kind] += tokens_in(frame)
         self.wake.set()
 
     async def flush(self) -> None:
@@ -88,6 +91,7 @@ class Publisher(Paced):
                     continue
                 text = "".join(parts)
                 parts.clear()
+                tokens, self.tokens[kind] = self.tokens[kind], 0
                 start = self.published[kind]
                 self.published[kind] = start + len(text)
                 event = DeltaEvent(
@@ -97,12 +101,17 @@ class Publisher(Paced):
                     kind=kind,
                     start=start,
                     text=text,
+                    tokens=tokens,
                 )
                 try:
                     await self.layer.group_send(self.group, event)  # type: ignore[arg-type]
                 except Exception:
                     # Remote viewers notice the gap and resume; the owner goes on.
                     logger.warning("publishing to %s failed", self.group, exc_info=True)
+
+
+# A delta from another process: kind, start (code point), text, tokens.
+RemoteDelta = tuple[Kind, int, str, int]
 
 
 class RemoteView:
@@ -113,7 +122,7 @@ class RemoteView:
         self.resuming = False  # a catch-up was asked for; deltas wait for it
         # The deltas that came meanwhile (kind, start, text): none is dropped,
         # since the catch-up may never come (`Feed.ask_catchup`).
-        self.held: list[tuple[Kind, int, str]] = []
+        self.held: list[RemoteDelta] = []
         self.caught = asyncio.Event()  # the catch-up came
 
     def take(self, kind: Kind, start: int, text: str) -> str | None:
@@ -155,7 +164,7 @@ class Pacer(Paced):
             and last["type"] == frame["type"]
             and last["message_id"] == frame["message_id"]
         ):
-            self.pending[-1] = {**last, "delta": last["delta"] + frame["delta"]}
+            self.pending[-1] = merged(last, frame)
         else:
             self.pending.append(frame)
         if self.task is None:

@@ -23,7 +23,9 @@ Client -> server:
 Server -> client:
   {"type": "message", "message": {...}}       a stored message (echo or final answer)
   {"type": "start", "message_id": N, "model": "...", "thinking": bool | null}
-  {"type": "thinking" | "content", "message_id": N, "delta": "..."}
+  {"type": "thinking" | "content", "message_id": N, "delta": "...", "tokens": T}
+                               "tokens" only when the delta holds more than one
+                               token (deltas merged when several came in one read)
   {"type": "done", "message_id": N, "status": "done" | "stopped" | "error", "stats": {}}
   {"type": "error", "message_id": N | null, "code": "...", "detail": "..."}
   {"type": "conversation", "id": N, "title": "..."}   the conversation was renamed
@@ -340,6 +342,7 @@ class DeltaFrame(TypedDict):
     type: Kind
     message_id: int
     delta: str
+    tokens: NotRequired[int]  # when more than one: the page counts what it shows
 
 
 class DoneFrame(TypedDict):
@@ -403,8 +406,25 @@ def encode(frame: ServerFrame | Mapping[str, Any]) -> str:
         return json.dumps(frame, ensure_ascii=False)
 
 
-def delta(kind: Kind, message_id: int, text: str) -> DeltaFrame:
-    return {"type": kind, "message_id": message_id, "delta": text}
+def delta(kind: Kind, message_id: int, text: str, tokens: int = 1) -> DeltaFrame:
+    frame: DeltaFrame = {"type": kind, "message_id": message_id, "delta": text}
+    if tokens != 1:
+        frame["tokens"] = tokens
+    return frame
+
+
+def tokens_in(frame: DeltaFrame) -> int:
+    return frame.get("tokens", 1)
+
+
+def merged(first: DeltaFrame, then: DeltaFrame) -> DeltaFrame:
+    """One frame for two deltas of the same kind and message, in order."""
+    return delta(
+        first["type"],
+        first["message_id"],
+        first["delta"] + then["delta"],
+        tokens_in(first) + tokens_in(then),
+    )
 
 
 def start(message_id: int, model: str, thinking: bool | None) -> StartFrame:

@@ -237,11 +237,11 @@ class Generation:
                 self.finished = event
                 continue
             self._record(event)
-            last = out[-1] if out else None
-            if last is not None and last["type"] == event.kind:
-                last["delta"] += event.text
+            frame = frames.delta(event.kind, self.message_id, event.text)
+            if out and out[-1]["type"] == event.kind:
+                out[-1] = frames.merged(out[-1], frame)
             else:
-                out.append(frames.delta(event.kind, self.message_id, event.text))
+                out.append(frame)
         return out
 
     def _record(self, event: Delta) -> None:

@@ -59,7 +59,7 @@ async def relay(
                 for frame in generation.apply(events):
                     await send_all(generation.attached, frame)
                     if publisher is not None:
-                        publisher.add(frame["type"], frame["delta"])
+                        publisher.add(frame)
                 if generation.finished is not None:
                     break
             if ready is not None:  # an empty stream: announced all the same

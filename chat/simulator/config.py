@@ -105,6 +105,10 @@ class SimulatorConfig:
 
     models: list[SimModel] = field(default_factory=default_models)
     tps: float = 80.0  # tokens per second; 0 = as fast as possible
+    # Tokens written together in one network write (Ollama's chat side), as a
+    # model server ahead of its reader delivers them: the relay reads several
+    # at once.
+    burst: int = 1
     ttft_ms: float = 300.0  # prompt evaluation time before the first token
     load_ms: float = 0.0  # extra wait on a model's first (cold) request
     think_tokens: int = 50

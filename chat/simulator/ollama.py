@@ -330,6 +330,7 @@ class _Plan:
     name: str
     prompt_tokens: int
     tps: float
+    burst: int
     ttft_s: float
     content_in_done: bool
     record_times: bool
@@ -354,6 +355,7 @@ class _Plan:
             name=chat.name,
             prompt_tokens=prompt_tokens(chat.messages),
             tps=config.tps,
+            burst=max(1, config.burst),
             ttft_s=config.ttft_ms / 1000,
             content_in_done=config.content_in_done,
             record_times=config.record_times,
@@ -406,22 +408,32 @@ async def _stream(
     in_stream = total - 1 if plan.content_in_done and _last_is_content(plan) else total
     interval = 1 / plan.tps if plan.tps > 0 else 0.0
     check_faults = faults.mid_stream
+    burst: list[bytes] = []
+
+    async def write_burst() -> None:
+        await response.write(b"".join(burst))
+        for _ in burst:
+            record_sent(entry, timing, plan.record_times)
+        burst.clear()
+
     for i in range(in_stream + 1):
         if interval and i < total:
             await sleep_until(loop, t0 + i * interval)
         elif i % 64 == 63:
             await asyncio.sleep(0)  # let other streams and disconnects through
-        if check_faults and await _fault(
-            request, response, plan, faults, entry, i, in_stream
-        ):
-            return response
+        if check_faults:
+            if burst:
+                await write_burst()
+            if await _fault(request, response, plan, faults, entry, i, in_stream):
+                return response
         if i == in_stream:
             break
         mid, token = plan.pieces[i]
-        await response.write(
-            b"".join((head, rfc3339().encode(), mid, token, _CHUNK_END))
-        )
-        record_sent(entry, timing, plan.record_times)
+        burst.append(b"".join((head, rfc3339().encode(), mid, token, _CHUNK_END)))
+        if len(burst) == plan.burst:
+            await write_burst()
+    if burst:
+        await write_burst()
     await _write_done(response, plan, entry, timing, in_stream < total)
     return response
 

@@ -21,8 +21,7 @@ from django.utils.translation import gettext as _
 
 from chat.live import control, frames, layer
 from chat.live.events import CatchupEvent, DeltaEvent, FrameEvent, conversation_group
-from chat.live.fanout import RemoteView
-from chat.live.frames import Kind
+from chat.live.fanout import RemoteDelta, RemoteView
 from chat.live.generation import Sink
 from chat.live.runner import runner
 from chat.models import Message
@@ -141,7 +140,7 @@ class Feed:
             return
         message_id = event["message_id"]
         view = self.remote.setdefault(message_id, RemoteView())
-        delta = (event["kind"], event["start"], event["text"])
+        delta = (event["kind"], event["start"], event["text"], event.get("tokens", 1))
         if view.resuming:
             view.held.append(delta)  # sent after the catch-up, by offset
             return
@@ -161,26 +160,32 @@ class Feed:
         view.resuming = False
         view.caught.set()
         held, view.held = view.held, []
-        caught: list[tuple[Kind, int, str]] = [
-            ("thinking", *event["thinking"]),
-            ("content", *event["content"]),
+        # A catch-up's text came from the stored checkpoint, counted as one
+        # token: the page estimates a checkpoint's tokens itself.
+        caught: list[RemoteDelta] = [
+            ("thinking", *event["thinking"], 1),
+            ("content", *event["content"], 1),
         ]
         await self.take(message_id, view, [*caught, *held])
 
     async def take(
-        self, message_id: int, view: RemoteView, deltas: list[tuple[Kind, int, str]]
+        self, message_id: int, view: RemoteView, deltas: list[RemoteDelta]
     ) -> None:
         """Send what is new in `deltas`; at a gap (text missing here: joined
         mid-answer, or events lost while Redis was away), hold the rest and ask
         for a catch-up."""
-        for i, (kind, start, text) in enumerate(deltas):
+        for i, (kind, start, text, tokens) in enumerate(deltas):
             new = view.take(kind, start, text)
             if new is None:
                 view.held = deltas[i:]
                 await self.ask_catchup(message_id, view)
                 return
             if new:
-                await self.socket.send_frame(frames.delta(kind, message_id, new))
+                if len(new) < len(text):  # partly seen: its share of the tokens
+                    tokens = max(1, round(tokens * len(new) / len(text)))
+                await self.socket.send_frame(
+                    frames.delta(kind, message_id, new, tokens)
+                )
 
     async def ask_catchup(self, message_id: int, view: RemoteView) -> None:
         """Ask the answer's process for what this socket misses, again every

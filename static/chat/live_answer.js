@@ -86,7 +86,7 @@ class LiveAnswer {
     this.firstDeltaAt = null;
     this.thinkingStart = null;
     this.thinkingEnd = null;
-    this.deltas = 0; // tokens arrived (one delta each), for the rate
+    this.deltas = 0; // tokens arrived, for the rate
     this.pendingDeltas = 0; // of those, the ones whose text is not drawn yet
     this.shownTokens = 0; // the ones whose text is on the page
     // A reload mid-answer starts from its checkpoint, drawn by the server: its
@@ -97,9 +97,11 @@ class LiveAnswer {
     if (!this.answering && thinkingPreference() === "closed") this.details.open = false;
   }
 
-  add(kind, text, now) {
-    this.deltas++;
-    this.pendingDeltas++;
+  // `tokens`: how many the delta holds (a frame says so when the server merged
+  // several, chat/live/frames.py).
+  add(kind, text, now, tokens = 1) {
+    this.deltas += tokens;
+    this.pendingDeltas += tokens;
     if (this.firstDeltaAt === null) {
       this.firstDeltaAt = now;
       showModelState("ready"); // text is coming: the model is loaded

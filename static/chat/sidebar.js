@@ -71,6 +71,14 @@ function heading(group) {
   return li;
 }
 
+// Moving a node out and back in takes the focus from whatever inside it had it
+// (a rename or move form being typed in): it is given back.
+function keepingFocus(move) {
+  const active = document.activeElement;
+  move();
+  if (active && active !== document.activeElement && active.isConnected) active.focus({ preventScroll: true });
+}
+
 // Entries in date order with one heading per group. An entry placed among them
 // (unpinned, restored, out of a folder) that belongs below what is loaded yet
 // is dropped: it comes with its page. Nothing moves when all is in order, so
@@ -105,8 +113,10 @@ function tidy() {
     );
   if (!same) {
     const more = dated.querySelector(":scope > .sidebar-more");
-    for (const li of shown) if (li.classList.contains("group-heading")) li.remove();
-    for (const entry of wanted) dated.insertBefore(typeof entry === "string" ? heading(entry) : entry, more);
+    keepingFocus(() => {
+      for (const li of shown) if (li.classList.contains("group-heading")) li.remove();
+      for (const entry of wanted) dated.insertBefore(typeof entry === "string" ? heading(entry) : entry, more);
+    });
   }
   const empty = document.getElementById("current-new");
   if (empty && !empty.children.length) empty.remove();
@@ -135,7 +145,7 @@ async function moveToToday(id) {
   item.dataset.key = String(first && first !== item ? Math.max(now, Number(first.dataset.key) + 1) : now);
   // The same heading as the server's (chat/models/sidebar.py), in the same language.
   item.dataset.group = gettext("Today");
-  dated.prepend(item);
+  keepingFocus(() => dated.prepend(item));
   tidy();
 }
 

@@ -125,13 +125,13 @@ function queueAnswer(frame) {
 
 function addThinking(frame) {
   const state = liveFor(frame.message_id);
-  state.add("thinking", frame.delta, performance.now());
+  state.add("thinking", frame.delta, performance.now(), frame.tokens);
   deltaArrived(state);
 }
 
 function addContent(frame) {
   const state = liveFor(frame.message_id);
-  state.add("content", frame.delta, performance.now());
+  state.add("content", frame.delta, performance.now(), frame.tokens);
   deltaArrived(state);
 }
 

@@ -140,12 +140,15 @@ COUNT_AND_WORDS = """() => {
 }"""
 
 
+@pytest.mark.parametrize("burst", [1, 3])
 def test_the_live_count_is_the_tokens_on_the_page(
-    live_server_url, page, login, conversation, alice, simulator
+    live_server_url, page, login, conversation, alice, simulator, burst
 ):
     """Each word is one token: at any moment the count says how many are shown
-    (not how many arrived a quarter of a second ago)."""
+    (not how many arrived a quarter of a second ago), also when several come in
+    one network read and the server sends them as one frame."""
     simulator.config.tps = 40
+    simulator.config.burst = burst
     simulator.config.think_tokens = 0
     simulator.config.answer_text = " ".join(f"w{n}" for n in range(120))
     open_conversation(page, login, live_server_url, conversation, alice)

@@ -202,13 +202,19 @@ def test_the_keyboard_path_through_the_entry_menu(
     assert plans.folder == folder
 
 
-def test_new_activity_moves_an_entry_to_today_and_an_empty_one_waits_on_top(
-    live_server_url, page, login, alice, demo_profile, simulator
-):
+@pytest.fixture
+def last_week(live_server_url, page, login, alice, demo_profile, simulator):
+    """ "Last week" open, below "Recent": its next question moves it to Today."""
     simulator.config.answer_tokens = 3
     old = talk(alice, "Last week", demo_profile, days_ago=5)
     talk(alice, "Recent", demo_profile)
     open_conversation(page, login, live_server_url, old, alice)
+    return old
+
+
+def test_new_activity_moves_an_entry_to_today_and_an_empty_one_waits_on_top(
+    page, alice, last_week
+):
     dated = page.locator("#dated-list > li")
     expect(dated).to_have_text(
         ["Today", "Recent", "Previous 7 days", "Last week"], use_inner_text=True
@@ -229,6 +235,30 @@ def test_new_activity_moves_an_entry_to_today_and_an_empty_one_waits_on_top(
     expect(dated.nth(1)).to_have_text("Hello there", use_inner_text=True)
     expect(dated.nth(1)).to_have_id(f"conversation-item-{fresh.pk}")
     wait_until_done(page)
+
+
+def test_an_entry_moved_by_new_activity_keeps_the_rename_being_typed(
+    live_server_url, page, last_week
+):
+    old = last_week
+    choose(page, old, "Rename")
+    field = page.locator(f"#rename-{old.pk}")
+    expect(field).to_be_focused()
+    page.keyboard.press("End")
+    page.keyboard.type(" plans")
+
+    # A question sent from another tab moves the entry, form and all, to Today.
+    other = page.context.new_page()
+    other.goto(live_server_url + old.get_absolute_url())
+    expect(other.locator("#chat")).to_have_attribute("data-connected", "1")
+    ask(other, "More about it")
+    dated = page.locator("#dated-list > li")
+    expect(dated.nth(1)).to_have_id(f"conversation-item-{old.pk}")
+    wait_until_done(other)
+
+    expect(field).to_be_focused()
+    page.keyboard.type(", again")
+    expect(field).to_have_value("Last week plans, again")
 
 
 def test_archiving_from_the_keyboard_leaves_the_focus_on_the_next_entry(

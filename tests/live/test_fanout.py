@@ -26,6 +26,14 @@ def test_remote_view_drops_overlap_and_reports_gaps():
     assert view.take("thinking", 0, "hmm") == "hmm"
 
 
+def test_a_merged_frame_says_how_many_tokens_it_holds():
+    one = frames.delta("content", 5, "Hel")
+    assert "tokens" not in one  # the common frame stays as small as it was
+    two = frames.merged(one, frames.delta("content", 5, "lo"))
+    assert two == {"type": "content", "message_id": 5, "delta": "Hello", "tokens": 2}
+    assert frames.tokens_in(frames.merged(two, one)) == 3
+
+
 def test_only_real_layers_span_processes():
     assert not spans_processes(None)
     assert not spans_processes(InMemoryChannelLayer())
@@ -37,16 +45,17 @@ async def test_publisher_merges_what_arrives_while_it_waits():
     await layer.group_add(conversation_group(7), channel)
     publisher = Publisher(layer, "me", 7, 42)
     task = asyncio.create_task(publisher.run())
-    publisher.add("content", "a")
+    publisher.add(frames.delta("content", 1, "a"))
     first = await asyncio.wait_for(layer.receive(channel), 2)
     for piece in "bcd":  # arrives during the coalescing pause
-        publisher.add("content", piece)
+        publisher.add(frames.delta("content", 1, piece))
     second = await asyncio.wait_for(layer.receive(channel), 2)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     assert (first["start"], first["text"]) == (0, "a")
-    assert (second["start"], second["text"]) == (1, "bcd")
+    assert (second["start"], second["text"], second["tokens"]) == (1, "bcd", 3)
+    assert first["tokens"] == 1
     assert second["origin"] == "me" and second["message_id"] == 42
 
 
@@ -72,14 +81,14 @@ async def test_a_send_cut_short_by_the_end_of_the_answer_still_arrives_in_order(
     await layer.group_add(conversation_group(7), channel)
     publisher = Publisher(layer, "me", 7, 42)
     pump = asyncio.create_task(publisher.run())
-    publisher.add("content", "Hello")
+    publisher.add(frames.delta("content", 1, "Hello"))
     await layer.sending.wait()
     # The answer ends: the relay cancels the pump in the middle of its send,
     # then the final flush sends the rest.
     pump.cancel()
     with pytest.raises(asyncio.CancelledError):
         await pump
-    publisher.add("content", " world")
+    publisher.add(frames.delta("content", 1, " world"))
     final = asyncio.create_task(publisher.flush())
     layer.release.set()
     await final
@@ -103,7 +112,7 @@ async def test_pacer_merges_text_and_keeps_order_with_other_frames():
     assert sent == []  # adding never writes
     await pacer.frame({"type": "done", "message_id": 5})
     assert sent == [
-        frames.delta("content", 5, "Hello there"),
+        frames.delta("content", 5, "Hello there", tokens=3),
         frames.delta("thinking", 5, "hmm"),
         frames.delta("content", 5, "!"),
         {"type": "done", "message_id": 5},

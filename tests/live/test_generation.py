@@ -49,8 +49,8 @@ def test_one_read_becomes_one_frame_per_run_of_a_kind_in_arrival_order():
         ]
     )
     assert out == [
-        {"type": "thinking", "message_id": 42, "delta": "Let me"},
-        {"type": "content", "message_id": 42, "delta": "Hello"},
+        {"type": "thinking", "message_id": 42, "delta": "Let me", "tokens": 2},
+        {"type": "content", "message_id": 42, "delta": "Hello", "tokens": 2},
         {"type": "thinking", "message_id": 42, "delta": "!"},
     ]
     assert g.thinking_text() == "Let me!" and g.content_text() == "Hello"

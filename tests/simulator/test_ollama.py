@@ -171,6 +171,20 @@ def test_tokens_arrive_one_per_write_spread_over_time(
     assert sum(gap > 0.25 / tps for gap in gaps) >= len(gaps) / 2
 
 
+def test_a_burst_writes_several_tokens_at_once(
+    sim: SimulatorServer, client: httpx.Client
+) -> None:
+    sim.config.tps, sim.config.think_tokens, sim.config.answer_tokens = 40.0, 0, 12
+    sim.config.burst = 3
+    body = {"model": THINKER, "messages": HELLO}
+    with client.stream("POST", "/api/chat", json=body) as response:
+        reads = [raw.count(b"\n") for raw in response.iter_raw()]
+    assert sum(reads) == 12 + 1
+    # Three lines a write, a read each (the last may share a read with "done").
+    assert reads.count(3) >= 3
+    assert client.get("/_sim/log").json()["requests"][-1]["tokens_sent"] == 12
+
+
 def test_record_times_logs_a_timestamp_per_token(
     sim: SimulatorServer, client: httpx.Client
 ) -> None:

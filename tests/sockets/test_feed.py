@@ -24,7 +24,9 @@ class Socket:
         self.sent.append(frame)
 
 
-def delta(start: int, text: str, origin: str = "elsewhere") -> dict[str, Any]:
+def delta(
+    start: int, text: str, origin: str = "elsewhere", tokens: int = 1
+) -> dict[str, Any]:
     return {
         "type": "chat.delta",
         "origin": origin,
@@ -32,6 +34,7 @@ def delta(start: int, text: str, origin: str = "elsewhere") -> dict[str, Any]:
         "kind": "content",
         "start": start,
         "text": text,
+        "tokens": tokens,
     }
 
 
@@ -64,6 +67,24 @@ async def test_a_feed_joining_mid_answer_asks_for_the_rest_and_sends_it_once():
         ]
         await feed.on_delta(delta(5, " world!"))  # seen: nothing new
         assert len(socket.sent) == 3
+    finally:
+        feed.close()
+
+
+async def test_a_feed_passes_on_how_many_tokens_the_new_text_holds():
+    socket = Socket()
+    feed = Feed(socket, CONVERSATION)
+    try:
+        await feed.on_frame(
+            {"type": "chat.frame", "origin": "elsewhere", "frame": START}
+        )
+        await feed.on_delta(delta(0, "a b c d", tokens=4))
+        await feed.on_delta(delta(4, "c d e f", tokens=4))  # half of it seen
+        assert socket.sent == [
+            START,
+            frames.delta("content", MESSAGE, "a b c d", tokens=4),
+            frames.delta("content", MESSAGE, " e f", tokens=2),
+        ]
     finally:
         feed.close()
 
