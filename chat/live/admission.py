@@ -29,18 +29,19 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer, get_channel_layer
 from django.db import DatabaseError, transaction
-from django.db.models import F, Max, Q
+from django.db.models import F, Max, Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from chat.live import events
 from chat.live import layer as guarded_layer
 from chat.models import Conversation, Message, ModelProfile, SiteDefaults, Ticket
+from chat.models.prepared import Prepared
 from chat.upstream import UpstreamError
 
 logger = logging.getLogger(__name__)
@@ -142,17 +143,7 @@ def _decide(slots: dict[int, int] | None = None, new: Entry | None = None) -> Pl
     whose ticket is not written yet (`take_ticket`): if admitted, its number is
     in the plan's `numbers`, for its ticket."""
     site = _locked_site()
-    # The running and waiting tickets, and in the same trip the last admission's
-    # (its number is the next one's start), running or not.
-    last = Ticket.objects.order_by(F("served").desc(nulls_last=True))[:1]
-    rows = (
-        Ticket.objects.filter(
-            Q(message__status=STREAMING) | Q(pk__in=last.values("pk"))
-        )
-        .annotate(live=Q(message__status=STREAMING))
-        .values_list("message_id", "user_id", "profile_id", "served", "live")
-    )
-    tickets = [Entry(*row) for row in rows]
+    tickets = [Entry(*row) for row in TICKETS.rows()]
     turn = max((e.served or 0 for e in tickets), default=0)
     # In the order they asked: answers' ids grow.
     entries = sorted(
@@ -196,15 +187,28 @@ def _decide(slots: dict[int, int] | None = None, new: Entry | None = None) -> Pl
     return decided
 
 
+def _tickets(_: int) -> QuerySet[Any, Any]:
+    """The running and waiting tickets, and in the same trip the last
+    admission's (its number is the next one's start), running or not."""
+    last = Ticket.objects.order_by(F("served").desc(nulls_last=True))[:1]
+    return (
+        Ticket.objects.filter(
+            Q(message__status=STREAMING) | Q(pk__in=last.values("pk"))
+        )
+        .annotate(live=Q(message__status=STREAMING))
+        .values_list("message_id", "user_id", "profile_id", "served", "live")
+    )
+
+
+# Read at each decision: compiled once (`chat.models.prepared`).
+TICKETS: Prepared[Ticket] = Prepared(_tickets, keyed=False)
+
+
 def _locked_site() -> SiteDefaults:
     """The site defaults' row, locked until the transaction ends: whoever holds
     it decides, every other process waits its turn (PostgreSQL; SQLite has one
     writer at a time anyway)."""
-    try:
-        return SiteDefaults.objects.select_for_update().get(pk=1)
-    except SiteDefaults.DoesNotExist:
-        SiteDefaults.load()
-        return SiteDefaults.objects.select_for_update().get(pk=1)
+    return SiteDefaults.locked()
 
 
 # The id a new answer is decided under before its row exists (`place`): the

@@ -11,6 +11,7 @@ Used by the conversation's socket (`chat.sockets.consumers`) and the API
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -36,6 +37,10 @@ async def store(
 
     def admitted(value: T) -> None:
         loop.call_soon_threadsafe(early.set_result, value)
+        # The loop thread needs the GIL to ask the model server, and this
+        # thread would keep it through the rows' Python (up to the 5 ms switch
+        # interval): it is given up here.
+        time.sleep(0.0001)
 
     stored = asyncio.ensure_future(database_sync_to_async(begin)(admitted))
     # `admitted` is scheduled on the loop before the thread's result is: when

@@ -22,6 +22,7 @@ from chat.models.history import Prompt, build_prompt, estimate_tokens, message_c
 from chat.models.messages import Message, Sendable
 from chat.models.notices import SettingsChange
 from chat.models.paging import Page, newest_before, page_size
+from chat.models.prepared import Prepared
 from chat.models.profiles import HistoryPolicy, ModelProfile, ThinkingMode
 from chat.models.site import SiteDefaults
 from chat.models.versions import (
@@ -382,15 +383,7 @@ class Conversation(models.Model):
         have no ids yet; what it returns runs once they are written (the
         answer's ticket), before the conversation's own row is updated (its
         title)."""
-        streaming = Message.shown.filter(
-            conversation=OuterRef("pk"), status=Message.Status.STREAMING
-        )
-        conversation = (
-            cls.objects.select_related("model_profile", "owner")
-            .select_for_update(of=("self", "owner"))
-            .annotate(busy=Exists(streaming), **TURN_FACTS)
-            .get(pk=pk)
-        )
+        conversation = TURN_READ.get(pk)
         known = conversation.model_allowed  # type: ignore[attr-defined]
         if conversation.model_profile is not None and known:
             # Known now: `effective_model` need not ask again.
@@ -439,13 +432,7 @@ class Conversation(models.Model):
         if teams is None:
             teams = quotas.lock(self.owner, user_locked=locked)
         quotas.check(self.owner, site=site, teams=teams)
-        # The columns the history is built from, not whole messages (a long
-        # conversation's would cost milliseconds before the model is asked).
-        earlier: list[Sendable] = list(
-            self.messages.order_by("pk").values_list(
-                "pk", "role", "content", "status", named=True
-            )
-        )
+        earlier: list[Sendable] = [SentRow(*row) for row in EARLIER.rows(self.pk)]
         # The question follows the shown branch's last message (read just now).
         question = Message(
             conversation=self,
@@ -856,6 +843,42 @@ TURN_FACTS = {
         " AND m.user_id = chat_conversation.owner_id)",
     }.items()
 }
+
+
+def _turn_read(pk: int) -> models.QuerySet[Conversation]:
+    """The conversation a question is sent to, with its model and owner, their
+    rows locked, and what `begin_turn_of` needs to know in the same trip."""
+    streaming = Message.shown.filter(
+        conversation=OuterRef("pk"), status=Message.Status.STREAMING
+    )
+    return (
+        Conversation.objects.select_related("model_profile", "owner")
+        .select_for_update(of=("self", "owner"))
+        .annotate(busy=Exists(streaming), **TURN_FACTS)
+        .filter(pk=pk)
+    )
+
+
+# Compiled once (`chat.models.prepared`): the compiler costs more than the trip.
+TURN_READ: Prepared[Conversation] = Prepared(_turn_read)
+
+# The shown branch's messages a new question follows, by the conversation's id:
+# the columns the history is built from, not whole messages (a long
+# conversation's would cost milliseconds before the model is asked).
+EARLIER: Prepared[Message] = Prepared(
+    lambda pk: (
+        Message.shown.filter(conversation_id=pk)
+        .order_by("pk")
+        .values_list("pk", "role", "content", "status")
+    )
+)
+
+
+class SentRow(NamedTuple):
+    pk: int
+    role: str
+    content: str
+    status: str
 
 
 # The answer's place in line, decided before its rows are written

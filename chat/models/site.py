@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from chat.models.prepared import Prepared
 from chat.models.profiles import HistoryPolicy, ModelProfile, ThinkingMode
 from chat.models.quota_periods import QuotaPeriod
 
@@ -106,5 +107,27 @@ class SiteDefaults(models.Model):
 
     @classmethod
     def load(cls) -> SiteDefaults:
-        obj, _created = cls.objects.get_or_create(pk=1)
-        return obj
+        """The one row (made on first use). Read as each question is sent:
+        compiled once (`chat.models.prepared`)."""
+        try:
+            return SITE_ROW.get(1)
+        except SiteDefaults.DoesNotExist:
+            obj, _created = cls.objects.get_or_create(pk=1)
+            return obj
+
+    @classmethod
+    def locked(cls) -> SiteDefaults:
+        """The row, locked until the transaction ends (`chat.live.admission`)."""
+        try:
+            return LOCKED_SITE_ROW.get(1)
+        except SiteDefaults.DoesNotExist:
+            cls.load()
+            return LOCKED_SITE_ROW.get(1)
+
+
+SITE_ROW: Prepared[SiteDefaults] = Prepared(
+    lambda pk: SiteDefaults.objects.filter(pk=pk)
+)
+LOCKED_SITE_ROW: Prepared[SiteDefaults] = Prepared(
+    lambda pk: SiteDefaults.objects.select_for_update().filter(pk=pk)
+)

@@ -1,0 +1,112 @@
+"""Queries compiled once per connection and run again with another key.
+
+A question's first read (`Conversation.begin_turn_of`: the conversation, its
+model, its owner, three facts and a lock) spends about 1.3 ms in Django's query
+compiler and about 0.1 ms in SQLite, before the model server is asked
+(docs/latency.md, rule 8). `Prepared` keeps what the compiler made of the
+queryset (its SQL, and how a row becomes the model and its `select_related`
+objects and annotations, as `ModelIterable` does) and runs that SQL again with
+the key in place of the one it was built with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar, cast
+from weakref import WeakKeyDictionary
+
+from django.db import DEFAULT_DB_ALIAS, connections, models
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import query
+from django.db.models.sql.compiler import SQLCompiler
+
+M = TypeVar("M", bound=models.Model)
+
+# The key the query is built with, found again among its parameters: no other
+# parameter of a query worth preparing is this number.
+KEY = -7_310_000_000_000_000_017
+
+
+class Prepared(Generic[M]):
+    """`build(key)`: the queryset for `key`, compiled once per connection
+    wrapper (one per thread and database, the SQL being the backend's own).
+    `get(key)`: its one model object, as `QuerySet.get`; `rows(key)`: its rows
+    as tuples (a `values_list` queryset). `keyed=False`: a query of no key
+    (`build` is given one and ignores it)."""
+
+    def __init__(
+        self, build: Callable[[int], models.QuerySet[Any]], *, keyed: bool = True
+    ) -> None:
+        self.build, self.keyed = build, keyed
+        self.compiled: WeakKeyDictionary[BaseDatabaseWrapper, _Compiled] = (
+            WeakKeyDictionary()
+        )
+
+    def get(self, key: int, using: str = DEFAULT_DB_ALIAS) -> M:
+        compiled = self._compiled(using)
+        rows = compiled.run(key)
+        if not rows:
+            raise compiled.model.DoesNotExist(
+                f"{compiled.model._meta.object_name} matching query does not exist."
+            )
+        return cast(M, compiled.instance(rows[0]))
+
+    def rows(self, key: int = 0, using: str = DEFAULT_DB_ALIAS) -> list[Any]:
+        return self._compiled(using).run(key)
+
+    def _compiled(self, using: str) -> _Compiled:
+        connection = connections[using]
+        compiled = self.compiled.get(connection)
+        if compiled is None:
+            queryset = self.build(KEY)
+            compiler = queryset.query.get_compiler(connection=connection)
+            compiled = self.compiled[connection] = _Compiled(
+                compiler, using, self.keyed
+            )
+        return compiled
+
+
+class _Compiled:
+    def __init__(self, compiler: SQLCompiler, using: str, keyed: bool) -> None:
+        sql, params = compiler.as_sql()  # fills select, klass_info, annotations
+        if list(params).count(KEY) != int(keyed):
+            raise ValueError("the key must be exactly one of the query's parameters")
+        self.sql, self.params = sql, list(params)
+        self.slot = self.params.index(KEY) if keyed else None
+        self.compiler, self.using = compiler, using
+        select, klass_info = compiler.select, compiler.klass_info
+        self.converters = compiler.get_converters(
+            [s[0] for s in select[: compiler.col_count]]
+        )
+        self.model: Any = compiler.query.model
+        if klass_info is None:  # values_list: rows only
+            return
+        fields = klass_info["select_fields"]
+        self.start, self.end = fields[0], fields[-1] + 1
+        self.init_list = [f[0].target.attname for f in select[self.start : self.end]]
+        # Django 5.2's signature (the stubs have a later one's).
+        populators: Any = query.get_related_populators
+        self.populators = populators(klass_info, select, using)
+        self.annotations = dict(compiler.annotation_col_map)
+
+    def run(self, key: int) -> list[Any]:
+        params = self.params
+        if self.slot is not None:
+            params = list(params)
+            params[self.slot] = key
+        with self.compiler.connection.cursor() as cursor:
+            cursor.execute(self.sql, params)
+            rows: list[Any] = cursor.fetchall()
+        if self.converters:
+            rows = [
+                tuple(r) for r in self.compiler.apply_converters(rows, self.converters)
+            ]
+        return rows
+
+    def instance(self, row: Any) -> Any:
+        obj = self.model.from_db(self.using, self.init_list, row[self.start : self.end])
+        for populator in self.populators:
+            populator.populate(row, obj)
+        for name, position in self.annotations.items():
+            setattr(obj, name, row[position])
+        return obj

@@ -1,0 +1,72 @@
+"""A query compiled once and run again (`chat.models.prepared`): the same
+objects as the ORM's own `get`, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection, connections, transaction
+from django.db.models import Count
+from django.test.utils import CaptureQueriesContext
+
+from chat.models import Conversation, ModelProfile
+from chat.models.conversations import TURN_READ, _turn_read
+from chat.models.prepared import Prepared
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_turn_read_gives_what_the_orm_gives(
+    alice: Any, thinker: ModelProfile, answered: Conversation
+) -> None:
+    answered.model_profile = thinker
+    answered.save()
+    other = Conversation.objects.create(owner=alice, title="Other")
+    with transaction.atomic():
+        for pk in (answered.pk, other.pk, answered.pk):
+            ours = TURN_READ.get(pk)
+            orm = _turn_read(pk).get()
+            assert ours.__dict__.keys() - {"_state"} == orm.__dict__.keys() - {"_state"}
+            for name in ("title", "owner_id", "model_profile_id", "updated_at"):
+                assert getattr(ours, name) == getattr(orm, name)
+            for fact in ("busy", "sent_files", "on_teams", "model_allowed"):
+                assert getattr(ours, fact) is getattr(orm, fact)
+            # The related rows came with it: no query for them.
+            with CaptureQueriesContext(connection) as queries:
+                assert ours.owner.username == "alice"
+                profile = ours.model_profile
+            assert len(queries) == 0
+            assert (profile and profile.tag) == (orm.model_profile and thinker.tag)
+            assert not ours._state.adding and ours._state.db == "default"
+
+
+def test_it_compiles_once_and_reads_once(alice: Any, answered: Conversation) -> None:
+    with transaction.atomic():
+        TURN_READ.get(answered.pk)
+        compiled = TURN_READ.compiled[connections["default"]]
+        with CaptureQueriesContext(connection) as queries:
+            TURN_READ.get(answered.pk)
+        assert TURN_READ.compiled[connections["default"]] is compiled
+    assert len(queries) == 1
+    assert str(answered.pk) in queries[0]["sql"]
+    if connection.vendor == "postgresql":
+        assert "FOR UPDATE OF" in queries[0]["sql"]
+
+
+def test_a_missing_row_raises_does_not_exist(alice: Any) -> None:
+    with transaction.atomic(), pytest.raises(Conversation.DoesNotExist):
+        TURN_READ.get(10**9)
+
+
+def test_annotations_are_set_on_the_object(answered: Conversation) -> None:
+    counted = Prepared(
+        lambda pk: Conversation.objects.annotate(n=Count("messages")).filter(pk=pk)
+    )
+    assert counted.get(answered.pk).n == 4  # type: ignore[attr-defined]
+
+
+def test_a_query_without_the_key_exactly_once_is_refused(alice: Any) -> None:
+    twice = Prepared(lambda pk: Conversation.objects.filter(pk=pk, owner_id=pk))
+    with pytest.raises(ValueError, match="exactly one"):
+        twice.get(1)
