@@ -74,8 +74,11 @@ async function send({ truncate = false, clientId = newClientId() } = {}) {
   const frame = { type: "send", content, client_id: clientId };
   if (attachments.length) frame.attachments = idsOf(attachments);
   if (truncate) frame.truncate_documents = true;
-  questionSent(clientId, content, attachments);
+  // The frame leaves first: the model server is asked before the page draws
+  // the question (docs/latency.md, rule 8); its echo cannot come back before
+  // this task ends.
   sendFrame(frame);
+  questionSent(clientId, content, attachments);
   input.value = "";
   input.dispatchEvent(new Event("input")); // the field shrinks back
   followNewest();
