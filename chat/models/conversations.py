@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from django.conf import settings
 from django.db import models, transaction
 from django.db.models import Exists, OuterRef, Q, prefetch_related_objects
-from django.db.models.expressions import RawSQL
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -822,39 +821,34 @@ def _created_at(item: Message | SettingsChange) -> datetime:
     return item.created_at
 
 
-# What a turn reads with its conversation's row (`Conversation.begin_turn_of`):
-# whether any of its messages has files, whether its owner is on a team, and
-# whether the owner may use its model (limited to no team, or to one of theirs).
-# Written out: the ORM spends more time compiling these as `Exists` than the
-# trips they save (docs/latency.md, rule 8).
-TURN_FACTS = {
-    name: RawSQL(sql, (), output_field=models.BooleanField())
-    for name, sql in {
-        "sent_files": "EXISTS (SELECT 1 FROM chat_attachment a"
-        " WHERE a.conversation_id = chat_conversation.id"
-        " AND a.message_id IS NOT NULL)",
-        "on_teams": "EXISTS (SELECT 1 FROM chat_team_members m"
-        " WHERE m.user_id = chat_conversation.owner_id)",
-        "model_allowed": "NOT EXISTS (SELECT 1 FROM chat_modelprofile_teams t"
-        " WHERE t.modelprofile_id = chat_conversation.model_profile_id)"
-        " OR EXISTS (SELECT 1 FROM chat_modelprofile_teams t"
-        " JOIN chat_team_members m ON m.team_id = t.team_id"
-        " WHERE t.modelprofile_id = chat_conversation.model_profile_id"
-        " AND m.user_id = chat_conversation.owner_id)",
-    }.items()
-}
-
-
 def _turn_read(pk: int) -> models.QuerySet[Conversation]:
     """The conversation a question is sent to, with its model and owner, their
     rows locked, and what `begin_turn_of` needs to know in the same trip."""
     streaming = Message.shown.filter(
         conversation=OuterRef("pk"), status=Message.Status.STREAMING
     )
+    sent_files = Attachment.objects.filter(
+        conversation=OuterRef("pk"), message__isnull=False
+    )
+    # Imported here: teams import this module.
+    from chat.models.teams import Membership
+
+    on_teams = Membership.objects.filter(user=OuterRef("owner"))
+    model_allowed = ModelProfile.objects.allowed_to(OuterRef("owner")).filter(
+        pk=OuterRef("model_profile")
+    )
     return (
         Conversation.objects.select_related("model_profile", "owner")
         .select_for_update(of=("self", "owner"))
-        .annotate(busy=Exists(streaming), **TURN_FACTS)
+        .annotate(
+            # Whether an answer is running, whether any of its messages has
+            # files, whether its owner is on a team, and whether the owner may
+            # use its model.
+            busy=Exists(streaming),
+            sent_files=Exists(sent_files),
+            on_teams=Exists(on_teams),
+            model_allowed=Exists(model_allowed),
+        )
         .filter(pk=pk)
     )
 

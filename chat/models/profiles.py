@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.models import OuterRef
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
@@ -103,14 +104,19 @@ class ModelProfileQuerySet(models.QuerySet["ModelProfile"]):
         site default: choosing it there does (see SiteDefaults)."""
         return self.filter(enabled=True).order_by("pk").first()
 
-    # Access: a profile limited to teams (`ModelProfile.teams`) is for their
-    # members only; one with no teams is for everyone.
+    def allowed_to(self, user_id: int | OuterRef) -> ModelProfileQuerySet:
+        """The profiles the user `user_id` may use, enabled or not: the one
+        access rule. A profile limited to teams (`ModelProfile.teams`) is for
+        their members only; one with no teams is for everyone. `user_id` may
+        be an `OuterRef` (a turn reads it with its conversation,
+        `chat.models.conversations.TURN_READ`)."""
+        open_to_all = models.Q(teams__isnull=True)
+        their_team = models.Q(teams__memberships__user_id=user_id)
+        return self.filter(open_to_all | their_team)
 
     def usable_by(self, user: AbstractBaseUser | AnonymousUser) -> ModelProfileQuerySet:
         """The enabled profiles `user` may choose."""
-        open_to_all = models.Q(teams__isnull=True)
-        their_team = models.Q(teams__memberships__user_id=user.pk or 0)
-        allowed = ModelProfile.objects.filter(open_to_all | their_team).values("pk")
+        allowed = ModelProfile.objects.allowed_to(user.pk or 0).values("pk")
         return self.filter(enabled=True, pk__in=allowed)
 
 
@@ -293,11 +299,7 @@ class ModelProfile(models.Model):
         """Whether `user` may use the model (enabled or not: that is `enabled`)."""
         if user.pk is not None and user.pk == self.allowed_owner:
             return True
-        teams = self.teams.all()
-        return (
-            not teams.exists()
-            or teams.filter(memberships__user_id=user.pk or 0).exists()
-        )
+        return ModelProfile.objects.allowed_to(user.pk or 0).filter(pk=self.pk).exists()
 
     def think_flag(self, mode: str) -> bool | None:
         """The `think` value to send: None (omit it) for a model without thinking."""
