@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 from channels.db import database_sync_to_async
+from django.db import connection
 from django.utils import timezone
 
 from chat.live import checkpoints
@@ -66,6 +67,9 @@ async def test_an_answer_saved_for_good_is_left_alone(conversation):
 async def test_a_refused_row_costs_the_others_nothing_and_keeps_its_heartbeat(
     conversation,
 ):
+    if connection.vendor != "postgresql":
+        # PostgreSQL refuses a NUL in text; SQLite stores it.
+        pytest.skip("PostgreSQL's refusal (the PostgreSQL run has this test)")
     good = await streaming(conversation)
     await Message.objects.filter(pk=good.pk).aupdate(status=Message.Status.DONE)
     other = await database_sync_to_async(conversation.begin_turn)("again")
