@@ -23,7 +23,9 @@ from django.db.models.sql.compiler import SQLCompiler
 M = TypeVar("M", bound=models.Model)
 
 # The key the query is built with, found again among its parameters: no other
-# parameter of a query worth preparing is this number.
+# parameter of a query worth preparing is this number. A 64-bit id's (the
+# project's ids are `BigAutoField`s): Django compiles a lookup of a 32-bit one
+# out of its range to no query at all.
 KEY = -7_310_000_000_000_000_017
 
 
