@@ -142,7 +142,9 @@ def _decide(slots: dict[int, int] | None = None, new: Entry | None = None) -> Pl
     `slots`: parallel slots of profiles the caller has at hand. `new`: an answer
     whose ticket is not written yet (`take_ticket`): if admitted, its number is
     in the plan's `numbers`, for its ticket."""
-    site = _locked_site()
+    # Whoever holds the site's row decides; every other process waits its turn
+    # (PostgreSQL; SQLite has one writer at a time anyway).
+    site = SiteDefaults.locked()
     tickets = [Entry(*row) for row in TICKETS.rows()]
     turn = max((e.served or 0 for e in tickets), default=0)
     # In the order they asked: answers' ids grow.
@@ -202,13 +204,6 @@ def _tickets(_: int) -> QuerySet[Any, Any]:
 
 # Read at each decision: compiled once (`chat.models.prepared`).
 TICKETS: Prepared[Ticket] = Prepared(_tickets, keyed=False)
-
-
-def _locked_site() -> SiteDefaults:
-    """The site defaults' row, locked until the transaction ends: whoever holds
-    it decides, every other process waits its turn (PostgreSQL; SQLite has one
-    writer at a time anyway)."""
-    return SiteDefaults.locked()
 
 
 # The id a new answer is decided under before its row exists (`place`): the
