@@ -4,13 +4,15 @@ objects as the ORM's own `get`, on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from django.db import connection, connections, transaction
 from django.db.models import Count
+from django.db.models.sql.compiler import SQLCompiler
 from django.test.utils import CaptureQueriesContext
 
-from chat.models import Conversation, ModelProfile
+from chat.models import Attachment, Conversation, ModelProfile
 from chat.models.conversations import TURN_READ, _turn_read
 from chat.models.prepared import Prepared
 
@@ -70,3 +72,24 @@ def test_a_query_without_the_key_exactly_once_is_refused(alice: Any) -> None:
     twice = Prepared(lambda pk: Conversation.objects.filter(pk=pk, owner_id=pk))
     with pytest.raises(ValueError, match="exactly one"):
         twice.get(1)
+
+
+def test_a_turn_without_files_builds_no_query_for_them(
+    alice: Any, thinker: ModelProfile
+) -> None:
+    """The count of its files is read before the model server is asked, and
+    its frame is drawn on the event loop: neither may build SQL for them."""
+    conversation = Conversation.objects.create(owner=alice, model_profile=thinker)
+    compiled: list[type] = []
+    as_sql = SQLCompiler.as_sql
+
+    def spy(self: SQLCompiler, *args: Any, **kwargs: Any) -> Any:
+        compiled.append(self.query.model)
+        return as_sql(self, *args, **kwargs)
+
+    with patch.object(SQLCompiler, "as_sql", spy):
+        with transaction.atomic():  # as the socket's turn (`chat.sockets.turns`)
+            turn = Conversation.begin_turn_of(conversation.pk, "Hello", "c")
+        assert turn.question.files == []
+    assert compiled  # the spy sees the turn's own queries
+    assert Attachment not in compiled
