@@ -397,8 +397,8 @@ class Site:
             spawn(self.env, "manage.py", "simulate_ollama", "--port",
                   str(self.sim_port), "--record-times", "--think-tokens", "0",
                   "--ttft-ms", "0"),
-            spawn(self.env, "-m", "daphne", "-b", "127.0.0.1", "-p",
-                  str(self.web_port), "chatsite.asgi:application"),
+            spawn(self.env, "-m", "chatsite.serve", "-b", "127.0.0.1", "-p",
+                  str(self.web_port)),
             spawn(self.env, "-m", "bench.floor", "--port", str(self.floor_port),
                   "--upstream", self.sim_url, "--model", MODEL),
         ]  # fmt: skip

@@ -127,8 +127,8 @@ class Site:
         with self.log.open("ab") as out:
             self.processes.append(
                 subprocess.Popen(
-                    [sys.executable, "-m", "daphne", "-b", "127.0.0.1"]
-                    + ["-p", str(self.web_port), "chatsite.asgi:application"],
+                    [sys.executable, "-m", "chatsite.serve", "-b", "127.0.0.1"]
+                    + ["-p", str(self.web_port)],
                     cwd=ROOT,
                     env=self.env,
                     stdout=out,

@@ -86,7 +86,7 @@ class SharedSite(Site):
         return [
             int(pid)
             for pid in children.split()
-            if b"daphne" in Path(f"/proc/{pid}/cmdline").read_bytes()
+            if b"chatsite.serve" in Path(f"/proc/{pid}/cmdline").read_bytes()
         ]
 
     def stop(self) -> None:

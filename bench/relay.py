@@ -62,13 +62,13 @@ class Scenario:
 # uvicorn and granian are measured against it (not in requirements: install
 # them to compare, `pip install uvicorn httptools granian`).
 SERVERS: dict[str, list[str]] = {
-    "daphne": ["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}"],
+    "daphne": ["-m", "chatsite.serve", "-b", "127.0.0.1", "-p", "{port}"],
     "uvicorn": ["-m", "uvicorn", "--host", "127.0.0.1", "--port", "{port}"]
     + ["--ws", "websockets", "--http", "httptools", "--lifespan", "off"]
-    + ["--no-access-log", "--log-level", "warning"],
+    + ["--no-access-log", "--log-level", "warning", "chatsite.asgi:application"],
     "granian": ["-m", "granian", "--interface", "asginl", "--host", "127.0.0.1"]
     + ["--port", "{port}", "--workers", "1", "--http", "1", "--loop", "asyncio"]
-    + ["--log-level", "warning", "--no-access-log"],
+    + ["--log-level", "warning", "--no-access-log", "chatsite.asgi:application"],
 }
 
 
@@ -110,7 +110,6 @@ class Site:
             spawn(
                 self.env,
                 *(arg.format(port=self.web_port) for arg in SERVERS[self.server]),
-                "chatsite.asgi:application",
             )
         )
         wait_until_up(f"{self.sim_url}/api/version")

@@ -51,12 +51,11 @@ def _daphne(env: dict[str, str], port: int) -> Any:
     return spawn(
         env,
         "-m",
-        "daphne",
+        "chatsite.serve",
         "-b",
         "127.0.0.1",
         "-p",
         str(port),
-        "chatsite.asgi:application",
     )
 
 

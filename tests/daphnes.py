@@ -76,12 +76,11 @@ class Daphne:
                 [
                     sys.executable,
                     "-m",
-                    "daphne",
+                    "chatsite.serve",
                     "-b",
                     "127.0.0.1",
                     "-p",
                     str(self.port),
-                    "chatsite.asgi:application",
                 ],
                 cwd=ROOT,
                 env=self.env,

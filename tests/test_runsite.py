@@ -83,7 +83,7 @@ def daphne_children(parent: int) -> set[int]:
             command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except FileNotFoundError:  # exited meanwhile
             continue
-        if b"daphne" in command:
+        if b"chatsite.serve" in command:
             found.add(int(pid))
     return found
 

@@ -22,6 +22,7 @@ from chat.live.events import CatchupEvent, DeltaEvent, FrameEvent
 from chat.live.frames import ServerFrame
 from chat.live.share_frames import ViewerFrame
 from chat.sockets.close_codes import CLOSE_RATE_LIMITED, CLOSE_SERVER_ERROR
+from chat.sockets.daphne_protocol import text_sender
 from chat.sockets.feed import Feed
 from chat.sockets.languages import socket_language
 from chat.sockets.ratelimit import FrameLimiter, Verdict
@@ -29,6 +30,7 @@ from chat.sockets.ratelimit import FrameLimiter, Verdict
 
 class LiveSocket(AsyncWebsocketConsumer):
     feed: Feed | None = None  # once the socket may hear the conversation
+    send_text: Callable[[str], bool] | None = None  # Daphne's connection's own
     limiter: FrameLimiter
     signed_out: bool = False  # client frames are dropped (`SessionBound`)
     left: bool = False  # `leave` ran
@@ -39,6 +41,7 @@ class LiveSocket(AsyncWebsocketConsumer):
         # The socket's texts (its errors, the answers' HTML that its turns
         # render) in its page's language; the tasks it starts inherit it.
         translation.activate(socket_language(scope))
+        self.send_text = text_sender(send)
         try:
             await super().__call__(scope, receive, send)
         finally:
@@ -102,11 +105,15 @@ class LiveSocket(AsyncWebsocketConsumer):
         raise NotImplementedError
 
     async def write(self, frame: ServerFrame | ViewerFrame) -> None:
-        # Straight to the server's ASGI send, as Channels' `send` ends up doing
-        # after two more calls: this runs once per token and socket.
-        # (asgiref's type asks for both keys; the spec, and Channels' test
-        # communicator, for one of them.)
-        event = {"type": "websocket.send", "text": frames.encode(frame)}
+        # This runs once per token and socket: under Daphne, the connection
+        # frames it itself (`chat.sockets.daphne_protocol`); else straight to
+        # the server's ASGI send, as Channels' `send` ends up doing after two
+        # more calls. (asgiref's type asks for both keys; the spec, and
+        # Channels' test communicator, for one of them.)
+        text = frames.encode(frame)
+        if self.send_text is not None and self.send_text(text):
+            return
+        event = {"type": "websocket.send", "text": text}
         await self.base_send(cast(WebSocketSendEvent, event))
 
     # Channel-layer events from other processes, for the feed.

@@ -1,19 +1,26 @@
 """Daphne's WebSocket frames are written to the socket at once, and go Twisted's
 way (buffered, written when the socket is writable) whenever they cannot be
-(`chat.sockets.daphne_protocol.write_now`). A real socket pair and Twisted's
-own TCP transport; Twisted's memory reactor records what it is asked to watch.
+(`chat.sockets.daphne_protocol.write_now`); a socket's text messages are framed
+by the connection itself, byte for byte as Autobahn frames them (`send_text`).
+A real socket pair and Twisted's own TCP transport; Twisted's memory reactor
+records what it is asked to watch.
 """
 
 from __future__ import annotations
 
 import socket
+from collections import deque
 from collections.abc import Iterator
+from functools import partial
 
 import pytest
+from autobahn.websocket.protocol import TrafficStats, WebSocketProtocol
+from daphne.server import Server
+from daphne.ws_protocol import WebSocketFactory
 from twisted.internet import tcp
 from twisted.internet.testing import MemoryReactor
 
-from chat.sockets.daphne_protocol import write_now
+from chat.sockets.daphne_protocol import WriteThroughProtocol, text_sender, write_now
 
 
 class TLSLayer:
@@ -97,3 +104,84 @@ def test_a_closing_or_tls_connection_is_left_to_twisted(connection, state):
     elif state == "disconnecting":
         transport.doWrite()  # Twisted writes what it has before it closes
         assert received(peer) == b"frame"
+
+
+@pytest.fixture
+def protocol(connection) -> WriteThroughProtocol:
+    """An open WebSocket connection on the socket pair, with the options Daphne
+    gives its factory, as Autobahn's `_connectionMade` copies them."""
+    transport, _, _ = connection
+    factory = WebSocketFactory(None, server="test")
+    factory.setProtocolOptions(maxMessagePayloadSize=1 << 20)
+    made = WriteThroughProtocol()
+    made.factory = factory
+    for option in made.CONFIG_ATTRS:
+        setattr(made, option, getattr(factory, option))
+    made.transport = transport
+    made.trafficStats = TrafficStats()
+    made.send_queue = deque()
+    made.logOctets = made.logFrames = False
+    made.trackedTimings = None
+    made._perMessageCompress = None
+    made.state = WebSocketProtocol.STATE_OPEN
+    return made
+
+
+@pytest.mark.parametrize("size", [0, 1, 125, 126, 65535, 65536, 300_000])
+def test_a_text_message_is_framed_as_autobahn_frames_it(connection, protocol, size):
+    text = "é" * (size // 4) + "x" * (size - 2 * (size // 4))  # `size` in UTF-8
+    assert len(text.encode()) == size
+    assert protocol.send_text(text)
+    ours = received_all(connection)
+    ours_stats = protocol.trafficStats.__json__()
+    protocol.trafficStats = TrafficStats()
+    protocol.sendMessage(text.encode())
+    assert ours == received_all(connection)
+    assert ours_stats == protocol.trafficStats.__json__()
+
+
+def received_all(connection) -> bytes:
+    """What the peer got, all of it: what the socket did not take at once is
+    written as the loop would, when the socket is writable."""
+    transport, peer, reactor = connection
+    got = received(peer)
+    while transport in reactor.writers:
+        transport.doWrite()
+        got += received(peer)
+    return got
+
+
+@pytest.mark.parametrize(
+    "state",
+    ["connecting", "closing", "compressing", "fragmenting", "masking", "too big"],
+)
+def test_what_is_not_an_open_plain_connection_is_left_to_daphne(
+    connection, protocol, state
+):
+    _, peer, _ = connection
+    if state == "connecting":
+        protocol.state = WebSocketProtocol.STATE_CONNECTING
+    elif state == "closing":
+        protocol.state = WebSocketProtocol.STATE_CLOSING
+    elif state == "compressing":
+        protocol._perMessageCompress = object()
+    elif state == "fragmenting":
+        protocol.autoFragmentSize = 10
+    elif state == "masking":
+        protocol.maskServerFrames = True
+    else:
+        protocol.maxMessagePayloadSize = 4
+    assert not protocol.send_text("hello")
+    assert received(peer) == b""
+    assert protocol.trafficStats.outgoingWebSocketMessages == 0
+
+
+def test_the_sender_is_found_only_in_daphnes_own_send(protocol):
+    server = Server.__new__(Server)  # only its bound method is looked at
+    assert text_sender(partial(server.handle_reply, protocol)) == protocol.send_text
+
+    async def other_send(message: object) -> None: ...
+
+    assert text_sender(other_send) is None  # another server, a communicator
+    assert text_sender(partial(server.handle_reply, object())) is None
+    assert text_sender(partial(other_send)) is None

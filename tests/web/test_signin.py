@@ -156,7 +156,7 @@ def test_daphne_is_deployed_without_trusting_forwarded_headers_itself():
     directly could pick the address they are counted under."""
     unit = (ROOT / "deploy" / "chatsite.service").read_text()
     (command,) = re.findall(r"^ExecStart=(.*)$", unit, flags=re.MULTILINE)
-    assert "daphne" in command and "--proxy-headers" not in command
+    assert "chatsite.serve" in command and "--proxy-headers" not in command
 
 
 @pytest.mark.django_db

@@ -21,7 +21,6 @@ import httpx
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from chat.live import frames
 from chat.models import Message
 from chat.ops.discovery import fetch_ollama_models, sync_profiles
 from chat.upstream import UpstreamError
@@ -183,13 +182,7 @@ def _processes(asked: int | None) -> int:
 
 
 def _daphne_args(bind: list[str]) -> list[str]:
-    size = str(frames.max_frame_bytes())
-    return (
-        ["-m", "daphne", *bind]
-        + ["--websocket-max-message-size", size]
-        + ["--websocket-max-frame-size", size]
-        + ["chatsite.asgi:application"]
-    )
+    return ["-m", "chatsite.serve", *bind]
 
 
 def _listen(host: str, port: int) -> socket.socket:
