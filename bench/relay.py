@@ -51,8 +51,10 @@ class Scenario:
     tps: float
     tokens: int
     viewers: int = 0  # signed-out sockets of one live shared link per stream
-    # How the answers are read: "ws" (the conversation's WebSocket), or over the
-    # API, "sse" (/v1/chat/completions) or "ndjson" (/api/chat).
+    # How the answers are read: "ws" (the conversation's WebSocket), over the
+    # API, "sse" (/v1/chat/completions) or "ndjson" (/api/chat), or "floor":
+    # the bare relay of bench/floor.py instead of chatsite, the reference for
+    # the server's CPU per token (its row's cpu/1k is the bare relay's).
     via: str = "ws"
     nginx: bool = False  # the socket through nginx running deploy/nginx.conf
 
@@ -92,6 +94,8 @@ class Site:
         self.sim_port, self.web_port = free_port(), free_port()
         self.processes: list[subprocess.Popen[bytes]] = []
         self.nginx: Any = None  # tests.nginx.Nginx, once `start_nginx` ran
+        self.floor: subprocess.Popen[bytes] | None = None  # once `start_floor` ran
+        self.floor_port = 0
 
     @property
     def sim_url(self) -> str:
@@ -127,6 +131,17 @@ class Site:
         self.nginx = Nginx(directory, port, render(directory, port, [self.web_port]))
         self.nginx.start()
         return port
+
+    def start_floor(self) -> None:
+        """The bare relay (bench/floor.py) on the same simulator."""
+        self.floor_port = free_port()
+        self.floor = spawn(
+            self.env,
+            *("-m", "bench.floor", "--port", str(self.floor_port)),
+            *("--upstream", self.sim_url, "--model", "llama-demo:3b"),
+        )
+        self.processes.append(self.floor)
+        wait_until_up(f"http://127.0.0.1:{self.floor_port}/")
 
     @property
     def daphne_pid(self) -> int:
@@ -215,7 +230,6 @@ async def through_chatsite(
     """The answer over the conversation's socket, on Daphne's port or `port`
     (nginx's)."""
     result = StreamResult(key=f"bench conversation {conversation_id}")
-    chunks: list[tuple[float, int]] = []
     port = port or site.web_port
     url = f"ws://127.0.0.1:{port}/ws/conversations/{conversation_id}/"
     headers = {"Cookie": site.cookie, "Origin": f"http://127.0.0.1:{port}"}
@@ -224,20 +238,41 @@ async def through_chatsite(
         await ws.send(
             json.dumps({"type": "send", "content": result.key, "client_id": "b"})
         )
-        received = 0
-        async for raw in ws:
-            now = time.time()
-            frame = json.loads(raw)
-            if frame["type"] == "content":
-                received += len(frame["delta"])
-                chunks.append((now, received))
-                result.frames += 1
-                if result.first_token is None:
-                    result.first_token = now
-            elif frame["type"] in ("done", "error"):
-                result.queue_wait_ms = (frame.get("stats") or {}).get("queue_wait_ms")
-                break
+        end = await read_answer(ws, result, ends)
+    result.queue_wait_ms = (end.get("stats") or {}).get("queue_wait_ms")
+    return result
+
+
+async def read_answer(ws: Any, result: StreamResult, ends: list[int]) -> dict[str, Any]:
+    """The answer's content frames, into `result`, up to its last frame ("done"
+    or "error"), which is returned."""
+    chunks: list[tuple[float, int]] = []
+    received = 0
+    end: dict[str, Any] = {}
+    async for raw in ws:
+        now = time.time()
+        frame = json.loads(raw)
+        if frame["type"] == "content":
+            received += len(frame["delta"])
+            chunks.append((now, received))
+            result.frames += 1
+            if result.first_token is None:
+                result.first_token = now
+        elif frame["type"] in ("done", "error"):
+            end = frame
+            break
     result.arrivals = assign_arrivals(ends, chunks)
+    return end
+
+
+async def through_floor(site: Site, number: int, ends: list[int]) -> StreamResult:
+    """The same answer through the bare relay (bench/floor.py)."""
+    result = StreamResult(key=f"bench floor {number}")
+    url = f"ws://127.0.0.1:{site.floor_port}/ws"
+    async with websockets.connect(url, max_size=None) as ws:
+        result.started = time.time()
+        await ws.send(json.dumps({"text": result.key}))
+        await read_answer(ws, result, ends)
     return result
 
 
@@ -412,6 +447,8 @@ async def run_scenario(site: Site, scenario: Scenario) -> dict[str, Any]:
 
     via_socket = scenario.via == "ws"
     conversations = site.new_conversations(scenario.streams) if via_socket else []
+    if scenario.via == "floor" and site.floor is None:
+        site.start_floor()
     tokens_of = site.live_links(conversations) if scenario.viewers else []
     site.configure(
         tps=scenario.tps,
@@ -419,7 +456,8 @@ async def run_scenario(site: Site, scenario: Scenario) -> dict[str, Any]:
         answer_text=answer_text(scenario.tokens),
         ttft_ms=0,
     )
-    servers = site.server_pids
+    floor = site.floor if scenario.via == "floor" else None
+    servers = [floor.pid] if floor is not None else site.server_pids
     cpu_before = sum(map(cpu_seconds, servers))
     sim_before = cpu_seconds(site.sim_pid)
     client_before = client_cpu_seconds()
@@ -438,6 +476,10 @@ async def run_scenario(site: Site, scenario: Scenario) -> dict[str, Any]:
                     )
                     for i, pk in enumerate(conversations)
                 )
+            )
+        elif scenario.via == "floor":
+            relayed = await asyncio.gather(
+                *(through_floor(site, i, ends) for i in range(scenario.streams))
             )
         else:
             async with reader_session() as session:
