@@ -22,6 +22,8 @@ from chat.live.frames import DeltaFrame, Kind, ServerFrame, merged, tokens_in
 logger = logging.getLogger(__name__)
 
 COALESCE_SECONDS = 0.05
+# How long a publisher trusts what it read of its group's members (`Publisher`).
+ELSEWHERE_SECONDS = 1.0
 
 
 def spans_processes(layer: BaseChannelLayer | None) -> bool:
@@ -51,7 +53,17 @@ class Paced:
 class Publisher(Paced):
     """Sends one generation's new text to its conversation group, merged per kind,
     at most one event per kind every COALESCE_SECONDS. The relay only calls
-    `add`, which never waits."""
+    `add`, which never waits.
+
+    Only while another process listens: a group send is four trips to Redis, and
+    this process's own sockets are fed in-process and drop what they hear from
+    it. With 200 answers streaming and nobody elsewhere, those sends (and the
+    pacing that leads to them) were 4,000 a second and most of the server's
+    added latency (`python -m bench.processes`). So `run` reads the group's
+    members every ELSEWHERE_SECONDS (a layer that cannot tell, or a failed read:
+    publish); with none elsewhere `add` drops the text, keeping its offsets, and
+    nothing wakes. A viewer that joins elsewhere meanwhile hears the next event
+    within ELSEWHERE_SECONDS, sees the gap and catches up (`Feed.take`)."""
 
     def __init__(
         self,
@@ -68,12 +80,37 @@ class Publisher(Paced):
         self.tokens: dict[Kind, int] = {"thinking": 0, "content": 0}
         self.published: dict[Kind, int] = {"thinking": 0, "content": 0}
         self.sending = asyncio.Lock()
+        self.listened = True  # someone elsewhere, as last read (`run`)
 
     def add(self, frame: DeltaFrame) -> None:
         kind = frame["type"]
+        if not self.listened:
+            self.published[kind] += len(frame["delta"])
+            return
         self.pending[kind].append(frame["delta"])
         self.tokens[kind] += tokens_in(frame)
         self.wake.set()
+
+    async def run(self) -> None:
+        watch = asyncio.create_task(self._watch(), name="publisher watch")
+        try:
+            await super().run()
+        finally:
+            watch.cancel()
+
+    async def _watch(self) -> None:
+        """Whether a socket of another process is in the group, read now and
+        every ELSEWHERE_SECONDS (see the class)."""
+        elsewhere = getattr(self.layer, "elsewhere", None)
+        if elsewhere is None:
+            return  # a layer that cannot tell: always publish
+        while True:
+            try:
+                self.listened = await elsewhere(self.group)
+            except Exception:
+                logger.warning("reading %s failed", self.group, exc_info=True)
+                self.listened = True
+            await asyncio.sleep(ELSEWHERE_SECONDS)
 
     async def flush(self) -> None:
         # The relay cancels the pump (`run`) when the answer ends, maybe halfway

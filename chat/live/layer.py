@@ -50,6 +50,15 @@ class RedisChannelLayer(BaseRedisChannelLayer):  # type: ignore[misc]
             return super().create_pool(index)
         return BlockingConnectionPool.from_url(host.pop("address"), **host)
 
+    async def elsewhere(self, group: str) -> bool:
+        """Whether `group` holds a channel of another process: channels-redis
+        keeps a group as a sorted set of channel names, and this process's
+        channels carry its layer's client prefix (`new_channel`). One read."""
+        connection = self.connection(self.consistent_hash(group))
+        names = await connection.zrange(self._group_key(group), 0, -1)
+        own = f"{self.client_prefix}!".encode()
+        return any(own not in name for name in names)
+
 
 Call = Callable[[BaseChannelLayer], Awaitable[Any]]
 

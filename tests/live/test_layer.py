@@ -20,8 +20,11 @@ from channels.db import database_sync_to_async
 from channels.layers import channel_layers, get_channel_layer
 from django.conf import settings as django_settings
 
+from chat.live import fanout
+from chat.live import frames as server_frames
 from chat.live.events import conversation_group, generation_group
 from chat.live.generation import Generation
+from chat.live.layer import RedisChannelLayer
 from chat.live.runner import runner
 from chat.models import Conversation, Message, SiteDefaults
 from chat.sockets.consumers import ChatConsumer
@@ -347,3 +350,70 @@ async def test_an_answer_whose_task_died_gets_no_heartbeat_and_is_freed(
 
     await until(lambda: not runner.is_busy(conversation.pk), "left busy")
     await until(interrupted, "kept alive by a heartbeat")
+
+
+async def test_a_group_is_heard_elsewhere_only_through_another_process_channel(
+    settings, test_mode
+):
+    """`elsewhere`: a publisher's question, read from Redis' copy of the group."""
+    redis_layer(settings, test_mode)
+    config = settings.CHANNEL_LAYERS["default"]["CONFIG"]
+    here, there = RedisChannelLayer(**config), RedisChannelLayer(**config)
+    group = conversation_group(987654)
+    try:
+        assert not await here.elsewhere(group)  # nobody at all
+        await here.group_add(group, await here.new_channel())
+        await here.group_add(group, await here.new_channel())
+        assert not await here.elsewhere(group)  # this process's own sockets
+        theirs = await there.new_channel()
+        await there.group_add(group, theirs)
+        assert await here.elsewhere(group)
+        assert await there.elsewhere(group)  # seen from there: ours are elsewhere
+        await there.group_discard(group, theirs)
+        assert not await here.elsewhere(group)
+    finally:
+        await here.flush()
+        await here.close_pools()
+        await there.close_pools()
+
+
+async def test_an_answer_nobody_elsewhere_hears_sends_nothing_through_redis(
+    settings, test_mode, monkeypatch
+):
+    """Its text is dropped, its offsets kept: a viewer that joins elsewhere
+    hears the next event at its true offset, and catches up on the gap."""
+    redis_layer(settings, test_mode)
+    monkeypatch.setattr(fanout, "ELSEWHERE_SECONDS", 0.01)
+    config = settings.CHANNEL_LAYERS["default"]["CONFIG"]
+    here, there = CountingLayer(**config), RedisChannelLayer(**config)
+    group = conversation_group(987655)
+    publisher = fanout.Publisher(here, "me", 987655, 42)
+    pump = asyncio.create_task(publisher.run())
+    try:
+        await here.group_add(group, await here.new_channel())  # the owner's socket
+        await until(lambda: not publisher.listened, "read the group")
+        publisher.add(server_frames.delta("content", 42, "Hello"))
+        await publisher.flush()
+        assert here.group_sends == 0
+        viewer = await there.new_channel()
+        await there.group_add(group, viewer)
+        await until(lambda: publisher.listened, "heard the viewer elsewhere")
+        publisher.add(server_frames.delta("content", 42, " world"))
+        event = await asyncio.wait_for(there.receive(viewer), 5)
+        assert (event["start"], event["text"]) == (5, " world")
+        assert here.group_sends == 1
+    finally:
+        pump.cancel()
+        await here.flush()
+        await here.close_pools()
+        await there.close_pools()
+
+
+class CountingLayer(RedisChannelLayer):
+    def __init__(self, **config: Any) -> None:
+        super().__init__(**config)
+        self.group_sends = 0
+
+    async def group_send(self, group: str, message: dict) -> None:
+        self.group_sends += 1
+        await super().group_send(group, message)
