@@ -115,6 +115,12 @@ else:
             "max_size": env_int("DATABASE_POOL_SIZE", 10, minimum=1),
             "timeout": 10,
         }
+    if env_bool("DATABASE_PREPARED", True):
+        # The queries of `chat.models.prepared` (a question's, before the model
+        # is asked) are prepared on the server: planned once per connection.
+        # Django's own cursors bind on the client and are never prepared. Off
+        # behind a PgBouncer older than 1.21 or without max_prepared_statements.
+        DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 5
 
 REDIS_URL = os.environ.get("REDIS_URL", "").strip()
 if REDIS_URL:

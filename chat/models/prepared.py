@@ -7,16 +7,25 @@ compiler and about 0.1 ms in SQLite, before the model server is asked
 queryset (its SQL, and how a row becomes the model and its `select_related`
 objects and annotations, as `ModelIterable` does) and runs that SQL again with
 the key in place of the one it was built with.
+
+On PostgreSQL its statements are also prepared on the server, once per
+connection (`DATABASE_PREPARED`, on unless turned off): the turn read's plan
+alone costs the server about 0.4 ms each time it is planned again, and the
+question's queries before the model is asked go from about 0.8 ms to 0.2 ms for
+that read. Django's own cursors bind their parameters on the client, which
+psycopg never prepares, so only these statements are.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar, cast
 from weakref import WeakKeyDictionary
 
 from django.db import DEFAULT_DB_ALIAS, connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 from django.db.models import query
 from django.db.models.sql.compiler import SQLCompiler
 
@@ -68,6 +77,48 @@ class Prepared(Generic[M]):
         return compiled
 
 
+def _cursor(connection: BaseDatabaseWrapper) -> CursorWrapper:
+    """Django's cursor, or on PostgreSQL with prepared statements on, one that
+    binds on the server and prepares what it runs, wrapped as Django wraps its
+    own (its errors as Django's, a broken transaction refused, its queries
+    logged when Django logs them)."""
+    if connection.vendor != "postgresql":
+        return connection.cursor()
+    connection.ensure_connection()
+    if connection.connection.prepare_threshold is None:
+        return connection.cursor()
+    connection.validate_thread_sharing()
+    cursor = _preparing_cursor()(connection.connection)
+    if connection.queries_logged:
+        return _LoggedCursor(cursor, connection)
+    return CursorWrapper(cursor, connection)
+
+
+@functools.cache
+def _preparing_cursor() -> type[Any]:
+    """Django's server-binding cursor class, every statement prepared (imported
+    when first used: psycopg is only there for PostgreSQL)."""
+    from django.db.backends.postgresql import base
+
+    server_binding: Any = base.ServerBindingCursor
+
+    class PreparingCursor(server_binding):  # type: ignore[misc]
+        def execute(self, query: Any, params: Any = None, **options: Any) -> Any:
+            return super().execute(query, params, prepare=True)
+
+    return PreparingCursor
+
+
+class _LoggedCursor(CursorDebugWrapper):
+    """A prepared statement's execution leaves psycopg no query text to log:
+    its SQL is logged with its values in place, as Django logs those of a
+    server-binding cursor (`last_executed_query`)."""
+
+    def execute(self, sql: Any, params: Any = None) -> Any:
+        with self.debug_sql(self.db.ops.compose_sql(sql, params), params):
+            return CursorWrapper.execute(self, sql, params)
+
+
 class _Compiled:
     def __init__(self, compiler: SQLCompiler, using: str, keyed: bool) -> None:
         sql, params = compiler.as_sql()  # fills select, klass_info, annotations
@@ -96,7 +147,7 @@ class _Compiled:
         if self.slot is not None:
             params = list(params)
             params[self.slot] = key
-        with self.compiler.connection.cursor() as cursor:
+        with _cursor(self.compiler.connection) as cursor:
             cursor.execute(self.sql, params)
             rows: list[Any] = cursor.fetchall()
         if self.converters:

@@ -7,8 +7,8 @@ from typing import Any
 from unittest.mock import patch
 
 import pytest
-from django.db import connection, connections, transaction
-from django.db.models import Count
+from django.db import DataError, connection, connections, transaction
+from django.db.models import Count, F, Value
 from django.db.models.sql.compiler import SQLCompiler
 from django.test.utils import CaptureQueriesContext
 
@@ -54,6 +54,71 @@ def test_it_compiles_once_and_reads_once(alice: Any, answered: Conversation) -> 
     assert str(answered.pk) in queries[0]["sql"]
     if connection.vendor == "postgresql":
         assert "FOR UPDATE OF" in queries[0]["sql"]
+
+
+def prepared_statements() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return [row[0] for row in cursor.fetchall()]
+
+
+def on_postgresql() -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's prepared statements (the PostgreSQL run has this)")
+
+
+def test_on_postgresql_its_statement_is_prepared_once_per_connection(
+    answered: Conversation,
+) -> None:
+    on_postgresql()
+    with transaction.atomic():
+        for _ in range(3):
+            assert TURN_READ.get(answered.pk).pk == answered.pk
+        # The ORM's own queries, however often they run, are not.
+        for _ in range(8):
+            Conversation.objects.filter(pk=answered.pk).exists()
+    ours = [
+        s for s in prepared_statements() if 'FOR UPDATE OF "chat_conversation"' in s
+    ]
+    assert len(ours) == 1
+    assert "$1" in ours[0]
+    assert not [
+        s for s in prepared_statements() if "LIMIT 1" in s and "EXISTS" not in s
+    ]
+
+
+def test_with_prepared_statements_off_it_runs_unprepared(
+    answered: Conversation,
+) -> None:
+    """DATABASE_PREPARED=false (behind a pooler that cannot keep them)."""
+    on_postgresql()
+    connection.ensure_connection()
+    raw = connection.connection
+    raw.prepare_threshold, before = None, raw.prepare_threshold
+    titled = Prepared(
+        lambda pk: Conversation.objects.filter(pk=pk, title__startswith="zz-off")
+    )
+    known = prepared_statements()
+    try:
+        for _ in range(3):
+            assert titled.rows(answered.pk) == []
+    finally:
+        raw.prepare_threshold = before
+    assert prepared_statements() == known
+    titled.rows(answered.pk)  # (the test can tell: on, it is prepared)
+    assert len(prepared_statements()) == len(known) + 1
+
+
+def test_a_prepared_statements_error_is_djangos(answered: Conversation) -> None:
+    """What the ORM's callers catch (a turn not stored, said to the page)."""
+    on_postgresql()  # (SQLite's division by zero is NULL, not an error)
+    divided = Prepared(
+        lambda pk: Conversation.objects.annotate(
+            zero=Value(1) / (F("pk") - F("id"))
+        ).filter(pk=pk)
+    )
+    with pytest.raises(DataError, match="division by zero"), transaction.atomic():
+        divided.get(answered.pk)
 
 
 def test_a_missing_row_raises_does_not_exist(alice: Any) -> None:
