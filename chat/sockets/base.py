@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from asgiref.typing import WebSocketSendEvent
+from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.utils import translation
 from django.utils.translation import gettext
@@ -46,6 +47,18 @@ class LiveSocket(AsyncWebsocketConsumer):
             await super().__call__(scope, receive, send)
         finally:
             await self.disconnect(CLOSE_SERVER_ERROR)
+
+    async def dispatch(self, message: Any) -> None:
+        """Channels' own first sends a hop to the database thread (to close its
+        stale connections) for every frame and event, which then waits behind
+        whatever that thread is running: on PostgreSQL, 1.9 ms of a question's
+        5.5 before the model was asked (docs/latency.md, rule 8). This socket's
+        database work all goes through `database_sync_to_async`, which closes
+        them around each call in that thread."""
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
 
     # channels' consumer reads its channel with `channel_receive` (set in
     # `__call__`); a failed read (Redis away) would end the socket with a 1011.

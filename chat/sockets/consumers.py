@@ -73,7 +73,7 @@ class ChatConsumer(SessionBound, LiveSocket):
             await self.close(code=CLOSE_SIGNED_OUT)
             return
         owned = Conversation.objects.filter(pk=self.conversation_id, owner_id=user.pk)
-        if not await owned.aexists():
+        if not await database_sync_to_async(owned.exists)():
             await self.close(code=CLOSE_FORBIDDEN)
             return
         await self.open_feed(self.conversation_id)

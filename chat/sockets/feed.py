@@ -112,11 +112,10 @@ class Feed:
 
     async def _stored(self, message_id: int) -> Message | None:
         """The message as stored, if it is one this conversation shows."""
-        return await (
-            Message.shown.filter(pk=message_id, conversation_id=self.conversation_id)
-            .prefetch_related("attachments")
-            .afirst()
-        )
+        shown = Message.shown.filter(
+            pk=message_id, conversation_id=self.conversation_id
+        ).prefetch_related("attachments")
+        return await database_sync_to_async(shown.first)()
 
     async def send_stored(self, message: Message) -> None:
         await database_sync_to_async(message.place_among_versions)()

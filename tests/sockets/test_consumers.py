@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 
 import pytest
+from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.test import AsyncClient
 from django.urls import reverse
@@ -10,7 +13,7 @@ from django.urls import reverse
 from chat.models import Conversation, Message, ModelProfile
 from chatsite.asgi import application
 from tests.communicators import ORIGIN, answer_of, connect, frames_until, send, text_of
-from tests.waiting import idle, settled
+from tests.waiting import DEADLINE, idle, settled
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -38,6 +41,30 @@ async def test_connect_closes_someone_elses_conversation_with_4403(bob, conversa
     await communicator.connect()
     output = await communicator.receive_output(timeout=5)
     assert output == {"type": "websocket.close", "code": 4403}
+    await communicator.disconnect()
+
+
+async def test_a_frame_is_handled_while_the_database_thread_is_busy(
+    alice, conversation
+):
+    """No frame waits for the database thread unless it needs the database
+    (`LiveSocket.dispatch`): a bad frame is answered while that thread is held
+    (a hop there before each frame, channels' own dispatch, waited for it)."""
+    communicator = await connect(alice, conversation)
+    held = threading.Event()
+    # Thread-sensitive, as `database_sync_to_async`: the same one thread.
+    busy = asyncio.ensure_future(sync_to_async(held.wait)())
+    try:
+        await communicator.send_to(text_data="not json")
+        frame = await communicator.receive_json_from(timeout=DEADLINE)
+        assert frame["code"] == "bad_frame"
+        assert not busy.done()
+    finally:
+        held.set()
+        await busy
+    # The socket's database work still runs (in that thread, once free).
+    await send(communicator)
+    assert (await frames_until(communicator, "done"))[-1]["type"] == "done"
     await communicator.disconnect()
 
 
