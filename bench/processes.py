@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import json
 import os
-import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -49,9 +48,6 @@ class SharedSite(Site):
         self.env |= {
             "DATABASE_URL": database_url,
             "REDIS_URL": redis_url,
-            "DEBUG": "false",
-            "SECRET_KEY": secrets.token_urlsafe(50),
-            "ALLOWED_HOSTS": "127.0.0.1",
             "OLLAMA_BASE_URL": "http://127.0.0.1:9",  # no model server to sync
         }
 
@@ -74,7 +70,6 @@ class SharedSite(Site):
                 )
             )
         wait_until_up(f"{self.sim_url}/api/version")
-        # /healthz: with DEBUG off, pages need collectstatic's manifest.
         wait_until_up(f"http://127.0.0.1:{self.web_port}/healthz", timeout=120)
         self.cookie, self.api_key = self._setup_data()
 

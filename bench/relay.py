@@ -13,6 +13,7 @@ import contextlib
 import gc
 import json
 import os
+import secrets
 import signal
 import statistics
 import subprocess
@@ -85,7 +86,11 @@ class Site:
         self.env = {
             **os.environ,
             "DATABASE_URL": f"sqlite:///{self.tmp.name}/bench.sqlite3",
-            "DEBUG": "true",
+            # As deployed: under DEBUG, Django logs every query (a checkpoint's,
+            # a question's), which no production server pays for.
+            "DEBUG": "false",
+            "SECRET_KEY": secrets.token_urlsafe(50),
+            "ALLOWED_HOSTS": "127.0.0.1",
             "DJANGO_SETTINGS_MODULE": "chatsite.settings",
             # 100 API streams at once, and again, from one key: no rate limit.
             "API_REQUESTS_PER_MINUTE": "0",
@@ -117,7 +122,8 @@ class Site:
             )
         )
         wait_until_up(f"{self.sim_url}/api/version")
-        wait_until_up(f"http://127.0.0.1:{self.web_port}/login/")
+        # /healthz: with DEBUG off, pages need collectstatic's manifest.
+        wait_until_up(f"http://127.0.0.1:{self.web_port}/healthz")
         self.cookie, self.api_key = self._setup_data()
 
     def start_nginx(self) -> int:
