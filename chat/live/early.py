@@ -1,6 +1,6 @@
 """The model server is asked first (docs/latency.md, rule 8): a turn is stored
-in a database thread of its own, which says the moment its answer is admitted,
-before the commit. The caller then starts the answer at once (`Runner.start`, with
+in the database thread, which says the moment its answer is admitted, before
+the commit. The caller then starts the answer at once (`Runner.start`, with
 `stored`) while the thread writes the rest and commits; a commit that fails
 closes the upstream request (`Runner._ask_while_storing`).
 
@@ -11,10 +11,8 @@ Used by the conversation's socket (`chat.sockets.consumers`) and the API
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from channels.db import database_sync_to_async
@@ -24,31 +22,12 @@ from chat.live import frames
 T = TypeVar("T")
 R = TypeVar("R")
 
-# A turn is stored on this thread, not on the database thread that every other
-# database call of the process shares (checkpoints, final saves, the sockets'
-# reads): there it waited behind them, e.g. behind the calibration of an answer
-# that had just ended (1.4 ms of a question's path on PostgreSQL in
-# `bench.request_path`), and behind every running answer's checkpoint when many
-# run. One thread: questions still take turns among themselves. Per process (a
-# thread serves any loop); its one owner is this module.
-_questions = ThreadPoolExecutor(max_workers=1, thread_name_prefix="questions")
-
-
-def _new_questions_thread() -> None:
-    # A forked child inherits the executor but not its thread: work would wait
-    # forever for a thread it thinks it has.
-    global _questions
-    _questions = ThreadPoolExecutor(max_workers=1, thread_name_prefix="questions")
-
-
-os.register_at_fork(after_in_child=_new_questions_thread)
-
 
 async def store(
     begin: Callable[[Callable[[T], None]], R],
 ) -> tuple[asyncio.Task[R], T | None]:
-    """Run `begin(admitted)` in the questions' database thread; `begin` calls
-    `admitted` (from that thread) once the answer holds a slot, before its commit.
+    """Run `begin(admitted)` in the database thread; `begin` calls `admitted`
+    (from that thread) once the answer holds a slot, before its commit.
 
     Returns the task of the whole store and what `admitted` was given, or None
     when the store ended first (refused, failed, or its answer waits for a
@@ -63,8 +42,7 @@ async def store(
         # interval): it is given up here.
         time.sleep(0.0001)
 
-    run = database_sync_to_async(begin, thread_sensitive=False, executor=_questions)
-    stored = asyncio.ensure_future(run(admitted))
+    stored = asyncio.ensure_future(database_sync_to_async(begin)(admitted))
     # `admitted` is scheduled on the loop before the thread's result is: when
     # both happened, `early` is done first.
     either: list[asyncio.Future[Any]] = [stored, early]

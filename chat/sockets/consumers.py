@@ -192,7 +192,7 @@ class ChatConsumer(SessionBound, LiveSocket):
         retry: turns.Retrying | None,
         files: tuple[list[str], bool],
     ) -> Callable[[Callable[[turns.Admitted], None]], Begun]:
-        """What stores the turn (in the questions' database thread, `early.store`)."""
+        """What stores the turn (in the database thread, `early.store`)."""
         if retry is None:
             return partial(turns.begin, self.conversation_id, content, client_id, files)
         return partial(turns.begin_retry, self.conversation_id, retry)

@@ -1,6 +1,5 @@
 """A turn begins: its messages are stored and its answer placed in line, in one
-commit (`chat.sockets.consumers`). Sync: run in the questions' database thread
-(`chat.live.early`).
+commit (`chat.sockets.consumers`). Sync: run in the database thread.
 
 The model server is asked first (docs/latency.md, rule 8): the answer's place
 in line is decided before its rows are written, and the moment it is admitted

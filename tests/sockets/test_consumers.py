@@ -13,7 +13,7 @@ from django.urls import reverse
 from chat.models import Conversation, Message, ModelProfile
 from chatsite.asgi import application
 from tests.communicators import ORIGIN, answer_of, connect, frames_until, send, text_of
-from tests.waiting import DEADLINE, idle, settled, until
+from tests.waiting import DEADLINE, idle, settled
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -64,31 +64,6 @@ async def test_a_frame_is_handled_while_the_database_thread_is_busy(
         await busy
     # The socket's database work still runs (in that thread, once free).
     await send(communicator)
-    assert (await frames_until(communicator, "done"))[-1]["type"] == "done"
-    await communicator.disconnect()
-
-
-async def test_a_question_is_stored_and_asked_while_the_database_thread_is_busy(
-    alice, conversation, simulator
-):
-    """A turn is stored on a thread of its own (`chat.live.early`), not behind
-    the work of the database thread every other call shares: the question is
-    committed, told and asked of the model server while that thread is held."""
-    communicator = await connect(alice, conversation)
-    held = threading.Event()
-    busy = asyncio.ensure_future(sync_to_async(held.wait)())
-    try:
-        await send(communicator, "While the thread is held")
-        stored = (await frames_until(communicator, "message"))[-1]["message"]
-        assert stored["content"] == "While the thread is held"
-        await until(lambda: simulator.log, "the model server never got it")
-        # (Read on another thread: the async ORM's is the held one.)
-        count = Message.objects.filter(role="user").count
-        assert await sync_to_async(count, thread_sensitive=False)() == 1
-        assert not busy.done()
-    finally:
-        held.set()
-        await busy
     assert (await frames_until(communicator, "done"))[-1]["type"] == "done"
     await communicator.disconnect()
 
