@@ -40,6 +40,7 @@ import asyncio
 import json
 import os
 import random
+import secrets
 import statistics
 import subprocess
 import tempfile
@@ -370,7 +371,11 @@ class Site:
         self.env = {
             **os.environ,
             "DATABASE_URL": f"sqlite:///{self.tmp.name}/bench.sqlite3",
-            "DEBUG": "true",  # as bench/relay.py; WhiteNoise serves the app's files
+            # As deployed (and as bench/relay.py): under DEBUG every query is
+            # logged. The pages' files are collected first, as on a host.
+            "DEBUG": "false",
+            "SECRET_KEY": secrets.token_urlsafe(50),
+            "ALLOWED_HOSTS": "127.0.0.1",
             "DJANGO_SETTINGS_MODULE": "chatsite.settings",
         }
         self.env.pop("REDIS_URL", None)
@@ -393,6 +398,7 @@ class Site:
 
     def start(self) -> None:
         self.manage("migrate", "--noinput", "-v", "0")
+        self.manage("collectstatic", "--noinput", "-v", "0")
         self.processes += [
             spawn(self.env, "manage.py", "simulate_ollama", "--port",
                   str(self.sim_port), "--record-times", "--think-tokens", "0",
