@@ -40,7 +40,6 @@ import asyncio
 import json
 import os
 import random
-import secrets
 import statistics
 import subprocess
 import tempfile
@@ -51,7 +50,7 @@ from typing import Any
 
 import httpx
 
-from bench.common import free_port, manage, percentile, spawn, wait_until_up
+from bench.common import deployed, free_port, manage, percentile, spawn, wait_until_up
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -371,11 +370,8 @@ class Site:
         self.env = {
             **os.environ,
             "DATABASE_URL": f"sqlite:///{self.tmp.name}/bench.sqlite3",
-            # As deployed (and as bench/relay.py): under DEBUG every query is
-            # logged. The pages' files are collected first, as on a host.
-            "DEBUG": "false",
-            "SECRET_KEY": secrets.token_urlsafe(50),
-            "ALLOWED_HOSTS": "127.0.0.1",
+            # Its pages' files are collected first (`start`), as on a host.
+            **deployed(),
             "DJANGO_SETTINGS_MODULE": "chatsite.settings",
         }
         self.env.pop("REDIS_URL", None)

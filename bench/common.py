@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import socket
 import subprocess
 import sys
@@ -12,6 +13,17 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def deployed() -> dict[str, str]:
+    """A benched site's settings as deployed: DEBUG off (under DEBUG Django
+    logs every query, a checkpoint's, a question's, which no production server
+    pays for), so a secret key and the host it is reached at."""
+    return {
+        "DEBUG": "false",
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "ALLOWED_HOSTS": "127.0.0.1",
+    }
 
 
 def free_port() -> int:

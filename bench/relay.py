@@ -13,7 +13,6 @@ import contextlib
 import gc
 import json
 import os
-import secrets
 import signal
 import statistics
 import subprocess
@@ -34,6 +33,7 @@ from bench.common import (
     StreamResult,
     answer_text,
     assign_arrivals,
+    deployed,
     free_port,
     manage,
     percentile,
@@ -86,11 +86,7 @@ class Site:
         self.env = {
             **os.environ,
             "DATABASE_URL": f"sqlite:///{self.tmp.name}/bench.sqlite3",
-            # As deployed: under DEBUG, Django logs every query (a checkpoint's,
-            # a question's), which no production server pays for.
-            "DEBUG": "false",
-            "SECRET_KEY": secrets.token_urlsafe(50),
-            "ALLOWED_HOSTS": "127.0.0.1",
+            **deployed(),
             "DJANGO_SETTINGS_MODULE": "chatsite.settings",
             # 100 API streams at once, and again, from one key: no rate limit.
             "API_REQUESTS_PER_MINUTE": "0",
