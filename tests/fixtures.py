@@ -35,6 +35,19 @@ class Simulator:
         return self.server.log
 
     @property
+    def asked(self) -> list[ChatLogEntry]:
+        """The chat requests that asked for an answer. A preload (an Ollama chat
+        without messages) is left out: the page asks for one when the user opens
+        a conversation or types, and it may reach the simulator after the
+        question it preceded."""
+        return [entry for entry in self.log if not entry.load_only]
+
+    @property
+    def loads(self) -> list[ChatLogEntry]:
+        """The preloads (Ollama chats without messages)."""
+        return [entry for entry in self.log if entry.load_only]
+
+    @property
     def ps_requests(self) -> int:
         return self.server.state.ps_requests
 

@@ -67,7 +67,7 @@ def test_the_home_question_is_sent_once_even_after_a_reload(
     expect(page.locator("#composer-input")).to_have_value("")
     assert Message.objects.filter(role="user").count() == 1
     assert [
-        e.body["messages"][-1]["content"] for e in simulator.log if not e.load_only
+        e.body["messages"][-1]["content"] for e in simulator.asked
     ] == ["Only once"]
 
 
@@ -91,7 +91,7 @@ def test_stop_keeps_the_partial_answer(
     answer = Message.objects.get(role="assistant")
     assert answer.status == "stopped"
     assert answer.content
-    entry = simulator.log[-1]
+    entry = simulator.asked[-1]
     assert entry.disconnected
 
 
@@ -151,7 +151,7 @@ def test_the_thinking_toggle_changes_what_the_model_is_asked(
         assert saved.value.ok
         ask(page, f"Thinking {mode}")
         wait_until_done(page, 1 if mode == "off" else 2)
-        assert simulator.log[-1].body["think"] is think
+        assert simulator.asked[-1].body["think"] is think
     thoughts = page.locator("article.assistant details.thinking")
     expect(thoughts.nth(0)).to_be_hidden()  # no thinking was asked for
     expect(thoughts.nth(1)).to_be_attached()
@@ -380,7 +380,7 @@ def test_stop_button_stops_and_enter_sends_shift_enter_breaks(
     expect(page.locator('article.assistant[data-status="stopped"]')).to_be_visible()
     expect(page.locator("#send-button")).to_be_visible()
     # The model server hears of the stop when its next write fails.
-    until_sync(lambda: simulator.log[-1].disconnected, "the model never saw the stop")
+    until_sync(lambda: simulator.asked[-1].disconnected, "the model never saw the stop")
 
 
 def test_scrolling_up_pauses_following_and_offers_a_jump_back(

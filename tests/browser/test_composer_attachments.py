@@ -143,7 +143,7 @@ def test_a_screenshot_pasted_and_a_pdf_dropped_go_with_the_question(
     expect(summary).to_be_hidden()
     sent = Message.objects.get(role="user")
     assert set(sent.attachments.all()) == {image, document}
-    received = simulator.log[-1].received
+    received = simulator.asked[-1].received
     assert [i["sha256"] for i in received["images"]] == [sha256(image.read())]
     assert "Quarterly revenue rose" in document.text
     assert received["documents"] == [
@@ -303,7 +303,7 @@ def test_enter_while_a_file_uploads_sends_once_it_is_up(
     expect(page.locator("#composer-input")).to_have_value("")
     [sent] = Attachment.objects.all()
     assert sent.message == Message.objects.get(role="user")
-    received = simulator.log[-1].received
+    received = simulator.asked[-1].received
     assert [d["name"] for d in received["documents"]] == ["minutes.txt"]
 
 
@@ -390,7 +390,7 @@ def test_a_document_too_large_is_given_back_then_sent_truncated(
     expect(page.locator("#composer-input")).to_have_value("")
     [document] = Attachment.objects.all()
     assert document.message == Message.objects.get(role="user")
-    [received] = simulator.log[-1].received["documents"]
+    [received] = simulator.asked[-1].received["documents"]
     assert received["name"] == "book.txt"
     assert 0 < received["chars"] < len(document.text)
 

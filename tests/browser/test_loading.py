@@ -27,7 +27,8 @@ def test_opening_a_conversation_loads_the_model_and_says_so(
     )
     wait_until_done(page)
     expect(state).to_be_hidden()
-    loads = [entry for entry in simulator.log if entry.load_only]
-    assert len(loads) == 1, "one preload for the opening and the typing together"
+    assert len(simulator.loads) == 1, (
+        "one preload for the opening and the typing together"
+    )
     answer = Message.objects.get(role="assistant")
     assert answer.status == "done" and answer.load_ms is not None

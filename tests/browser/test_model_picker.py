@@ -89,5 +89,5 @@ def test_the_home_picker_sets_the_new_conversations_model(
     ask_from_home(page, "Which model?")
     wait_until_done(page)
     assert Conversation.objects.get().model_profile == llama
-    asked = [e.body["model"] for e in simulator.log if not e.load_only]
+    asked = [e.body["model"] for e in simulator.asked]
     assert asked == ["llama-demo:3b"]

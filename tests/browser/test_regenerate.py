@@ -22,11 +22,6 @@ def two_tabs(live_server_url, context, login, conversation, alice):
     return first, second
 
 
-def answers_asked(simulator):
-    """The chat requests that asked for an answer (not preloads)."""
-    return [entry for entry in simulator.log if not entry.load_only]
-
-
 def shown_answer(page):
     return page.locator('article.assistant[data-status="done"] .answer')
 
@@ -55,8 +50,8 @@ def test_regenerate_replaces_the_answer_on_screen_in_both_tabs(
             ["first question", "second question"]
         )
         expect(page.locator(".version-number")).to_have_text(["2 / 2"])
-    assert len(answers_asked(simulator)) == 3
-    assert simulator.log[-1].body["messages"] == [
+    assert len(simulator.asked) == 3
+    assert simulator.asked[-1].body["messages"] == [
         {"role": "user", "content": "first question"},
         {"role": "assistant", "content": "The old answer."},
         {"role": "user", "content": "second question"},
@@ -86,7 +81,7 @@ def test_edit_and_resend_the_last_question_by_keyboard(
     first.keyboard.press("Escape")  # cancel: nothing sent, nothing changed
     expect(field).to_have_count(0)
     expect(edit).to_be_focused()
-    assert len(answers_asked(simulator)) == 2
+    assert len(simulator.asked) == 2
 
     first.keyboard.press("Enter")
     field.fill("   ")
@@ -104,7 +99,7 @@ def test_edit_and_resend_the_last_question_by_keyboard(
         expect(page.locator(".edit-input")).to_have_count(0)
         wait_until_done(page, 2)
     expect(first.locator("#composer-input")).to_be_focused()
-    assert simulator.log[-1].body["messages"][-1] == {
+    assert simulator.asked[-1].body["messages"][-1] == {
         "role": "user",
         "content": "second question",
     }
@@ -147,7 +142,7 @@ def test_an_edit_refused_while_another_tab_streams_keeps_its_text(
             ["question, reworded"]
         )
         expect(shown_answer(page)).to_have_text(["Reworded, answered."])
-    assert simulator.log[-1].body["messages"] == [
+    assert simulator.asked[-1].body["messages"] == [
         {"role": "user", "content": "question, reworded"}
     ]
     assert Message.objects.filter(content="another question", replaced=True).exists()
@@ -195,7 +190,7 @@ def test_choose_a_version_of_the_answer_by_keyboard_and_keep_it_after_a_reload(
     first.reload()
     expect(shown_answer(first)).to_have_text(["The first answer."])
     expect(first.locator(".version-number")).to_have_text("1 / 2")
-    assert len(answers_asked(simulator)) == 1  # switching asks the model nothing
+    assert len(simulator.asked) == 1  # switching asks the model nothing
     assert list(Message.shown.values_list("content", flat=True)) == [
         "question",
         "The first answer.",
@@ -231,7 +226,7 @@ def test_edit_the_second_of_five_questions_then_walk_back_to_the_old_branch(
     for page in (first, second):
         expect(turns(page)).to_have_text(["q1", "a1", "q2b", "a2b"])
         expect(page.locator(".version-number")).to_have_text(["2 / 2"])
-    assert simulator.log[-1].body["messages"] == [
+    assert simulator.asked[-1].body["messages"] == [
         {"role": "user", "content": "q1"},
         {"role": "assistant", "content": "a1"},
         {"role": "user", "content": "q2b"},
@@ -255,11 +250,11 @@ def test_edit_the_second_of_five_questions_then_walk_back_to_the_old_branch(
     ask(first, "q6")
     for page in (first, second):
         expect(turns(page)).to_have_text([*old_branch, "q6", "a6"])
-    assert [m["content"] for m in simulator.log[-1].body["messages"]] == [
+    assert [m["content"] for m in simulator.asked[-1].body["messages"]] == [
         *old_branch,
         "q6",
     ]
-    assert len(answers_asked(simulator)) == 2  # switching asks the model nothing
+    assert len(simulator.asked) == 2  # switching asks the model nothing
 
 
 MATRIX_ANSWER = r"""A matrix:

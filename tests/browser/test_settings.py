@@ -72,7 +72,7 @@ def test_the_settings_panel_changes_what_the_next_question_sends(
     page.press("#composer-input", "Enter")
     done = page.locator('article.assistant[data-status="done"]')
     expect(done).to_have_count(4, timeout=20_000)
-    request = simulator.log[-1].body
+    request = simulator.asked[-1].body
     assert request["model"] == "llama-demo:3b"
     assert request["messages"] == [
         {"role": "system", "content": "Answer like a pirate."},

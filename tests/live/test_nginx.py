@@ -74,7 +74,7 @@ def tokens_written_at_nth_text(nginx: Nginx, key: str, simulator) -> int:
                 delta = json.loads(line[6:])["choices"][0]["delta"]
                 texts += bool(delta.get("content"))
                 if texts == NTH:
-                    asked = [e for e in simulator.log if not e.load_only]
+                    asked = simulator.asked
                     written = asked[-1].tokens_sent
     assert written is not None, f"{texts} pieces of text came through"
     return written

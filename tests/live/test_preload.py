@@ -26,10 +26,6 @@ async def preload(communicator: WebsocketCommunicator) -> None:
     await communicator.send_json_to({"type": "preload"})
 
 
-def loads(simulator) -> list:
-    return [entry for entry in simulator.log if entry.load_only]
-
-
 def test_preload_frames_parse_and_build():
     assert frames.parse('{"type": "preload"}') == {"type": "preload"}
     assert frames.model_state("ready", "m", load_ms=12.5) == {
@@ -57,7 +53,7 @@ async def test_preload_loads_a_cold_model_and_says_so(alice, conversation, simul
     assert loading == frames.model_state("loading", "qwen3-demo:8b")
     assert ready["type"] == "model" and ready["state"] == "ready"
     assert ready["load_ms"] > 0
-    (load,) = loads(simulator)
+    (load,) = simulator.loads
     # The same options as a chat, so the answer does not load the model again.
     assert load.body["model"] == "qwen3-demo:8b"
     assert load.body["options"] == conversation.model_profile.request_options()
@@ -84,7 +80,7 @@ async def test_preload_is_asked_of_the_server_once_a_minute(
     await frames_until(communicator, "model")
     await communicator.receive_nothing(timeout=0.3)
     await communicator.disconnect()
-    assert len(loads(simulator)) == 1
+    assert len(simulator.loads) == 1
 
 
 async def test_preload_while_a_load_runs_joins_it(alice, bob, simulator, demo_profile):
@@ -103,7 +99,7 @@ async def test_preload_while_a_load_runs_joins_it(alice, bob, simulator, demo_pr
     assert (await alice_socket.receive_json_from(timeout=5))["state"] == "ready"
     await alice_socket.disconnect()
     await bob_socket.disconnect()
-    assert len(loads(simulator)) == 1
+    assert len(simulator.loads) == 1
 
 
 async def test_preload_with_the_model_server_down_says_why_and_retries(
@@ -162,7 +158,7 @@ async def test_an_answer_during_a_preload_says_loading_and_records_the_load(
     answer = await answer_of(conversation)
     assert answer.status == Message.Status.DONE
     assert answer.load_ms is not None
-    assert len(loads(simulator)) == 1
+    assert len(simulator.loads) == 1
 
 
 async def test_preload_of_a_deleted_conversation_is_ignored(alice, conversation):
