@@ -136,7 +136,11 @@ async def unsaved(generation: Generation, viewers: Viewers) -> list[frames.Serve
 
 async def learn_token_ratio(profile: ModelProfile, message: Message) -> None:
     """Calibrate the profile's token estimate from the answer's prompt figures
-    (after the answer is saved and told: it delays nobody)."""
+    (after the answer is saved and told). Most answers of a settled profile
+    teach nothing: they make no trip to the database thread, where the next
+    question's turn may be waiting."""
+    if profile.teaching_ratio(message) is None:
+        return
     try:
         await database_sync_to_async(profile.learn_from)(message)
     except DatabaseError:

@@ -251,6 +251,30 @@ def test_the_first_measurement_sets_the_ratio_then_later_ones_move_it(profile):
     assert profile.estimated_chars_per_token == pytest.approx(3.6)
 
 
+def test_an_answer_that_agrees_with_the_learnt_ratio_writes_nothing(profile):
+    assert profile.learn_from(finished(profile, 3000, 1000))
+    ModelProfile.objects.filter(pk=profile.pk).update(chars_per_token=5.0)
+    # Within 1% of what this copy learnt: nothing to write.
+    assert not profile.learn_from(finished(profile, 3020, 1000))
+    assert ModelProfile.objects.get(pk=profile.pk).chars_per_token == 5.0
+    assert profile.chars_per_token == 3.0
+    assert profile.learn_from(finished(profile, 3100, 1000))
+    assert profile.chars_per_token == pytest.approx(3.03)
+    assert ModelProfile.objects.get(pk=profile.pk).chars_per_token == pytest.approx(
+        5.0 + 0.3 * (3.1 - 5.0)
+    )
+
+
+def test_answers_calibrating_at_once_all_count(profile):
+    # Another process's copy of the profile, read before the first answer
+    # calibrated it: the step is taken from the row, not from the copy.
+    other = ModelProfile.objects.get(pk=profile.pk)
+    assert profile.learn_from(finished(profile, 3000, 1000))
+    assert other.learn_from(finished(other, 5000, 1000))
+    profile.refresh_from_db()
+    assert profile.chars_per_token == pytest.approx(3.6)
+
+
 def test_missing_or_implausible_figures_teach_nothing(profile):
     assert not profile.learn_from(finished(profile, None, 100))
     assert not profile.learn_from(finished(profile, 4000, None))
