@@ -305,6 +305,13 @@ function trimmedEnd(text) {
   return end;
 }
 
+// The open paragraph's text is appended to text nodes of at most about this many
+// characters, one after another. Chromium shapes an edited text node again whole
+// (`InlineNode::SetTextWithOffset`), so in one node a token would cost the length
+// of its paragraph: a Chinese answer is often one paragraph of thousands of
+// characters. The nodes render as the one text they hold together.
+const TEXT_NODE_CHARS = 256;
+
 // Finds the boundaries in a growing text. Lines are classified once, when their
 // newline arrives; only the first character of an incomplete line is looked at.
 class BlockScanner {
@@ -526,8 +533,12 @@ export class IncrementalMarkdown {
     if (!prose || this.codeTail || !PLAIN_TEXT.test(added)) return false;
     const combined = prose.held + added;
     const end = trimmedEnd(combined);
-    if (end > 0) prose.node.appendData(combined.slice(0, end));
-    this.prose = { node: prose.node, held: combined.slice(end) };
+    let node = prose.node;
+    if (end > 0) {
+      if (node.length >= TEXT_NODE_CHARS) node = node.parentNode.appendChild(document.createTextNode(""));
+      node.appendData(combined.slice(0, end));
+    }
+    this.prose = { node, held: combined.slice(end) };
     this.tailSource = null; // the tail's source is read again only for a full render
     return true;
   }

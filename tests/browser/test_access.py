@@ -40,6 +40,4 @@ def test_a_forbidden_model_is_named_and_an_allowed_one_chosen(
     )
     ask(page, "Hello again")
     wait_until_done(page)
-    assert [entry.body["model"] for entry in simulator.asked] == [
-        "qwen3-demo:8b"
-    ]
+    assert [entry.body["model"] for entry in simulator.asked] == ["qwen3-demo:8b"]

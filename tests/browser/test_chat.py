@@ -66,9 +66,7 @@ def test_the_home_question_is_sent_once_even_after_a_reload(
     expect(page.locator("article.user")).to_have_count(1)
     expect(page.locator("#composer-input")).to_have_value("")
     assert Message.objects.filter(role="user").count() == 1
-    assert [
-        e.body["messages"][-1]["content"] for e in simulator.asked
-    ] == ["Only once"]
+    assert [e.body["messages"][-1]["content"] for e in simulator.asked] == ["Only once"]
 
 
 def test_stop_keeps_the_partial_answer(
@@ -668,6 +666,31 @@ def test_incremental_rendering_matches_rendering_the_whole_answer(
     failures = [f for tab in pages for f in tab.evaluate("() => window.__compared")]
     assert failures == []
     assert sum(map(len, shares(DOCUMENTS, len(pages)))) == len(DOCUMENTS)
+
+
+# Streams a paragraph a character at a time; its text nodes and its text.
+STREAM_PARAGRAPH = r"""async (text) => {
+  const { IncrementalMarkdown } = await import("/static/chat/markdown.js");
+  const renderer = new IncrementalMarkdown(document.createElement("div"));
+  for (const c of text) renderer.append(c);
+  const p = renderer.tail.querySelector("p");
+  return [p.textContent, [...p.childNodes].map((n) => [n.nodeType, n.length])];
+}"""
+
+
+def test_a_long_paragraph_streams_into_short_text_nodes(
+    live_server_url, page, login, conversation, alice
+):
+    # A Chinese answer is often one paragraph of thousands of characters: each
+    # token is appended to a text node of at most 256 of them, never to one that
+    # holds the paragraph (static/chat/markdown.js, TEXT_NODE_CHARS).
+    open_conversation(page, login, live_server_url, conversation, alice)
+    text = "这是一个很长的中文段落，模型一个字一个字地写出来，没有空格。" * 60
+    shown, nodes = page.evaluate(STREAM_PARAGRAPH, text)
+    assert shown == text
+    assert {kind for kind, _ in nodes} == {3}  # text only
+    assert max(length for _, length in nodes) == 256
+    assert len(nodes) == -(-len(text) // 256)
 
 
 LAYOUT_DOCUMENT = """## Heading one

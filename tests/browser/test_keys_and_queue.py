@@ -87,9 +87,7 @@ def test_a_message_typed_while_the_answer_streams_is_sent_when_it_ends(
     wait_until_done(page, count=2)
     expect(page.locator("article.user")).to_have_text(["First", "Second"])
     expect(card).to_be_hidden()
-    asked = [
-        e.body["messages"][-1]["content"] for e in simulator.asked
-    ]
+    asked = [e.body["messages"][-1]["content"] for e in simulator.asked]
     assert asked == ["First", "Second"]
 
 
