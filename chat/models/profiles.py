@@ -40,6 +40,13 @@ LEARNING_RATE = 0.3
 SETTLED = 0.01
 
 
+def _stepped(current: Any, observed: Any) -> Any:
+    """The learnt ratio moved LEARNING_RATE of the way towards what an answer
+    measured: the same arithmetic on numbers (this object's copy) and on
+    expressions (the row's, in the UPDATE of `ModelProfile.learn_from`)."""
+    return current + LEARNING_RATE * (observed - current)
+
+
 class ServerSettings(TypedDict):
     """What the model-server seam takes of a profile: plain values, so that
     `chat.upstream` needs no model (the keyword arguments of
@@ -371,16 +378,12 @@ class ModelProfile(models.Model):
             return False
         ModelProfile.objects.filter(pk=self.pk).update(
             chars_per_token=Coalesce(
-                F("chars_per_token")
-                + LEARNING_RATE * (Value(observed) - F("chars_per_token")),
-                Value(observed),
+                _stepped(F("chars_per_token"), Value(observed)), Value(observed)
             )
         )
         current = self.chars_per_token
         self.chars_per_token = (
-            observed
-            if current is None
-            else current + LEARNING_RATE * (observed - current)
+            observed if current is None else _stepped(current, observed)
         )
         return True
 
