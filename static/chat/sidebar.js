@@ -351,15 +351,15 @@ function wire() {
   document.body.addEventListener("htmx:sendError", () => showError(gettext("The server cannot be reached.")));
   document.body.addEventListener("htmx:load", (event) => applyFolded(event.detail.elt));
   // An entry that moves away (pinned, archived, filed) takes the focus with it:
-  // it goes to the entry beside it instead of the page's start.
+  // it goes to the next entry of its list (past a date group's heading if it
+  // was the last of its group), else the one before, instead of the page's start.
   let focusAfter = null;
   document.body.addEventListener("htmx:oobBeforeSwap", (event) => {
     const gone = event.detail.target;
     if (!gone.contains(document.activeElement) || !gone.classList.contains("conversation-item")) return;
-    const near = [gone.nextElementSibling, gone.previousElementSibling].find((li) =>
-      li?.classList.contains("conversation-item"),
-    );
-    focusAfter = near?.querySelector("a") ?? null;
+    const entries = [...gone.parentElement.children].filter((li) => li.classList.contains("conversation-item"));
+    const at = entries.indexOf(gone);
+    focusAfter = (entries[at + 1] ?? entries[at - 1])?.querySelector("a") ?? null;
   });
   document.body.addEventListener("htmx:afterSettle", () => {
     if (focusAfter?.isConnected && (document.activeElement ?? document.body) === document.body) focusAfter.focus();

@@ -265,11 +265,21 @@ def test_an_entry_moved_by_new_activity_keeps_the_rename_being_typed(
     expect(field).to_have_value("Last week plans, again")
 
 
+@pytest.mark.parametrize(
+    ("newer", "older"),
+    [
+        pytest.param(5, 5.1, id="same-group"),
+        # "Today" left empty: the next entry is past the next group's heading.
+        pytest.param(0, 5, id="across-a-heading"),
+    ],
+)
 def test_archiving_from_the_keyboard_leaves_the_focus_on_the_next_entry(
-    live_server_url, page, login, alice, demo_profile
+    live_server_url, page, login, alice, demo_profile, newer, older
 ):
-    after = talk(alice, "Older", demo_profile, days_ago=0.01)
-    gone = talk(alice, "Newer", demo_profile)
+    # Days apart that keep their groups at any hour (chat/models/sidebar.py,
+    # date_group): minutes apart would fall into two groups around midnight.
+    after = talk(alice, "Older", demo_profile, days_ago=older)
+    gone = talk(alice, "Newer", demo_profile, days_ago=newer)
     open_conversation(page, login, live_server_url, after, alice)
     entry(page, gone).locator(".item-menu-button").focus()
     page.keyboard.press("Enter")
