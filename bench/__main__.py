@@ -137,7 +137,9 @@ def verdicts(row: dict[str, object]) -> str:
     failed = [f"{k}>{v}" for k, v in budgets.items() if float(row[k]) > v]  # type: ignore[arg-type]
     if float(row.get("cpu_vs_bare_relay", 0)) > 1:  # type: ignore[arg-type]
         failed.append("cpu>bare relay's")
-    if not row["complete"]:
+    if row.get("refused"):
+        failed.append(f"{row['refused']} sockets refused")
+    elif not row["complete"]:
         failed.append("tokens lost")
     return "FAIL " + ", ".join(failed) if failed else "ok"
 
@@ -203,7 +205,8 @@ def print_ramp(summary: dict[str, Any]) -> None:
         print(f"Ramp: the added p99 stayed under {limit} ms at every step.")
         return
     print(
-        f"Ramp: the added p99 passed {limit} ms at {summary['first_over']} "
+        f"Ramp: the added p99 passed {limit} ms (or sockets were refused) at "
+        f"{summary['first_over']} "
         f"({summary['first_over_offered_tps']:.0f} tok/s offered, "
         f"{summary['first_over_delivered_tps']:.0f} delivered incl. connecting)."
     )
@@ -231,7 +234,8 @@ if __name__ == "__main__":
         "--ramp",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="the ramp (more 40 tok/s streams until the added p99 passes 50 ms); "
+        help="the ramp (more 40 tok/s streams until the added p99 passes 50 ms "
+        "or sockets are refused); "
         "on by default unless --quick or --only",
     )
     parser.add_argument(

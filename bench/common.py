@@ -116,6 +116,9 @@ class StreamResult:
     first_token: float | None = None
     queue_wait_ms: float | None = None  # chatsite's own figure, from `done`
     viewer_frames: int = 0  # content frames its live-link viewers got, in all
+    # The server dropped its handshake: an overloaded Daphne closes a socket not
+    # accepted within 5 s (autobahn's openHandshakeTimeout, daphne/server.py).
+    refused: bool = False
 
 
 def answer_text(tokens: int) -> str:

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import math
 import os
 import signal
 import statistics
@@ -27,6 +28,7 @@ from typing import Any
 import aiohttp
 import httpx
 import websockets
+from websockets.exceptions import InvalidHandshake
 
 from bench import api
 from bench.common import (
@@ -235,7 +237,14 @@ async def through_chatsite(
     port = port or site.web_port
     url = f"ws://127.0.0.1:{port}/ws/conversations/{conversation_id}/"
     headers = {"Cookie": site.cookie, "Origin": f"http://127.0.0.1:{port}"}
-    async with websockets.connect(url, additional_headers=headers, max_size=None) as ws:
+    try:
+        socket = await websockets.connect(
+            url, additional_headers=headers, max_size=None
+        )
+    except (InvalidHandshake, OSError):
+        result.refused = True
+        return result
+    async with socket as ws:
         result.started = time.time()
         await ws.send(
             json.dumps({"type": "send", "content": result.key, "client_id": "b"})
@@ -507,9 +516,8 @@ async def run_scenario(site: Site, scenario: Scenario) -> dict[str, Any]:
     tokens = sum(len(r.arrivals) for r in relayed)
 
     def ttft(results: list[StreamResult]) -> float:
-        return statistics.median(
-            (r.first_token - r.started) * 1000 for r in results if r.first_token
-        )
+        firsts = [(r.first_token - r.started) * 1000 for r in results if r.first_token]
+        return statistics.median(firsts) if firsts else math.nan
 
     row: dict[str, Any] = {"scenario": scenario.name, "tokens": tokens}
     for q, label in ((0.5, "p50"), (0.95, "p95"), (0.99, "p99"), (1.0, "max")):
@@ -534,6 +542,7 @@ async def run_scenario(site: Site, scenario: Scenario) -> dict[str, Any]:
     waits = [r.queue_wait_ms for r in relayed if r.queue_wait_ms is not None]
     row["queue_wait_p50_ms"] = percentile(waits, 0.5)
     row["queue_wait_max_ms"] = percentile(waits, 1.0)
+    row["refused"] = sum(r.refused for r in relayed)
     row["complete"] = tokens == scenario.streams * scenario.tokens
     return row
 
@@ -563,7 +572,8 @@ async def run_ramp(
         row = await run_scenario(site, ramp_scenario(streams))
         row["streams"] = streams
         rows.append(row)
-        return bool(row["added_p99_ms"] > RAMP_LIMIT_MS)
+        # Sockets refused at their handshake: the process is past what it carries.
+        return bool(row["added_p99_ms"] > RAMP_LIMIT_MS or row["refused"])
 
     low, high, streams = 0, 0, start
     while streams <= most:
