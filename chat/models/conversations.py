@@ -442,7 +442,7 @@ class Conversation(models.Model):
         )
         if files_of is not None or attachments:
             # Its files are bound to its row (and may refuse the turn).
-            question.save()
+            question.save(root=not earlier)
             if files_of is not None:
                 Attachment.copy_to(question, files_of, profile)
             else:
@@ -492,7 +492,7 @@ class Conversation(models.Model):
         # (docs/latency.md, rule 8): the model server may be asked meanwhile.
         then = placed(turn) if placed is not None else None
         if question.pk is None:
-            question.save()
+            question.save(root=not earlier)
         answer.parent_id = question.pk
         answer.save()
         if then is not None:

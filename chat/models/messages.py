@@ -261,12 +261,13 @@ class Message(models.Model):
     def __str__(self) -> str:
         return f"{self.role} #{self.pk}"
 
-    def save(self, *args: Any, **kwargs: Any) -> None:
+    def save(self, *args: Any, root: bool = False, **kwargs: Any) -> None:
         """A new message follows the shown branch's last one, unless told its
         parent: an edit or a regenerate first takes the turn and what follows
         off the branch (`Conversation._retry`), so its question lands beside the
-        old one."""
-        if self._state.adding and self.parent_id is None:
+        old one. `root`: it has none, as its caller knows from the branch it
+        read (a conversation's first question: no query to find it again)."""
+        if self._state.adding and self.parent_id is None and not root:
             self.parent_id = Message.last_shown_id(self.conversation_id)
         super().save(*args, **kwargs)
 

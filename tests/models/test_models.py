@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from unittest.mock import patch
 
 import pytest
 from django.utils import timezone
@@ -95,6 +96,20 @@ def test_begin_turn_stores_question_and_streaming_placeholder(alice, thinker):
     answer.save()
     assert not conversation.begin_turn("again").titled
     assert conversation.messages.filter(role="user").count() == 2
+
+
+def test_a_first_question_is_stored_without_looking_for_its_parent(alice, thinker):
+    """The turn read the branch already: a first question has no parent, and
+    no query asks again (it would stand between the model server's first token
+    and the page, docs/latency.md rule 8); a later one follows the answer."""
+    conversation = Conversation.objects.create(owner=alice)
+    with patch.object(Message, "last_shown_id", side_effect=AssertionError):
+        first = Conversation.begin_turn_of(conversation.pk, "First", "c1")
+        Message.objects.filter(pk=first.answer.pk).update(status=Message.Status.DONE)
+        second = Conversation.begin_turn_of(conversation.pk, "Second", "c2")
+    assert first.question.parent_id is None
+    assert first.answer.parent_id == first.question.pk
+    assert second.question.parent_id == first.answer.pk
 
 
 def test_begin_turn_without_any_model_stores_nothing(alice):
