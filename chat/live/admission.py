@@ -203,7 +203,7 @@ def _tickets(_: int) -> QuerySet[Any, Any]:
 
 
 # Read at each decision: compiled once (`chat.models.prepared`).
-TICKETS: Prepared[Ticket] = Prepared(_tickets, keyed=False)
+TICKETS: Prepared[Ticket] = Prepared(_tickets, keyed=False, at_start=True)
 
 
 # The id a new answer is decided under before its row exists (`place`): the

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer
 
 from chat.live import (
@@ -45,7 +46,7 @@ from chat.live.events import (
 )
 from chat.live.generation import Generation, Sink, send_all
 from chat.live.relay import relay
-from chat.models import Message, ModelProfile
+from chat.models import Message, ModelProfile, prepared
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +87,7 @@ class Runner:
         state.started = True
         loop = state.loop
         state.tasks.append(loop.create_task(self._sweep_loop(), name="sweep"))
+        state.tasks.append(loop.create_task(_compile_queries(), name="compile"))
         if fanout.spans_processes(state.layer):
             assert state.layer is not None
             state.channel = await state.layer.new_channel()
@@ -450,6 +452,15 @@ class Runner:
         generation.queue_position = position
         queued = frames.queued(generation.message_id, position)
         await self.broadcast(generation.conversation_id, queued)
+
+
+async def _compile_queries() -> None:
+    """The question's reads compiled in the database thread before the first
+    question needs them (`chat.models.prepared.compile_all`)."""
+    try:
+        await database_sync_to_async(prepared.compile_all)()
+    except Exception:  # the first question compiles them then
+        logger.warning("the prepared queries could not be compiled", exc_info=True)
 
 
 runner = Runner()

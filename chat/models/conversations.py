@@ -858,7 +858,7 @@ def _turn_read(pk: int) -> models.QuerySet[Conversation]:
 
 
 # Compiled once (`chat.models.prepared`): the compiler costs more than the trip.
-TURN_READ: Prepared[Conversation] = Prepared(_turn_read)
+TURN_READ: Prepared[Conversation] = Prepared(_turn_read, at_start=True)
 
 # The shown branch's messages a new question follows, by the conversation's id:
 # the columns the history is built from, not whole messages (a long
@@ -868,7 +868,8 @@ EARLIER: Prepared[Message] = Prepared(
         Message.shown.filter(conversation_id=pk)
         .order_by("pk")
         .values_list("pk", "role", "content", "status")
-    )
+    ),
+    at_start=True,
 )
 
 

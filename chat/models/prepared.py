@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar, cast
 from weakref import WeakKeyDictionary
 
-from django.db import DEFAULT_DB_ALIAS, connections, models
+from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 from django.db.models import query
@@ -42,15 +42,23 @@ class Prepared(Generic[M]):
     wrapper (one per thread and database, the SQL being the backend's own).
     `get(key)`: its one model object, as `QuerySet.get`; `rows(key)`: its rows
     as tuples (a `values_list` queryset). `keyed=False`: a query of no key
-    (`build` is given one and ignores it)."""
+    (`build` is given one and ignores it). `at_start`: compiled as a process
+    starts (`compile_all`), for a query a question runs before its model server
+    is asked."""
 
     def __init__(
-        self, build: Callable[[int], models.QuerySet[Any]], *, keyed: bool = True
+        self,
+        build: Callable[[int], models.QuerySet[Any]],
+        *,
+        keyed: bool = True,
+        at_start: bool = False,
     ) -> None:
         self.build, self.keyed = build, keyed
         self.compiled: WeakKeyDictionary[BaseDatabaseWrapper, _Compiled] = (
             WeakKeyDictionary()
         )
+        if at_start:
+            AT_START.append(self)
 
     def get(self, key: int, using: str = DEFAULT_DB_ALIAS) -> M:
         compiled = self._compiled(using)
@@ -74,6 +82,21 @@ class Prepared(Generic[M]):
                 compiler, using, self.keyed
             )
         return compiled
+
+
+# The queries `compile_all` compiles (`Prepared(at_start=True)`).
+AT_START: list[Prepared[Any]] = []
+
+
+def compile_all(using: str = DEFAULT_DB_ALIAS) -> None:
+    """Compile the `at_start` queries for this thread's connection. Run in the
+    database thread as a process starts (`Runner.ensure_started`): a process's
+    first question then spends no time in the compiler (about 8 ms for its
+    reads, before the model server is asked). In a transaction because a
+    locking read (`select_for_update`) compiles only in one; nothing runs."""
+    with transaction.atomic(using):
+        for prepared in AT_START:
+            prepared._compiled(using)
 
 
 def _cursor(connection: BaseDatabaseWrapper) -> CursorWrapper:

@@ -126,8 +126,8 @@ class SiteDefaults(models.Model):
 
 
 SITE_ROW: Prepared[SiteDefaults] = Prepared(
-    lambda pk: SiteDefaults.objects.filter(pk=pk)
+    lambda pk: SiteDefaults.objects.filter(pk=pk), at_start=True
 )
 LOCKED_SITE_ROW: Prepared[SiteDefaults] = Prepared(
-    lambda pk: SiteDefaults.objects.select_for_update().filter(pk=pk)
+    lambda pk: SiteDefaults.objects.select_for_update().filter(pk=pk), at_start=True
 )

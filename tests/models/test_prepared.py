@@ -12,9 +12,11 @@ from django.db.models import Count, F, Value
 from django.db.models.sql.compiler import SQLCompiler
 from django.test.utils import CaptureQueriesContext
 
+from chat.live.admission import TICKETS
 from chat.models import Attachment, Conversation, ModelProfile
-from chat.models.conversations import TURN_READ, _turn_read
+from chat.models.conversations import EARLIER, TURN_READ, _turn_read
 from chat.models.prepared import Prepared
+from chat.models.site import LOCKED_SITE_ROW, SITE_ROW
 
 pytestmark = pytest.mark.django_db
 
@@ -158,3 +160,24 @@ def test_a_turn_without_files_builds_no_query_for_them(
         assert turn.question.files == []
     assert compiled  # the spy sees the turn's own queries
     assert Attachment not in compiled
+
+
+def test_compile_all_compiles_every_query_and_runs_none(answered: Conversation) -> None:
+    """What a process does as it starts (`Runner.ensure_started`): its first
+    question then finds the turn's reads compiled."""
+    from chat.models import prepared
+
+    default = connections["default"]
+    assert {TURN_READ, EARLIER, TICKETS, SITE_ROW, LOCKED_SITE_ROW} <= set(
+        prepared.AT_START
+    )
+    for query in prepared.AT_START:
+        query.compiled.pop(default, None)
+    with CaptureQueriesContext(connection) as queries:
+        prepared.compile_all()
+    assert not [q for q in queries if q["sql"].lstrip().upper().startswith("SELECT")]
+    assert all(default in query.compiled for query in prepared.AT_START)
+    compiled = TURN_READ.compiled[default]
+    with transaction.atomic():
+        assert TURN_READ.get(answered.pk).pk == answered.pk
+    assert TURN_READ.compiled[default] is compiled
