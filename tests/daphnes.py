@@ -18,6 +18,10 @@ import httpx
 import websockets
 from django.conf import settings
 from django.db import connection
+from redis import asyncio as aioredis
+
+from chat.live.events import conversation_group
+from tests.waiting import until
 
 ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT = 120.0  # seconds
@@ -147,3 +151,19 @@ async def frames_until(ws, kind: str, timeout: float = 20) -> list[dict]:
 
 async def send(ws, content: str = "hello") -> None:
     await ws.send(json.dumps({"type": "send", "content": content, "client_id": "x"}))
+
+
+async def until_joined(conversation, sockets: int) -> None:
+    """Until `sockets` sockets' feeds joined the conversation's group in Redis.
+    A socket is open once accepted, and its feed joins after that
+    (`ChatConsumer.connect`): only then does it hear answers run elsewhere."""
+    client = aioredis.Redis.from_url(settings.REDIS_URL)
+    key = f"asgi:group:{conversation_group(conversation.pk)}"
+
+    async def joined() -> bool:
+        return int(await client.zcard(key)) >= sockets
+
+    try:
+        await until(joined, f"{sockets} sockets never joined {key}")
+    finally:
+        await client.aclose()

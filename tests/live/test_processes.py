@@ -12,7 +12,7 @@ import pytest
 
 from chat.models import Message
 from tests.communicators import text_of
-from tests.daphnes import frames_until, open_socket, send
+from tests.daphnes import frames_until, open_socket, send, until_joined
 from tests.threads import in_thread
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -25,6 +25,7 @@ async def test_a_viewer_on_another_process_sees_the_same_answer(
     cookie = await in_thread(session_cookie, alice)
     owner = await open_socket(daphnes[0], conversation, cookie)
     viewer = await open_socket(daphnes[1], conversation, cookie)
+    await until_joined(conversation, 2)  # the viewer hears the answer from its start
     await send(owner)
     mine = await frames_until(owner, "done")
     theirs = await frames_until(viewer, "done")
