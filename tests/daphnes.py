@@ -1,6 +1,7 @@
-"""Real Daphne processes (`python -m daphne`) on the test database, and their
-sockets over the network (the `websockets` client). The fixtures that start a
-pair per test module are in `tests/live/conftest.py`."""
+"""Real Daphne processes (`python -m daphne`) on the test database, their
+sockets over the network (the `websockets` client), and the Redis groups the
+sockets' feeds join. The fixtures that start a pair per test module are in
+`tests/live/conftest.py`."""
 
 from __future__ import annotations
 
@@ -153,17 +154,23 @@ async def send(ws, content: str = "hello") -> None:
     await ws.send(json.dumps({"type": "send", "content": content, "client_id": "x"}))
 
 
+async def group_members(conversation_ids: list[int]) -> int:
+    """How many channels the conversations' groups hold in Redis (the sockets
+    whose feeds joined them, in every process)."""
+    client = aioredis.Redis.from_url(settings.REDIS_URL)
+    try:
+        keys = [f"asgi:group:{conversation_group(pk)}" for pk in conversation_ids]
+        return sum([int(await client.zcard(key)) for key in keys])
+    finally:
+        await client.aclose()
+
+
 async def until_joined(conversation, sockets: int) -> None:
     """Until `sockets` sockets' feeds joined the conversation's group in Redis.
     A socket is open once accepted, and its feed joins after that
     (`ChatConsumer.connect`): only then does it hear answers run elsewhere."""
-    client = aioredis.Redis.from_url(settings.REDIS_URL)
-    key = f"asgi:group:{conversation_group(conversation.pk)}"
 
     async def joined() -> bool:
-        return int(await client.zcard(key)) >= sockets
+        return await group_members([conversation.pk]) >= sockets
 
-    try:
-        await until(joined, f"{sockets} sockets never joined {key}")
-    finally:
-        await client.aclose()
+    await until(joined, f"{sockets} sockets never joined {conversation}'s group")

@@ -15,10 +15,8 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-import redis.asyncio as aioredis
 from channels.db import database_sync_to_async
 from channels.layers import channel_layers, get_channel_layer
-from django.conf import settings as django_settings
 
 from chat.live import fanout
 from chat.live import frames as server_frames
@@ -30,7 +28,14 @@ from chat.models import Conversation, Message, SiteDefaults
 from chat.sockets.consumers import ChatConsumer
 from tests import servers
 from tests.communicators import connect, frames_until, send, text_of
-from tests.daphnes import Daphne, daphne_env, free_port, open_socket, start_all
+from tests.daphnes import (
+    Daphne,
+    daphne_env,
+    free_port,
+    group_members,
+    open_socket,
+    start_all,
+)
 from tests.daphnes import send as ws_send
 from tests.threads import in_thread
 
@@ -70,17 +75,6 @@ async def until(check: Callable[[], Any], what: str, timeout: float = 60) -> Non
             return
         assert time.monotonic() < deadline, what
         await asyncio.sleep(0.05)
-
-
-async def group_members(conversation_ids: list[int]) -> int:
-    """How many channels the conversations' groups hold in Redis."""
-    client = aioredis.Redis.from_url(django_settings.REDIS_URL)
-    try:
-        return sum(
-            [await client.zcard(f"asgi:group:chat.{pk}") for pk in conversation_ids]
-        )
-    finally:
-        await client.aclose()
 
 
 def left_nothing(conversation_ids: list[int]) -> bool:

@@ -13,7 +13,7 @@ from django.db.models.sql.compiler import SQLCompiler
 from django.test.utils import CaptureQueriesContext
 
 from chat.live.admission import TICKETS
-from chat.models import Attachment, Conversation, ModelProfile
+from chat.models import Attachment, Conversation, ModelProfile, prepared
 from chat.models.conversations import EARLIER, TURN_READ, _turn_read
 from chat.models.prepared import Prepared
 from chat.models.site import LOCKED_SITE_ROW, SITE_ROW
@@ -165,8 +165,6 @@ def test_a_turn_without_files_builds_no_query_for_them(
 def test_compile_all_compiles_every_query_and_runs_none(answered: Conversation) -> None:
     """What a process does as it starts (`Runner.ensure_started`): its first
     question then finds the turn's reads compiled."""
-    from chat.models import prepared
-
     default = connections["default"]
     assert {TURN_READ, EARLIER, TICKETS, SITE_ROW, LOCKED_SITE_ROW} <= set(
         prepared.AT_START
