@@ -4,6 +4,10 @@ the commit. The caller then starts the answer at once (`Runner.start`, with
 `stored`) while the thread writes the rest and commits; a commit that fails
 closes the upstream request (`Runner._ask_while_storing`).
 
+A sent question's turn is also shown before its commit: the thread says so once
+the question's and the answer's rows are inserted (`Shown`), and the viewers
+are told then; a commit that fails after that takes the turn back from them.
+
 Used by the conversation's socket (`chat.sockets.consumers`) and the API
 (`chat.api.answers`) alike (rule 9).
 """
@@ -13,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from channels.db import database_sync_to_async
@@ -50,13 +55,60 @@ async def store(
     return stored, early.result() if early.done() else None
 
 
+class Shown:
+    """What a turn's viewers may be told before its commit, and what takes it
+    back if the commit then fails: set from the database thread once the
+    turn's rows are inserted (`chat.sockets.turns.begin`, `shown`)."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.future: asyncio.Future[Frames] = self._loop.create_future()
+
+    def set(
+        self, told: list[frames.ServerFrame], taken_back: list[frames.ServerFrame]
+    ) -> None:
+        """From the database thread."""
+        self._loop.call_soon_threadsafe(self.future.set_result, (told, taken_back))
+        # As `admitted` above: the loop tells the viewers while this thread
+        # goes on to the commit.
+        time.sleep(0.0001)
+
+
+# What the viewers are told, and what takes it back.
+Frames = tuple[list[frames.ServerFrame], list[frames.ServerFrame]]
+
+
+@dataclass(frozen=True)
+class Storing:
+    """A turn committed while its answer starts (`Runner.start`, `storing`):
+    `committed` is what its viewers are told once committed (its error if the
+    commit failed); `shown`, what they may be told before (`Shown`)."""
+
+    committed: asyncio.Future[list[frames.ServerFrame]]
+    shown: asyncio.Future[Frames] | None = None
+
+    async def told(self) -> tuple[list[frames.ServerFrame], list[frames.ServerFrame]]:
+        """What to tell the viewers, as soon as it may be told, and what takes
+        it back (nothing once committed). Raises the commit's error if it
+        failed before anything could be told."""
+        if self.shown is not None and not self.committed.done():
+            either: list[asyncio.Future[Any]] = [self.committed, self.shown]
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        if self.committed.done() or self.shown is None:
+            return await self.committed, []
+        return self.shown.result()
+
+
 def told(
-    stored: asyncio.Task[R], frames_of: Callable[[R], list[frames.ServerFrame]]
-) -> asyncio.Future[list[frames.ServerFrame]]:
+    stored: asyncio.Task[R],
+    frames_of: Callable[[R], list[frames.ServerFrame]],
+    shown: Shown | None = None,
+) -> Storing:
     """What the turn's viewers are told once `stored` committed (`frames_of`
-    its result); its error if the commit failed (`Runner.start`, `stored`)."""
+    its result), or before if the thread showed it (`shown`)."""
 
     async def once_stored() -> list[frames.ServerFrame]:
         return frames_of(await stored)
 
-    return asyncio.ensure_future(once_stored())
+    committed = asyncio.ensure_future(once_stored())
+    return Storing(committed, None if shown is None else shown.future)

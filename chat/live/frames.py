@@ -357,6 +357,9 @@ class ErrorFrame(TypedDict):
     message_id: int | None
     code: str
     detail: str
+    # A question not stored after all ("not_stored"): its text, for the page
+    # that sent it to give back (it may have been shown and echoed already).
+    content: NotRequired[str]
 
 
 class ModelFrame(TypedDict):
@@ -449,8 +452,18 @@ def done(message: Message) -> DoneFrame:
     }
 
 
-def error(message_id: int | None, code: str, detail: str) -> ErrorFrame:
-    return {"type": "error", "message_id": message_id, "code": code, "detail": detail}
+def error(
+    message_id: int | None, code: str, detail: str, *, content: str | None = None
+) -> ErrorFrame:
+    frame: ErrorFrame = {
+        "type": "error",
+        "message_id": message_id,
+        "code": code,
+        "detail": detail,
+    }
+    if content is not None:
+        frame["content"] = content
+    return frame
 
 
 def model_state(
@@ -470,6 +483,15 @@ def model_state(
 
 def conversation(conversation: Conversation) -> ConversationFrame:
     return {"type": "conversation", "id": conversation.pk, "title": conversation.title}
+
+
+def untitled(conversation: Conversation) -> ConversationFrame:
+    """The conversation has no title (again): it is shown as a new one."""
+    return {
+        "type": "conversation",
+        "id": conversation.pk,
+        "title": conversation.untitled_title(),
+    }
 
 
 def removed(message_ids: list[int]) -> RemovedFrame:

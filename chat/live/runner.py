@@ -28,6 +28,7 @@ from channels.layers import BaseChannelLayer
 from chat.live import (
     admission,
     checkpoints,
+    early,
     fanout,
     finish,
     frames,
@@ -177,7 +178,7 @@ class Runner:
         options: dict[str, Any] | None = None,
         told: Sequence[frames.ServerFrame] = (),
         plan: admission.Plan | None = None,
-        stored: asyncio.Future[list[frames.ServerFrame]] | None = None,
+        stored: early.Storing | None = None,
     ) -> Generation:
         """Start streaming `message` (a claimed conversation's placeholder answer),
         after broadcasting the frames `told` (the turn's question). `plan`: the
@@ -185,10 +186,10 @@ class Runner:
 
         `stored`: the turn is still being committed (`chat.sockets.turns`) and
         its answer holds a slot: the model server is asked at once, and the turn
-        is announced with the frames `stored` gives once committed
-        (docs/latency.md, rule 8). If it fails instead, the upstream request is
-        closed and nothing is told or saved (`Generation.unstored`); the caller
-        tells its socket.
+        is announced with the frames `stored` gives, once committed or once
+        shown before (docs/latency.md, rule 8). If the commit fails instead, the
+        upstream request is closed, nothing is saved (`Generation.unstored`),
+        and what was told is taken back; the caller tells its socket.
 
         The generation is registered and its task created with no await between:
         a claimed conversation always has a live task that ends by releasing it.
@@ -251,38 +252,70 @@ class Runner:
         generation: Generation,
         profile: ModelProfile,
         history: list[dict[str, str]],
-        stored: asyncio.Future[list[frames.ServerFrame]],
+        stored: early.Storing,
     ) -> None:
-        """Relay the answer while its turn is committed, then announced
-        (docs/latency.md, rule 8). The relay writes no frame before the
-        announcement (its `ready`): every viewer gets the turn and the start
-        frame first, as when the turn was announced before the request."""
+        """Relay the answer while its turn is committed (docs/latency.md, rule
+        8). The relay writes no frame before the turn is announced (its
+        `ready`): every viewer gets the turn and the start frame first, as when
+        the turn was announced before the request. A sent question's turn is
+        announced once its rows are inserted, before the commit; a commit that
+        fails then takes it back from every viewer."""
+        conversation_id = generation.conversation_id
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def not_stored(exc: BaseException) -> None:
+            # Not committed, and the request went out: it is closed.
+            generation.unstored = exc
+            assert generation.task is not None
+            generation.task.cancel()
+
+        # Told before a commit that then failed: what takes it back.
+        taken_back: list[frames.ServerFrame] = []
 
         async def announce() -> None:
+            nonlocal taken_back
             try:
-                told = await stored
+                try:
+                    told, undo = await stored.told()
+                except BaseException as exc:
+                    not_stored(exc)
+                    raise
+                if generation.publisher is not None:
+                    # Its answer's row has its id now (`Conversation._store_turn`).
+                    generation.publisher.message_id = generation.message_id
+                try:
+                    await self._announce(generation, told)
+                except Exception as exc:
+                    ready.set_exception(exc)  # the relay ends with it
+                    raise
+                ready.set_result(None)
+            finally:
+                if not ready.done():  # not stored (`unstored`), or shutting down
+                    ready.cancel()
+            if not undo:  # committed already
+                return
+            try:
+                await stored.committed
             except BaseException as exc:
-                # Not committed, and the request went out: it is closed.
-                generation.unstored = exc
-                assert generation.task is not None
-                generation.task.cancel()
+                taken_back = undo
+                not_stored(exc)
                 raise
-            if generation.publisher is not None:
-                # Its answer's row has its id now (`Conversation._store_turn`).
-                generation.publisher.message_id = generation.message_id
-            await self._announce(generation, told)
 
         if self._channel is not None:
             # The relay takes its publisher as it starts, before the
             # announcement; it publishes nothing until then (`ready`).
             self._publish(generation)
         announcing = asyncio.create_task(announce(), name="announce")
-        announcing.add_done_callback(lambda _: generation.announced.set())
+        # The caller goes on once the turn is committed and told (or taken back).
+        announcing.add_done_callback(
+            lambda _: None if taken_back else generation.announced.set()
+        )
 
         async def tell(conversation_id: int, frame: frames.ModelFrame) -> None:
             # The first-token watch's news ("loading model") follows the start.
-            await asyncio.wait([announcing])
-            if generation.unstored is None:
+            await asyncio.wait([ready])
+            told = not ready.cancelled() and ready.exception() is None
+            if told and generation.unstored is None:
                 await self.broadcast(conversation_id, frame)
 
         try:
@@ -290,19 +323,24 @@ class Runner:
                 raise asyncio.CancelledError
             # Shielded: a stop (or the client going away) cancels this task
             # while the relay waits for the announcement; passed on to
-            # `announcing`, the cancel would end the wait for the commit, and
-            # a turn committed after all would be taken for one not stored
-            # (`unstored`: its answer never saved, left streaming for the
-            # orphan sweep to mark interrupted). The commit's outcome decides.
-            ready = asyncio.shield(announcing)
-            await relay(generation, profile, history, tell, ready=ready)
+            # `ready`, the cancel would end the first-token watch's wait for
+            # it (`tell`). Only the commit's outcome decides whether the turn
+            # was stored (`announcing` is never cancelled: a turn committed
+            # after all and taken for one not stored would leave its answer
+            # streaming for the orphan sweep to mark interrupted).
+            await relay(generation, profile, history, tell, ready=asyncio.shield(ready))
         finally:
             # The answer's end is told after its start, and never before its
-            # turn is committed (or known not to be).
+            # turn is committed (or known not to be, and taken back).
             if not announcing.done():
                 await asyncio.wait([announcing])
             if not announcing.cancelled():
                 announcing.exception()  # kept in `unstored`
+            # Taken back once the relay ended (no delta of it follows), and
+            # before the caller tells its socket the turn was not stored.
+            for frame in taken_back:
+                await self.broadcast(conversation_id, frame)
+            generation.announced.set()
 
     def _publish(self, generation: Generation) -> None:
         """Its deltas go to other processes' sockets too (`fanout.Publisher`)."""
@@ -380,7 +418,7 @@ class Runner:
         history: list[dict[str, Any]],
         told: Sequence[frames.ServerFrame] = (),
         plan: admission.Plan | None = None,
-        stored: asyncio.Future[list[frames.ServerFrame]] | None = None,
+        stored: early.Storing | None = None,
     ) -> None:
         ended: BaseException | None = None  # what the relay raised, if anything
         generation.running = True

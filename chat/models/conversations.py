@@ -162,7 +162,12 @@ class Conversation(models.Model):
 
     @property
     def display_title(self) -> str:
-        return self.title or _("New conversation")
+        return self.title or self.untitled_title()
+
+    @staticmethod
+    def untitled_title() -> str:
+        """What a conversation without a title is called."""
+        return _("New conversation")
 
     @staticmethod
     def title_from(text: str) -> str:
@@ -379,9 +384,9 @@ class Conversation(models.Model):
         defaults read once. `placed(turn)` runs before the question's row (unless
         it has files) and the answer's are written, in the same transaction:
         the answer's place in line (`chat.sockets.turns`), decided while they
-        have no ids yet; what it returns runs once they are written (the
-        answer's ticket), before the conversation's own row is updated (its
-        title)."""
+        have no ids yet; what it returns runs once they are written and the
+        title is set (the turn may be shown then, and the answer's ticket is
+        written), before the conversation's own row is updated."""
         conversation = TURN_READ.get(pk)
         known = conversation.model_allowed  # type: ignore[attr-defined]
         if conversation.model_profile is not None and known:
@@ -495,10 +500,10 @@ class Conversation(models.Model):
             question.save(root=not earlier)
         answer.parent_id = question.pk
         answer.save()
+        if titled:  # set before `then`, which may show the turn (its title too)
+            self.title = self.title_from(content)
         if then is not None:
             then()
-        if titled:
-            self.title = self.title_from(content)
         if self.model_profile_id is not None:
             # Its model was disabled: keep the one that answered. (No model at
             # all means "the site default", which it keeps following.)

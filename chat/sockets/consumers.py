@@ -148,7 +148,8 @@ class ChatConsumer(SessionBound, LiveSocket):
             )
             return
         admitted: turns.Admitted | None = None
-        begin = self._beginning(content, client_id, retry, files)
+        shown = early.Shown()
+        begin = self._beginning(content, client_id, retry, files, shown)
         try:
             stored, admitted = await early.store(begin)
             if admitted is None:  # refused, or waiting for a slot
@@ -171,7 +172,7 @@ class ChatConsumer(SessionBound, LiveSocket):
             raise
         if admitted is not None:
             # Admitted before the commit: the model server is asked now.
-            await self._ask_while_storing(admitted, stored)
+            await self._ask_while_storing(admitted, stored, shown, content)
             return
         turn = begun.turn if isinstance(begun, Retry) else begun
         # The stored turn goes to the runner at once (no await before it): its
@@ -191,21 +192,36 @@ class ChatConsumer(SessionBound, LiveSocket):
         client_id: str,
         retry: turns.Retrying | None,
         files: tuple[list[str], bool],
+        shown: early.Shown,
     ) -> Callable[[Callable[[turns.Admitted], None]], Begun]:
-        """What stores the turn (in the database thread, `early.store`)."""
+        """What stores the turn (in the database thread, `early.store`). A sent
+        question's turn is shown before its commit (`shown`)."""
         if retry is None:
-            return partial(turns.begin, self.conversation_id, content, client_id, files)
+
+            def show(turn: Turn) -> None:
+                shown.set(turn_frames(turn), taken_back(turn))
+
+            return partial(
+                turns.begin,
+                self.conversation_id,
+                content,
+                client_id,
+                files,
+                shown=show,
+            )
         return partial(turns.begin_retry, self.conversation_id, retry)
 
     async def _ask_while_storing(
         self,
         admitted: turns.Admitted,
         stored: asyncio.Task[Begun],
+        shown: early.Shown,
+        content: str,
     ) -> None:
         """Start the answer before its turn is committed (docs/latency.md,
         rule 8); if the commit fails, the runner closed the upstream request
-        and nothing was told: the page gets its text back, as when nothing was
-        stored."""
+        and took back what was told: the page gets its text back, as when
+        nothing was stored."""
         turn = admitted.turn
         await runner.start(
             turn.profile,
@@ -213,7 +229,7 @@ class ChatConsumer(SessionBound, LiveSocket):
             turn.history,
             turn.options,
             plan=admitted.plan,
-            stored=early.told(stored, lambda begun: told_of(begun[0])),
+            stored=early.told(stored, lambda begun: told_of(begun[0]), shown),
         )
         # Started: told, or the commit failed (`Runner.start` returns then; or
         # its task never ran, its loop closing).
@@ -225,7 +241,10 @@ class ChatConsumer(SessionBound, LiveSocket):
             self.conversation_id,
             exc_info=failed,
         )
-        await self.send_frame(frames.error(None, "not_stored", _(NOT_STORED)))
+        # Its text too: the question may have been shown, and echoed, before.
+        await self.send_frame(
+            frames.error(None, "not_stored", _(NOT_STORED), content=content)
+        )
 
 
 def told_of(begun: Turn | Retry) -> list[frames.ServerFrame]:
@@ -243,3 +262,14 @@ def turn_frames(turn: Turn) -> list[frames.ServerFrame]:
     if turn.titled:
         told.append(frames.conversation(turn.question.conversation))
     return told
+
+
+def taken_back(turn: Turn) -> list[frames.ServerFrame]:
+    """What takes back a turn told before its commit, which then failed: its
+    question and answer go, and the conversation is untitled again."""
+    frames_back: list[frames.ServerFrame] = [
+        frames.removed([turn.question.pk, turn.answer.pk])
+    ]
+    if turn.titled:
+        frames_back.append(frames.untitled(turn.question.conversation))
+    return frames_back

@@ -132,6 +132,9 @@ class Feed:
             self.remote[frame["message_id"]] = RemoteView()
         elif frame["type"] == "message":
             self.remote.pop(frame["message"]["id"], None)
+        elif frame["type"] == "removed":  # a turn taken back, or replaced
+            for message_id in frame["message_ids"]:
+                self.remote.pop(message_id, None)
         await self.socket.send_frame(frame)
 
     async def on_delta(self, event: DeltaEvent) -> None:

@@ -7,7 +7,10 @@ in line is decided before its rows are written, and the moment it is admitted
 request while this thread writes the question, the answer, its ticket and the
 conversation's row and commits. The site's row stays locked until then
 (`admission.take_ticket`), so the decision is as global as before; a commit
-that fails after the request went out closes it (`Runner.start`, `stored`).
+that fails after the request went out closes it (`Runner.start`, `stored`). A
+sent question without files is also shown before the commit, once its rows are
+written (`shown`): a commit that fails after that takes it back
+(`Runner._ask_while_storing`).
 
 Behind the model methods (`Conversation.begin_turn_of` and the retries) because
 taking a ticket is the queue's (`chat.live.admission`), which the models may not
@@ -40,12 +43,17 @@ def begin(
     client_id: str,
     files: tuple[list[str], bool] = ([], False),
     admitted: Callable[[Admitted], None] | None = None,
+    *,
+    shown: Callable[[Turn], None] | None = None,
 ) -> tuple[Turn, admission.Plan]:
     """Store a sent question (with its attachments: their ids, and whether
     documents may be truncated) and its answer's placeholder, and take the
     answer's place in line (`chat.live.admission`), in one commit. `admitted`
     is called (from this thread) once the answer holds a slot, before the
-    commit."""
+    commit; then `shown`, once an admitted question without files and its
+    answer are written, before the commit. (A question with files is not: the
+    page would have its files back in the composer only if nothing was shown,
+    `static/chat/turn.js`.)"""
     plans: list[admission.Plan] = []
     turn = Conversation.begin_turn_of(
         conversation_id,
@@ -53,7 +61,7 @@ def begin(
         client_id,
         attachments=files[0],
         truncate_documents=files[1],
-        placed=_placer(plans, admitted),
+        placed=_placer(plans, admitted, None if files[0] else shown),
     )
     return turn, plans[0]
 
@@ -77,18 +85,30 @@ def begin_retry(
 
 
 def _placer(
-    plans: list[admission.Plan], admitted: Callable[[Admitted], None] | None
+    plans: list[admission.Plan],
+    admitted: Callable[[Admitted], None] | None,
+    shown: Callable[[Turn], None] | None = None,
 ) -> Placed:
     """The turn's answer's place in line (`Conversation.begin_turn_of`): its
-    decision is added to `plans` once its ticket is written."""
+    decision is added to `plans` once its ticket is written. An admitted turn
+    is `shown` once its rows are written, before its ticket."""
 
     def placed(turn: Turn) -> Callable[[], None]:
+        asked: list[bool] = []  # the model server is being asked
+
         def go(plan: admission.Plan) -> None:
             if admitted is not None:
+                asked.append(True)
                 admitted(Admitted(turn, plan))
 
         owner_id = turn.question.conversation.owner_id
         write = admission.place(turn.profile, owner_id, go)
-        return lambda: plans.append(write(turn.answer))
+
+        def then() -> None:
+            if asked and shown is not None:
+                shown(turn)
+            plans.append(write(turn.answer))
+
+        return then
 
     return placed

@@ -154,7 +154,7 @@ function showRefusal(frame) {
   // the banner is for what no message shows: a refused frame.
   if (frame.message_id !== null) return;
   showAlert(frame.detail);
-  refused();
+  refused(frame.content);
   // The composer may offer another way (static/chat/composer.js: "Send truncated").
   document.dispatchEvent(new CustomEvent("chat:refused", { detail: { code: frame.code, detail: frame.detail } }));
 }

@@ -39,8 +39,13 @@ export function answerEnded(messageId, status) {
   }
 }
 
+// A removed answer: one replaced, or the streaming one taken back (its turn
+// was not stored after all), which ends the turn.
 export function answerRemoved(messageId) {
-  if (messageId === turn.streamingId) turn.streamingId = null;
+  if (messageId === turn.streamingId) {
+    turn.streamingId = null;
+    setBusy(false);
+  }
 }
 
 // `attachments`: the composer's files that went with it (attachments.js).
@@ -65,12 +70,8 @@ export function timeFromSend(answer) {
 export function giveBackUnsent() {
   const { lastSent } = turn;
   if (!owner || !lastSent || lastSent.stored || lastSent.givenBack) return false;
-  const { input } = owner;
   lastSent.givenBack = true;
-  if (!input.value) {
-    input.value = lastSent.content;
-    input.dispatchEvent(new Event("input")); // the field grows back
-  }
+  putBack(lastSent.content);
   giveBack(lastSent.attachments);
   setBusy(turn.streamingId !== null);
   return true;
@@ -94,9 +95,19 @@ function confirmSent() {
   else sent(lastSent.attachments);
 }
 
-// Refused before anything was stored: the text goes back, for good.
-export function refused() {
-  giveBackUnsent();
+// The text in the composer again, unless something new was typed there.
+function putBack(content) {
+  const { input } = owner;
+  if (input.value) return;
+  input.value = content;
+  input.dispatchEvent(new Event("input")); // the field grows back
+}
+
+// Refused before anything was stored: the text goes back, for good. `content`:
+// the question's text, when the server had shown and echoed it before its
+// commit failed (the turn was taken back): it goes back all the same.
+export function refused(content) {
+  if (!giveBackUnsent() && content !== undefined && owner) putBack(content);
   turn.lastSent = null;
   setBusy(turn.streamingId !== null);
 }

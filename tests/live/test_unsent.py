@@ -97,45 +97,105 @@ def _writes_held(test_mode: str, table: str) -> Iterator[Callable[[], None]]:
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize(
-    ("refusal", "held"),
-    [
-        # The turn's last write, the conversation's title.
-        ("refused_title", "ticket_writes_held"),
-        # Its first, the question's row.
-        ("refused_question", "message_writes_held"),
-    ],
-)
-async def test_a_turn_refused_after_the_model_was_asked_closes_the_request(
-    alice, conversation, simulator, request, refusal, held
+async def test_a_question_refused_after_the_model_was_asked_closes_the_request(
+    alice, conversation, simulator, refused_question, message_writes_held
 ):
     """The model server is asked before the turn's rows are written and
-    committed; the database refuses one of them: the request is closed (the
-    model stops), nothing is stored or shown, and the page is told to give the
-    text back, as when nothing was sent."""
-    refused_text = request.getfixturevalue(refusal)
-    release = request.getfixturevalue(held)
+    committed; the database refuses the question's row, the first: the request
+    is closed (the model stops), nothing is stored or shown, and the page is
+    told to give the text back, as when nothing was sent."""
     simulator.config.ttft_ms = 60_000  # the request stays open until closed
     communicator = await connect(alice, conversation)
-    await send(communicator, refused_text)
+    await send(communicator, refused_question)
     try:
         # The model server has the question while the turn is not stored.
         await until(lambda: simulator.log, "the model server was never asked")
     finally:
-        release()  # the turn's writes go on, and one fails
-    assert simulator.log[-1].body["messages"][-1]["content"] == refused_text
+        message_writes_held()  # the turn's writes go on, and the first fails
+    assert simulator.log[-1].body["messages"][-1]["content"] == refused_question
     seen = await frames_until(communicator, "error")
     assert [f["type"] for f in seen] == ["error"]
     assert seen[0]["message_id"] is None and seen[0]["code"] == "not_stored"
     assert seen[0]["detail"] == NOT_STORED
-    # Its request was closed: the model server stops working on it.
+    assert seen[0]["content"] == refused_question
+    await _closed_and_nothing_stored(simulator, conversation)
+    await the_next_question_goes(communicator)
+
+
+async def _closed_and_nothing_stored(simulator, conversation) -> None:
+    """The turn's request was closed (the model server stops working on it),
+    and none of its rows is left."""
     entry = await simulator.wait_for_end()
     assert entry.disconnected and entry.tokens_sent == 0
     assert not await Message.objects.aexists()
     assert not await Ticket.objects.aexists()
     await idle(conversation.pk)
     simulator.config.ttft_ms = 0
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_turn_shown_before_its_commit_is_taken_back_when_the_commit_fails(
+    alice, conversation, simulator, refused_title
+):
+    """A sent question is shown to every tab once its rows are written, before
+    its ticket and the commit (docs/latency.md, rule 8). The turn's last write,
+    the conversation's title, is refused: the request is closed, every tab has
+    the turn taken back (its question and answer removed, the conversation
+    untitled again), and the tab that sent it is told, with its text."""
+    simulator.config.ttft_ms = 60_000  # the request stays open until closed
+    communicator = await connect(alice, conversation)
+    other = await connect(alice, conversation)  # another tab
+    await send(communicator, refused_title)
+    for tab in (communicator, other):
+        seen = await frames_until(tab, "start")
+        assert [f["type"] for f in seen] == ["message", "conversation", "start"]
+        question = seen[0]["message"]
+        assert question["content"] == refused_title
+        assert seen[1]["title"] == refused_title
+        taken_back = await frames_until(tab, "conversation")
+        assert taken_back == [
+            {"type": "removed", "message_ids": [question["id"], seen[2]["message_id"]]},
+            {
+                "type": "conversation",
+                "id": conversation.pk,
+                "title": "New conversation",
+            },
+        ]
+    error = await communicator.receive_json_from()
+    assert error["type"] == "error" and error["code"] == "not_stored"
+    assert error["message_id"] is None and error["content"] == refused_title
+    await _closed_and_nothing_stored(simulator, conversation)
+    await conversation.arefresh_from_db()
+    assert conversation.title == ""
     await the_next_question_goes(communicator)
+    # The other tab was told nothing more of it: its next frame is the next
+    # question.
+    next_frame = await other.receive_json_from()
+    assert next_frame["type"] == "message"
+    assert next_frame["message"]["content"] == "Hello again"
+    await other.disconnect()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_sent_question_is_shown_before_its_commit(
+    alice, conversation, simulator, ticket_writes_held
+):
+    """The question and the answer's start reach the page while the turn's
+    ticket (written after its rows) and so its commit still wait; committed,
+    the answer goes on as usual."""
+    communicator = await connect(alice, conversation)
+    await send(communicator, "Shown early")
+    try:
+        seen = await frames_until(communicator, "start")
+        # Shown while the ticket's write waits: not committed yet.
+        assert [f["type"] for f in seen] == ["message", "conversation", "start"]
+    finally:
+        ticket_writes_held()
+    await frames_until(communicator, "done")
+    stored = (await frames_until(communicator, "message"))[-1]["message"]
+    assert stored["id"] == seen[2]["message_id"] and stored["status"] == "done"
+    assert await Ticket.objects.acount() == 1
+    await communicator.disconnect()
 
 
 @pytest.fixture
@@ -238,6 +298,10 @@ def test_a_question_refused_after_the_model_was_asked_stays_in_the_composer(
     expect(page.locator("#alert")).to_have_text(NOT_STORED)
     expect(page.locator("#composer-input")).to_have_value(refused_title)
     expect(page.locator("#send-button")).to_be_visible()
+    # The turn shown before its commit is taken back: no question, no answer
+    # and the conversation untitled again.
+    expect(page.locator("#chat article")).to_have_count(0)
+    expect(page.locator("#conversation-title")).to_have_text("New conversation")
     assert not Message.objects.exists()
 
 
