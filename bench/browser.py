@@ -774,8 +774,18 @@ async def run_browser_bench(
                         rows.append(
                             await measure_ttft(browser, site, 1, floor, COLD_START)
                         )
-                # Warm-up: the first answer of a process pays for imports.
-                await measure_streams(browser, site, Scenario("warm-up", 1, 0, 20))
+                # Warm-up: the first answer of a process pays for imports, and
+                # the browser's first Chinese characters for finding a font
+                # that has them (about 20 ms of the page's first two tokens,
+                # charged to whichever side came first).
+                for chinese in (False, True):
+                    for floor in (False, True):
+                        await measure_streams(
+                            browser,
+                            site,
+                            Scenario("warm-up", 1, 0, 20, chinese=chinese),
+                            floor=floor,
+                        )
                 for s in SCENARIOS if scenarios is None else scenarios:
                     for floor in (False, True) if s.floor else (False,):
                         rows.append(
