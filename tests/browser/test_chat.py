@@ -371,6 +371,12 @@ def test_stop_button_stops_and_enter_sends_shift_enter_breaks(
     assert page.input_value("#composer-input") == "line one\nline two"
     page.press("#composer-input", "Enter")
     expect(page.locator("article.user")).to_have_count(1)
+    # The question is shown before its commit (docs/latency.md, rule 8): wait
+    # for the stored row, not for the article.
+    until_sync(
+        lambda: Message.objects.filter(role="user").exists(),
+        "the question was not stored",
+    )
     assert Message.objects.get(role="user").content == "line one\nline two"
     expect(page.locator("#send-button")).to_be_hidden()
     expect(page.locator(".answer.streaming")).not_to_have_text("", timeout=15_000)
