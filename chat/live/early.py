@@ -41,11 +41,7 @@ async def store(
     early: asyncio.Future[T] = loop.create_future()
 
     def admitted(value: T) -> None:
-        loop.call_soon_threadsafe(early.set_result, value)
-        # The loop thread needs the GIL to ask the model server, and this
-        # thread would keep it through the rows' Python (up to the 5 ms switch
-        # interval): it is given up here.
-        time.sleep(0.0001)
+        _hand_over(loop, early, value)
 
     stored = asyncio.ensure_future(database_sync_to_async(begin)(admitted))
     # `admitted` is scheduled on the loop before the thread's result is: when
@@ -53,6 +49,18 @@ async def store(
     either: list[asyncio.Future[Any]] = [stored, early]
     await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
     return stored, early.result() if early.done() else None
+
+
+def _hand_over(
+    loop: asyncio.AbstractEventLoop, future: asyncio.Future[T], value: T
+) -> None:
+    """Give `value` to a future of the event loop, from the database thread.
+
+    The loop thread needs the GIL to act on it (ask the model server, tell the
+    viewers), and this thread would keep it through the rows' Python that
+    follows (up to the 5 ms switch interval): it is given up here."""
+    loop.call_soon_threadsafe(future.set_result, value)
+    time.sleep(0.0001)
 
 
 class Shown:
@@ -67,11 +75,9 @@ class Shown:
     def set(
         self, told: list[frames.ServerFrame], taken_back: list[frames.ServerFrame]
     ) -> None:
-        """From the database thread."""
-        self._loop.call_soon_threadsafe(self.future.set_result, (told, taken_back))
-        # As `admitted` above: the loop tells the viewers while this thread
-        # goes on to the commit.
-        time.sleep(0.0001)
+        """From the database thread: the loop tells the viewers while this
+        thread goes on to the commit."""
+        _hand_over(self._loop, self.future, (told, taken_back))
 
 
 # What the viewers are told, and what takes it back.
@@ -87,7 +93,7 @@ class Storing:
     committed: asyncio.Future[list[frames.ServerFrame]]
     shown: asyncio.Future[Frames] | None = None
 
-    async def told(self) -> tuple[list[frames.ServerFrame], list[frames.ServerFrame]]:
+    async def told(self) -> Frames:
         """What to tell the viewers, as soon as it may be told, and what takes
         it back (nothing once committed). Raises the commit's error if it
         failed before anything could be told."""

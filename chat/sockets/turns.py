@@ -94,11 +94,12 @@ def _placer(
     is `shown` once its rows are written, before its ticket."""
 
     def placed(turn: Turn) -> Callable[[], None]:
-        asked: list[bool] = []  # the model server is being asked
+        asked = False  # the model server is being asked
 
         def go(plan: admission.Plan) -> None:
+            nonlocal asked
             if admitted is not None:
-                asked.append(True)
+                asked = True
                 admitted(Admitted(turn, plan))
 
         owner_id = turn.question.conversation.owner_id
