@@ -40,8 +40,16 @@ from django.utils.translation import gettext as _
 
 from chat.live import events
 from chat.live import layer as guarded_layer
-from chat.models import Conversation, Message, ModelProfile, SiteDefaults, Ticket
+from chat.models import (
+    Conversation,
+    Message,
+    ModelProfile,
+    SiteDefaults,
+    Ticket,
+    prepared,
+)
 from chat.models.prepared import Prepared
+from chat.models.site import LOCKED_SITE_ROW
 from chat.upstream import UpstreamError
 
 logger = logging.getLogger(__name__)
@@ -144,8 +152,12 @@ def _decide(slots: dict[int, int] | None = None, new: Entry | None = None) -> Pl
     in the plan's `numbers`, for its ticket."""
     # Whoever holds the site's row decides; every other process waits its turn
     # (PostgreSQL; SQLite has one writer at a time anyway).
-    site = SiteDefaults.locked()
-    tickets = [Entry(*row) for row in TICKETS.rows()]
+    site_row, rows = prepared.together((LOCKED_SITE_ROW, 1), (TICKETS, 0))
+    if not site_row:  # none yet: made, then locked and the tickets read again
+        SiteDefaults.load()
+        site_row, rows = prepared.together((LOCKED_SITE_ROW, 1), (TICKETS, 0))
+    site = LOCKED_SITE_ROW.one(site_row)
+    tickets = [Entry(*row) for row in rows]
     turn = max((e.served or 0 for e in tickets), default=0)
     # In the order they asked: answers' ids grow.
     entries = sorted(

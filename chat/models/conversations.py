@@ -15,6 +15,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from chat.models import prepared
 from chat.models.attachments import Attachment, files_by_message
 from chat.models.effective import Effective, EffectiveSettings, History, Level
 from chat.models.history import Prompt, build_prompt, estimate_tokens, message_chars
@@ -23,7 +24,7 @@ from chat.models.notices import SettingsChange
 from chat.models.paging import Page, newest_before, page_size
 from chat.models.prepared import Prepared
 from chat.models.profiles import HistoryPolicy, ModelProfile, ThinkingMode
-from chat.models.site import SiteDefaults
+from chat.models.site import SITE_ROW, SiteDefaults
 from chat.models.versions import (
     branch_above,
     branch_below,
@@ -387,12 +388,17 @@ class Conversation(models.Model):
         have no ids yet; what it returns runs once they are written and the
         title is set (the turn may be shown then, and the answer's ticket is
         written), before the conversation's own row is updated."""
-        conversation = TURN_READ.get(pk)
+        # One trip (`prepared.together`): the conversation locked, the site's
+        # defaults, and the messages the question follows.
+        read, site_row, earlier = prepared.together(
+            (TURN_READ, pk), (SITE_ROW, 1), (EARLIER, pk)
+        )
+        conversation = TURN_READ.one(read)
         known = conversation.model_allowed  # type: ignore[attr-defined]
         if conversation.model_profile is not None and known:
             # Known now: `effective_model` need not ask again.
             conversation.model_profile.allowed_owner = conversation.owner_id
-        site = SiteDefaults.load()
+        site = SiteDefaults.load(site_row)
         profile = conversation.effective_model(site).value
         if conversation.busy:  # type: ignore[attr-defined]  # annotated above
             raise Conversation.Busy(_("Wait for the current answer, or stop it."))
@@ -406,6 +412,7 @@ class Conversation(models.Model):
             locked=True,
             placed=placed,
             sent_files=conversation.sent_files,  # type: ignore[attr-defined]
+            earlier_rows=earlier,
             # On no team (read with the owner's row, locked): no team's row to
             # lock or quotas to count.
             teams=None if conversation.on_teams else [],  # type: ignore[attr-defined]
@@ -425,18 +432,22 @@ class Conversation(models.Model):
         placed: Placed | None = None,
         sent_files: bool = True,
         teams: list[Team] | None = None,
+        earlier_rows: list[Any] | None = None,
     ) -> Turn:
         """The rows of a turn (see `begin_turn`; `locked`: the owner's row is
         locked already; `sent_files`: False when no message of the conversation
         has files, which the caller read already; `teams`: the owner's teams when
-        the caller knows them, locked)."""
+        the caller knows them, locked; `earlier_rows`: `EARLIER`'s, read already
+        under the conversation's lock)."""
         # Imported here: quotas counts teams' answers, and teams import this module.
         from chat.models import quotas
 
         if teams is None:
             teams = quotas.lock(self.owner, user_locked=locked)
         quotas.check(self.owner, site=site, teams=teams)
-        earlier: list[Sendable] = [SentRow(*row) for row in EARLIER.rows(self.pk)]
+        if earlier_rows is None:
+            earlier_rows = EARLIER.rows(self.pk)
+        earlier: list[Sendable] = [SentRow(*row) for row in earlier_rows]
         # The question follows the shown branch's last message (read just now).
         question = Message(
             conversation=self,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
@@ -106,28 +108,22 @@ class SiteDefaults(models.Model):
         return ModelProfile.objects.default()
 
     @classmethod
-    def load(cls) -> SiteDefaults:
+    def load(cls, read: list[Any] | None = None) -> SiteDefaults:
         """The one row (made on first use). Read as each question is sent:
-        compiled once (`chat.models.prepared`)."""
+        compiled once (`chat.models.prepared`); `read`: what `SITE_ROW` read
+        already, with other reads (`prepared.together`)."""
         try:
-            return SITE_ROW.get(1)
+            return SITE_ROW.one(SITE_ROW.rows(1) if read is None else read)
         except SiteDefaults.DoesNotExist:
             obj, _created = cls.objects.get_or_create(pk=1)
             return obj
-
-    @classmethod
-    def locked(cls) -> SiteDefaults:
-        """The row, locked until the transaction ends (`chat.live.admission`)."""
-        try:
-            return LOCKED_SITE_ROW.get(1)
-        except SiteDefaults.DoesNotExist:
-            cls.load()
-            return LOCKED_SITE_ROW.get(1)
 
 
 SITE_ROW: Prepared[SiteDefaults] = Prepared(
     lambda pk: SiteDefaults.objects.filter(pk=pk), at_start=True
 )
+# The row, locked until the transaction ends: read by `chat.live.admission`
+# with the tickets, in one trip.
 LOCKED_SITE_ROW: Prepared[SiteDefaults] = Prepared(
     lambda pk: SiteDefaults.objects.select_for_update().filter(pk=pk), at_start=True
 )

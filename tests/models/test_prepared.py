@@ -3,6 +3,7 @@ objects as the ORM's own `get`, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 from unittest.mock import patch
 
@@ -13,7 +14,7 @@ from django.db.models.sql.compiler import SQLCompiler
 from django.test.utils import CaptureQueriesContext
 
 from chat.live.admission import TICKETS
-from chat.models import Attachment, Conversation, ModelProfile, prepared
+from chat.models import Attachment, Conversation, ModelProfile, SiteDefaults, prepared
 from chat.models.conversations import EARLIER, TURN_READ, _turn_read
 from chat.models.prepared import Prepared
 from chat.models.site import LOCKED_SITE_ROW, SITE_ROW
@@ -179,3 +180,78 @@ def test_compile_all_compiles_every_query_and_runs_none(answered: Conversation) 
     with transaction.atomic():
         assert TURN_READ.get(answered.pk).pk == answered.pk
     assert TURN_READ.compiled[default] is compiled
+
+
+def the_turns_reads(conversation: Conversation) -> list[tuple[Prepared[Any], int]]:
+    """A question's first reads (`Conversation.begin_turn_of`)."""
+    return [(TURN_READ, conversation.pk), (SITE_ROW, 1), (EARLIER, conversation.pk)]
+
+
+def test_together_gives_what_each_read_gives(answered: Conversation) -> None:
+    SiteDefaults.load()
+    reads = the_turns_reads(answered)
+    with transaction.atomic():
+        apart = [query.rows(key) for query, key in reads]
+        at_once = prepared.together(*reads)
+    assert at_once == apart
+    assert [len(rows) for rows in at_once] == [1, 1, 4]
+    assert TURN_READ.one(at_once[0]).title == "Kept"
+
+
+def test_on_postgresql_together_sends_every_read_before_the_first_answer(
+    answered: Conversation, tmp_path: Path
+) -> None:
+    """One trip: libpq's own trace of the protocol shows every statement sent
+    before the server's first row comes back."""
+    on_postgresql()
+    SiteDefaults.load()
+    connection.ensure_connection()
+    pgconn = connection.connection.pgconn
+    trace = tmp_path / "libpq.trace"
+    with trace.open("w") as out, transaction.atomic():
+        pgconn.trace(out.fileno())
+        try:
+            prepared.together(*the_turns_reads(answered))
+        finally:
+            pgconn.untrace()
+    # Each line: a timestamp, F (sent) or B (received), a length, the message.
+    messages = [
+        (fields[1], fields[3].split(" ")[0])
+        for fields in (line.split("\t") for line in trace.read_text().splitlines())
+    ]
+    sent = [i for i, (way, _) in enumerate(messages) if way == "F"]
+    rows = [i for i, (way, what) in enumerate(messages) if what == "DataRow"]
+    assert [what for way, what in messages if way == "F"].count("Execute") == 3
+    assert rows and max(sent) < min(rows)
+
+
+def test_together_runs_one_after_another_with_prepared_statements_off(
+    answered: Conversation,
+) -> None:
+    on_postgresql()
+    SiteDefaults.load()
+    connection.ensure_connection()
+    raw = connection.connection
+    raw.prepare_threshold, before = None, raw.prepare_threshold
+    try:
+        pipeline = patch.object(raw, "pipeline", side_effect=AssertionError("piped"))
+        with pipeline, transaction.atomic():
+            rows = prepared.together(*the_turns_reads(answered))
+    finally:
+        raw.prepare_threshold = before
+    assert [len(r) for r in rows] == [1, 1, 4]
+
+
+def test_an_error_of_a_read_together_is_djangos_and_the_connection_goes_on(
+    answered: Conversation,
+) -> None:
+    on_postgresql()
+    divided = Prepared(
+        lambda pk: Conversation.objects.annotate(
+            zero=Value(1) / (F("pk") - F("id"))
+        ).filter(pk=pk)
+    )
+    with pytest.raises(DataError, match="division by zero"), transaction.atomic():
+        prepared.together((EARLIER, answered.pk), (divided, answered.pk))
+    with transaction.atomic():
+        assert len(prepared.together((EARLIER, answered.pk))[0]) == 4
