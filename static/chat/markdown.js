@@ -662,3 +662,22 @@ function typesetNode(node) {
   html += escapeHtml(text.slice(last));
   node.replaceWith(DOMPurify.sanitize(html, PURIFY));
 }
+
+// ---------------------------------------------------------------- warming up
+
+// A page's first streamed answer would pay for compiling the renderer's code
+// (markdown-it, DOMPurify and this module's) on its first tokens: 10-14 ms on
+// the first token in a Chromium trace of the browser bench (bench/browser.py),
+// its slowest. A short answer is rendered off the page in idle time instead,
+// once, through the same paths (a paragraph token by token, a list, a fence).
+const WARM_UP =
+  "Warm **up** with `code` and a [link](https://example.org/) here.\n\n" +
+  "- one\n- two\n\n```python\nprint(1)\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nThe end";
+
+if (available) {
+  whenIdle(() => {
+    const renderer = new IncrementalMarkdown(document.createElement("div"));
+    for (const piece of WARM_UP.match(/[\s\S]{1,5}/g)) renderer.append(piece);
+    renderer.finish();
+  });
+}
