@@ -305,13 +305,6 @@ function trimmedEnd(text) {
   return end;
 }
 
-// The open paragraph's text is appended to text nodes of at most about this many
-// characters, one after another. Chromium shapes an edited text node again whole
-// (`InlineNode::SetTextWithOffset`), so in one node a token would cost the length
-// of its paragraph: a Chinese answer is often one paragraph of thousands of
-// characters. The nodes render as the one text they hold together.
-const TEXT_NODE_CHARS = 256;
-
 // Finds the boundaries in a growing text. Lines are classified once, when their
 // newline arrives; only the first character of an incomplete line is looked at.
 class BlockScanner {
@@ -523,8 +516,11 @@ export class IncrementalMarkdown {
 
   // The usual token (" word", "word ", a few CJK characters) continuing the
   // tail's paragraph line: markdown would render the tail exactly as it is now
-  // plus those characters, so they are appended as text, in time that does not
-  // grow with the paragraph. Not for a newline, nor any character that opens or
+  // plus those characters, so they are appended as text, in script time that
+  // does not grow with the paragraph. (Chromium then shapes the paragraph again
+  // whole, however its text is split into nodes: a trace of a long Chinese
+  // paragraph measured the same with one node as with nodes of 256
+  // characters, so it is one node.) Not for a newline, nor any character that opens or
   // closes inline syntax; the whitespace markdown would trim at the end is held
   // back until text follows it.
   appendText(added) {
@@ -533,12 +529,8 @@ export class IncrementalMarkdown {
     if (!prose || this.codeTail || !PLAIN_TEXT.test(added)) return false;
     const combined = prose.held + added;
     const end = trimmedEnd(combined);
-    let node = prose.node;
-    if (end > 0) {
-      if (node.length >= TEXT_NODE_CHARS) node = node.parentNode.appendChild(document.createTextNode(""));
-      node.appendData(combined.slice(0, end));
-    }
-    this.prose = { node, held: combined.slice(end) };
+    if (end > 0) prose.node.appendData(combined.slice(0, end));
+    this.prose = { node: prose.node, held: combined.slice(end) };
     this.tailSource = null; // the tail's source is read again only for a full render
     return true;
   }
