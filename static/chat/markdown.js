@@ -663,8 +663,8 @@ function typesetNode(node) {
 // its slowest. A short answer is rendered off the page in idle time instead,
 // once, through the same paths (a paragraph token by token, a list, a fence).
 const WARM_UP =
-  "Warm **up** with `code` and a [link](https://example.org/) here.\n\n" +
-  "- one\n- two\n\n```python\nprint(1)\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nThe end";
+  "Warm **up** with `code` and a [link](https://example.org/) here.\n\n" + // i18n: not text (never shown)
+  "- one\n- two\n\n```python\nprint(1)\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nThe end"; // i18n: not text
 
 if (available) {
   whenIdle(() => {
