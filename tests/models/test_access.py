@@ -4,6 +4,8 @@ instead of answering with another one."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.contrib.auth.models import AnonymousUser
 from django.urls import reverse
@@ -191,7 +193,9 @@ def test_the_home_page_names_the_model_the_user_gets(bob_client, small, big):
     site.save()
     html = bob_client.get(reverse("home")).content.decode()
     assert "<strong>small:1b</strong>" in html
-    assert "Big" not in html
+    # As a word: the page's random CSRF token once held the letters "Big".
+    assert not re.search(r"\bBig\b", html)
+    assert "big:70b" not in html
 
 
 def test_a_user_with_no_model_open_to_them_is_told_so(bob_client, bob, big):
