@@ -152,10 +152,11 @@ def _decide(slots: dict[int, int] | None = None, new: Entry | None = None) -> Pl
     in the plan's `numbers`, for its ticket."""
     # Whoever holds the site's row decides; every other process waits its turn
     # (PostgreSQL; SQLite has one writer at a time anyway).
-    site_row, rows = prepared.together((LOCKED_SITE_ROW, 1), (TICKETS, 0))
+    reads = ((LOCKED_SITE_ROW, 1), (TICKETS, 0))
+    site_row, rows = prepared.together(*reads)
     if not site_row:  # none yet: made, then locked and the tickets read again
         SiteDefaults.load()
-        site_row, rows = prepared.together((LOCKED_SITE_ROW, 1), (TICKETS, 0))
+        site_row, rows = prepared.together(*reads)
     site = LOCKED_SITE_ROW.one(site_row)
     tickets = [Entry(*row) for row in rows]
     turn = max((e.served or 0 for e in tickets), default=0)

@@ -117,12 +117,9 @@ def together(
     wrapper watches them (`connection.execute_wrapper`), one after another."""
     connection = connections[using]
     compiled = [(query._compiled(using), key) for query, key in reads]
-    if connection.vendor != "postgresql" or connection.queries_logged:
+    watched = connection.queries_logged or connection.execute_wrappers
+    if watched or not _prepares(connection):
         return [c.run(key) for c, key in compiled]
-    connection.ensure_connection()
-    if connection.connection.prepare_threshold is None or connection.execute_wrappers:
-        return [c.run(key) for c, key in compiled]
-    connection.validate_thread_sharing()
     connection.validate_no_broken_transaction()
     cursors = [_preparing_cursor()(connection.connection) for _ in compiled]
     with connection.wrap_database_errors:
@@ -144,16 +141,25 @@ def _cursor(connection: BaseDatabaseWrapper) -> CursorWrapper:
     binds on the server and prepares what it runs, wrapped as Django wraps its
     own (its errors as Django's, a broken transaction refused, its queries
     logged when Django logs them)."""
-    if connection.vendor != "postgresql":
+    if not _prepares(connection):
         return connection.cursor()
-    connection.ensure_connection()
-    if connection.connection.prepare_threshold is None:
-        return connection.cursor()
-    connection.validate_thread_sharing()
     cursor = _preparing_cursor()(connection.connection)
     if connection.queries_logged:
         return _LoggedCursor(cursor, connection)
     return connection.make_cursor(cursor)
+
+
+def _prepares(connection: BaseDatabaseWrapper) -> bool:
+    """Whether this connection's statements are prepared on the server
+    (PostgreSQL with `DATABASE_PREPARED` on); if so, connected, and checked to
+    be this thread's, as Django checks before a cursor of its own."""
+    if connection.vendor != "postgresql":
+        return False
+    connection.ensure_connection()
+    if connection.connection.prepare_threshold is None:
+        return False
+    connection.validate_thread_sharing()
+    return True
 
 
 @functools.cache

@@ -701,6 +701,7 @@ def test_a_long_paragraph_streams_by_appending_to_its_text(
     shown, nodes, appended = page.evaluate(STREAM_PARAGRAPH, text)
     assert shown == text
     assert nodes == [3]  # one text node
+    # (The first characters start the paragraph: rendered, not appended.)
     assert appended >= len(text) - 2
 
 
