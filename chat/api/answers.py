@@ -27,6 +27,7 @@ from chat.api.requests import ChatRequest
 from chat.live import admission, early, frames
 from chat.live.runner import runner
 from chat.models import ApiKey, Conversation, ModelProfile, ThinkingMode, Turn, quotas
+from chat.models.admission import Line
 
 logger = logging.getLogger(__name__)
 
@@ -170,6 +171,8 @@ def _begin(
     options = profile.request_options(think)
     options.update(request.options)
     with transaction.atomic():
+        # The site's row first: the lock order (chat.models.admission).
+        line, _ = Line.read()
         turn = Conversation.begin_api_turn(
             api_key,
             profile,
@@ -179,7 +182,11 @@ def _begin(
             options=options,
         )
         plan = admission.take_ticket(
-            turn.answer, profile, api_key.user_id, lambda p: admitted((turn, p))
+            turn.answer,
+            profile,
+            api_key.user_id,
+            lambda p: admitted((turn, p)),
+            line,
         )
     return turn, plan
 

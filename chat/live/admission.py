@@ -9,7 +9,9 @@ never, goes first), first come first served within a user.
 
 The database is the source of truth. Each answer has a `Ticket`; deciding who
 runs is one transaction that locks the one `SiteDefaults` row (so every process
-takes turns), reads the tickets, and numbers those that now fit as admitted.
+takes turns), reads the tickets, and numbers those that now fit as admitted. A
+transaction that admits a new answer locks that row before any other
+(`chat.models.admission.Line`, the lock order).
 Whoever frees a slot re-runs that decision and wakes the waiters of every
 process through the channel layer; a waiter also re-checks about once a second,
 which is how a slot held by a process that died comes back (the orphan sweep
@@ -29,27 +31,19 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer, get_channel_layer
 from django.db import DatabaseError, transaction
-from django.db.models import F, Max, Q, QuerySet
+from django.db.models import Max
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from chat.live import events
 from chat.live import layer as guarded_layer
-from chat.models import (
-    Conversation,
-    Message,
-    ModelProfile,
-    SiteDefaults,
-    Ticket,
-    prepared,
-)
-from chat.models.prepared import Prepared
-from chat.models.site import LOCKED_SITE_ROW
+from chat.models import Conversation, Message, ModelProfile, Ticket
+from chat.models.admission import Line
 from chat.upstream import UpstreamError
 
 logger = logging.getLogger(__name__)
@@ -145,20 +139,22 @@ def plan(entries: Iterable[Entry], per_user: int, slots: dict[int, int]) -> Plan
     return Plan(admit, positions)
 
 
-def _decide(slots: dict[int, int] | None = None, new: Entry | None = None) -> Plan:
+def _decide(
+    slots: dict[int, int] | None = None,
+    new: Entry | None = None,
+    line: Line | None = None,
+) -> Plan:
     """Admit every waiting answer that fits now (inside a transaction).
     `slots`: parallel slots of profiles the caller has at hand. `new`: an answer
     whose ticket is not written yet (`take_ticket`): if admitted, its number is
-    in the plan's `numbers`, for its ticket."""
+    in the plan's `numbers`, for its ticket. `line`: the site's row and the
+    tickets, when the transaction read them already (`Line.read`)."""
     # Whoever holds the site's row decides; every other process waits its turn
     # (PostgreSQL; SQLite has one writer at a time anyway).
-    reads = ((LOCKED_SITE_ROW, 1), (TICKETS, 0))
-    site_row, rows = prepared.together(*reads)
-    if not site_row:  # none yet: made, then locked and the tickets read again
-        SiteDefaults.load()
-        site_row, rows = prepared.together(*reads)
-    site = LOCKED_SITE_ROW.one(site_row)
-    tickets = [Entry(*row) for row in rows]
+    if line is None:
+        line, _ = Line.read()
+    site = line.site
+    tickets = [Entry(*row) for row in line.tickets]
     turn = max((e.served or 0 for e in tickets), default=0)
     # In the order they asked: answers' ids grow.
     entries = sorted(
@@ -202,23 +198,6 @@ def _decide(slots: dict[int, int] | None = None, new: Entry | None = None) -> Pl
     return decided
 
 
-def _tickets(_: int) -> QuerySet[Any, Any]:
-    """The running and waiting tickets, and in the same trip the last
-    admission's (its number is the next one's start), running or not."""
-    last = Ticket.objects.order_by(F("served").desc(nulls_last=True))[:1]
-    return (
-        Ticket.objects.filter(
-            Q(message__status=STREAMING) | Q(pk__in=last.values("pk"))
-        )
-        .annotate(live=Q(message__status=STREAMING))
-        .values_list("message_id", "user_id", "profile_id", "served", "live")
-    )
-
-
-# Read at each decision: compiled once (`chat.models.prepared`).
-TICKETS: Prepared[Ticket] = Prepared(_tickets, keyed=False, at_start=True)
-
-
 # The id a new answer is decided under before its row exists (`place`): the
 # newest, as the answers' ids grow and it is the last to ask.
 UNSTORED = 2**62
@@ -229,17 +208,19 @@ def take_ticket(
     profile: ModelProfile,
     user_id: int,
     admitted: Callable[[Plan], None] | None = None,
+    line: Line | None = None,
 ) -> Plan:
     """In the transaction that stored the question and its answer's placeholder
     (no commit of its own): the first decision and the answer's ticket, which
     the caller hands to `wait_for_slot` (through `Runner.start`). See `place`."""
-    return place(profile, user_id, admitted)(answer)
+    return place(profile, user_id, admitted, line)(answer)
 
 
 def place(
     profile: ModelProfile,
     user_id: int,
     admitted: Callable[[Plan], None] | None = None,
+    line: Line | None = None,
 ) -> Callable[[Message], Plan]:
     """The first decision of a new answer of `user_id` at `profile`, taken
     before its row is written (docs/latency.md, rule 8); returns what writes its
@@ -249,9 +230,11 @@ def place(
     `admitted(plan)` is called the moment the answer is admitted, before its
     rows and ticket are written (the plan knows it as UNSTORED): the site's row
     stays locked until the commit, so no other decision can be taken in between
-    and the model server can be asked while the rest is stored."""
+    and the model server can be asked while the rest is stored. `line`: what
+    the transaction read first (`Line.read`, the lock order of
+    `chat.models.admission`); else read here."""
     new = Entry(UNSTORED, user_id, profile.pk, None)
-    decided = _decide({profile.pk: profile.parallel_slots}, new)
+    decided = _decide({profile.pk: profile.parallel_slots}, new, line)
     served = decided.numbers.get(UNSTORED)
     if served is not None and admitted is not None:
         admitted(decided)

@@ -1,13 +1,30 @@
-"""Admission tickets: one per answer, queued or holding a model slot."""
+"""Admission tickets: one per answer, queued or holding a model slot, and the
+line an admission decides on (`chat.live.admission`).
+
+The lock order: a transaction that admits an answer locks the site's row
+first (`Line.read`), then the conversation's and its owner's rows, then the
+owner's teams' (`chat.models.quotas.lock`). Whoever holds the site's row
+decides; a transaction that admits nothing never waits for it. So a question's
+first trip can lock the site's row and read the tickets with the conversation
+(`Conversation.begin_turn_of`), and two answers asked at once, from the socket,
+a retry or the API, never wait for each other's rows in a cycle.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from django.conf import settings
 from django.db import models
+from django.db.models import F, Q, QuerySet
 from django.utils.translation import gettext_lazy
 
+from chat.models import prepared
 from chat.models.messages import Message
+from chat.models.prepared import Prepared
 from chat.models.profiles import ModelProfile
+from chat.models.site import LOCKED_SITE_ROW, SiteDefaults
 
 
 class Ticket(models.Model):
@@ -51,3 +68,45 @@ class Ticket(models.Model):
     def __str__(self) -> str:
         state = "waiting" if self.served is None else "admitted"
         return f"ticket of message #{self.message_id} ({state})"
+
+
+def _tickets(_: int) -> QuerySet[Any, Any]:
+    """The running and waiting tickets, and in the same trip the last
+    admission's (its number is the next one's start), running or not."""
+    last = Ticket.objects.order_by(F("served").desc(nulls_last=True))[:1]
+    return (
+        Ticket.objects.filter(
+            Q(message__status=Message.Status.STREAMING) | Q(pk__in=last.values("pk"))
+        )
+        .annotate(live=Q(message__status=Message.Status.STREAMING))
+        .values_list("message_id", "user_id", "profile_id", "served", "live")
+    )
+
+
+# Read at each decision: compiled once (`chat.models.prepared`).
+TICKETS: Prepared[Ticket] = Prepared(_tickets, keyed=False, at_start=True)
+
+
+@dataclass(frozen=True)
+class Line:
+    """What an admission decides on: the site's row, locked until the
+    transaction ends, and the tickets (`TICKETS`' rows) read after the lock."""
+
+    site: SiteDefaults
+    tickets: list[Any]
+
+    @classmethod
+    def read(cls, *also: tuple[Prepared[Any], int]) -> tuple[Line, list[list[Any]]]:
+        """Lock the site's row and read the tickets, first in the transaction
+        that admits (the lock order above), and in the same trip the rows of
+        `also`'s reads (`prepared.together`), returned with the line."""
+        reads: list[tuple[Prepared[Any], int]] = [
+            (LOCKED_SITE_ROW, 1),
+            (TICKETS, 0),
+            *also,
+        ]
+        site_row, tickets, *rows = prepared.together(*reads)
+        if not site_row:  # none yet: made, then locked and everything read again
+            SiteDefaults.load()
+            site_row, tickets, *rows = prepared.together(*reads)
+        return cls(LOCKED_SITE_ROW.one(site_row), tickets), rows

@@ -15,7 +15,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from chat.models import prepared
+from chat.models.admission import Line
 from chat.models.attachments import Attachment, files_by_message
 from chat.models.effective import Effective, EffectiveSettings, History, Level
 from chat.models.history import Prompt, build_prompt, estimate_tokens, message_chars
@@ -24,7 +24,7 @@ from chat.models.notices import SettingsChange
 from chat.models.paging import Page, newest_before, page_size
 from chat.models.prepared import Prepared
 from chat.models.profiles import HistoryPolicy, ModelProfile, ThinkingMode
-from chat.models.site import SITE_ROW, SiteDefaults
+from chat.models.site import SiteDefaults
 from chat.models.versions import (
     branch_above,
     branch_below,
@@ -379,26 +379,27 @@ class Conversation(models.Model):
         placed: Placed | None = None,
     ) -> Turn:
         """`begin_turn` for the conversation `pk`, in as few trips to the
-        database as it takes (docs/latency.md, rule 8): one read for the
-        conversation, its model and its owner that also locks the conversation's
-        and the owner's rows and says whether an answer is running; the site's
-        defaults read once. `placed(turn)` runs before the question's row (unless
-        it has files) and the answer's are written, in the same transaction:
-        the answer's place in line (`chat.sockets.turns`), decided while they
-        have no ids yet; what it returns runs once they are written and the
-        title is set (the turn may be shown then, and the answer's ticket is
-        written), before the conversation's own row is updated."""
-        # One trip (`prepared.together`): the conversation locked, the site's
-        # defaults, and the messages the question follows.
-        read, site_row, earlier = prepared.together(
-            (TURN_READ, pk), (SITE_ROW, 1), (EARLIER, pk)
-        )
+        database as it takes (docs/latency.md, rule 8): one trip that locks the
+        site's row (the admission's; `chat.models.admission`) and reads the
+        tickets, then reads the conversation, its model and its owner, locking
+        the conversation's and the owner's rows and saying whether an answer is
+        running, and the messages the question follows. `placed(turn, line)`
+        runs before the question's row (unless it has files) and the answer's
+        are written, in the same transaction: the answer's place in line
+        (`chat.sockets.turns`), decided while they have no ids yet; what it
+        returns runs once they are written and the title is set (the turn may
+        be shown then, and the answer's ticket is written), before the
+        conversation's own row is updated."""
+        # One trip (`prepared.together`): the site's row locked (first: the
+        # lock order of `chat.models.admission`) with the tickets, the
+        # conversation locked, and the messages the question follows.
+        line, (read, earlier) = Line.read((TURN_READ, pk), (EARLIER, pk))
         conversation = TURN_READ.one(read)
         known = conversation.model_allowed  # type: ignore[attr-defined]
         if conversation.model_profile is not None and known:
             # Known now: `effective_model` need not ask again.
             conversation.model_profile.allowed_owner = conversation.owner_id
-        site = SiteDefaults.load(site_row)
+        site = line.site
         profile = conversation.effective_model(site).value
         if conversation.busy:  # type: ignore[attr-defined]  # annotated above
             raise Conversation.Busy(_("Wait for the current answer, or stop it."))
@@ -413,6 +414,7 @@ class Conversation(models.Model):
             placed=placed,
             sent_files=conversation.sent_files,  # type: ignore[attr-defined]
             earlier_rows=earlier,
+            line=line,
             # On no team (read with the owner's row, locked): no team's row to
             # lock or quotas to count.
             teams=None if conversation.on_teams else [],  # type: ignore[attr-defined]
@@ -433,12 +435,14 @@ class Conversation(models.Model):
         sent_files: bool = True,
         teams: list[Team] | None = None,
         earlier_rows: list[Any] | None = None,
+        line: Line | None = None,
     ) -> Turn:
         """The rows of a turn (see `begin_turn`; `locked`: the owner's row is
         locked already; `sent_files`: False when no message of the conversation
         has files, which the caller read already; `teams`: the owner's teams when
         the caller knows them, locked; `earlier_rows`: `EARLIER`'s, read already
-        under the conversation's lock)."""
+        under the conversation's lock; `line`: what the admission decides on,
+        read already, given to `placed`)."""
         # Imported here: quotas counts teams' answers, and teams import this module.
         from chat.models import quotas
 
@@ -506,7 +510,7 @@ class Conversation(models.Model):
         )
         # The answer's place in line is decided before its rows are written
         # (docs/latency.md, rule 8): the model server may be asked meanwhile.
-        then = placed(turn) if placed is not None else None
+        then = placed(turn, line) if placed is not None else None
         if question.pk is None:
             question.save(root=not earlier)
         answer.parent_id = question.pk
@@ -897,8 +901,9 @@ class SentRow(NamedTuple):
 
 
 # The answer's place in line, decided before its rows are written
-# (`Conversation.begin_turn_of`): given the turn, returns what runs once they are.
-Placed = Callable[["Turn"], Callable[[], None]]
+# (`Conversation.begin_turn_of`): given the turn and the line its first trip read
+# (`Line.read`; None if it did not), returns what runs once they are.
+Placed = Callable[["Turn", Line | None], Callable[[], None]]
 
 
 class Turn(NamedTuple):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
@@ -108,12 +106,11 @@ class SiteDefaults(models.Model):
         return ModelProfile.objects.default()
 
     @classmethod
-    def load(cls, read: list[Any] | None = None) -> SiteDefaults:
-        """The one row (made on first use). Read as each question is sent:
-        compiled once (`chat.models.prepared`); `read`: what `SITE_ROW` read
-        already, with other reads (`prepared.together`)."""
+    def load(cls) -> SiteDefaults:
+        """The one row (made on first use). Read as retries and the API's
+        answers are asked for: compiled once (`chat.models.prepared`)."""
         try:
-            return SITE_ROW.one(SITE_ROW.rows(1) if read is None else read)
+            return SITE_ROW.get(1)
         except SiteDefaults.DoesNotExist:
             obj, _created = cls.objects.get_or_create(pk=1)
             return obj
@@ -122,8 +119,8 @@ class SiteDefaults(models.Model):
 SITE_ROW: Prepared[SiteDefaults] = Prepared(
     lambda pk: SiteDefaults.objects.filter(pk=pk), at_start=True
 )
-# The row, locked until the transaction ends: read by `chat.live.admission`
-# with the tickets, in one trip.
+# The row, locked until the transaction ends: read first, with the tickets, by
+# a transaction that admits an answer (`chat.models.admission.Line`).
 LOCKED_SITE_ROW: Prepared[SiteDefaults] = Prepared(
     lambda pk: SiteDefaults.objects.select_for_update().filter(pk=pk), at_start=True
 )

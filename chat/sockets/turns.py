@@ -26,6 +26,7 @@ from django.db import transaction
 
 from chat.live import admission
 from chat.models import Conversation, Placed, Retry, Turn
+from chat.models.admission import Line
 
 
 class Admitted(NamedTuple):
@@ -80,6 +81,7 @@ def begin_retry(
     plans: list[admission.Plan] = []
     conversation = Conversation.objects.get(pk=conversation_id)
     with transaction.atomic():
+        Line.read()  # the site's row first: the lock order (chat.models.admission)
         retry = begin(conversation, _placer(plans, admitted))
     return retry, plans[0]
 
@@ -93,7 +95,7 @@ def _placer(
     decision is added to `plans` once its ticket is written. An admitted turn
     is `shown` once its rows are written, before its ticket."""
 
-    def placed(turn: Turn) -> Callable[[], None]:
+    def placed(turn: Turn, line: Line | None) -> Callable[[], None]:
         asked = False  # the model server is being asked
 
         def go(plan: admission.Plan) -> None:
@@ -103,7 +105,7 @@ def _placer(
                 admitted(Admitted(turn, plan))
 
         owner_id = turn.question.conversation.owner_id
-        write = admission.place(turn.profile, owner_id, go)
+        write = admission.place(turn.profile, owner_id, go, line)
 
         def then() -> None:
             if asked and shown is not None:

@@ -5,16 +5,23 @@ real Daphne processes."""
 from __future__ import annotations
 
 import signal
+import threading
+from collections.abc import Callable
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.db import connection, connections
+from django.test.utils import CaptureQueriesContext
 from playwright.sync_api import expect
 
+from chat.api import answers
+from chat.api.requests import ChatRequest
 from chat.live import admission
 from chat.live.admission import Entry, plan
 from chat.live.runner import runner
-from chat.models import Conversation, Message, SiteDefaults, Ticket
+from chat.models import ApiKey, Conversation, Message, SiteDefaults, Ticket
 from chat.sockets import turns
+from tests.api.conftest import team_of
 from tests.communicators import connect, frames_until, send
 from tests.daphnes import frames_until as socket_frames_until
 from tests.daphnes import open_socket
@@ -379,6 +386,98 @@ def test_an_answer_is_admitted_before_its_rows_are_written(
     assert len(heard) == 1  # not admitted: told nobody early
     assert placed.admit == [] and placed.positions == {waiting.answer.pk: 1}
     assert Ticket.objects.get(message=waiting.answer).served is None
+
+
+@pytest.mark.django_db
+def test_a_question_is_admitted_after_one_trip_that_locks_the_sites_row_first(
+    alice, limits, conversations
+):
+    """Before the model server is asked, a sent question reads four things (one
+    trip on PostgreSQL, `prepared.together`; Django's query log, on here, has
+    them one by one): the site's row locked, first (the lock order of
+    `chat.models.admission`), the tickets, the conversation locked with its
+    owner, and the messages it follows. The decision reads nothing more."""
+    limits(2, 1)
+    (conversation,) = conversations(alice)
+    asked_after: list[list[str]] = []
+
+    with CaptureQueriesContext(connection) as queries:
+
+        def admitted(early: turns.Admitted) -> None:
+            asked_after.append([q["sql"] for q in queries.captured_queries])
+
+        turns.begin(conversation.pk, "Hello", "", admitted=admitted)
+    (before,) = asked_after
+    # (This test's transaction makes the turn's a savepoint.)
+    site, tickets, turn, earlier = [q for q in before if "SAVEPOINT" not in q]
+    assert '"chat_sitedefaults"' in site
+    assert '"chat_ticket"' in tickets
+    assert '"chat_conversation"' in turn
+    assert '"chat_message"' in earlier
+    if connection.features.has_select_for_update:  # PostgreSQL (not SQLite)
+        assert "FOR UPDATE" in site and "FOR UPDATE" in turn
+
+
+@pytest.mark.django_db(transaction=True)
+def test_answers_asked_at_once_by_every_path_never_wait_in_a_cycle(
+    alice, bob, limits, conversations
+):
+    """Every transaction that admits an answer locks the site's row first
+    (`chat.models.admission`, the lock order): a sent question's first trip
+    does, before the conversation's, the owner's and the team's rows. Two
+    members of one team (their team's row is locked for its quotas) ask at once
+    through the socket, a regenerate and the API, round after round: on
+    PostgreSQL a path taking the site's row after the others would sooner or
+    later hold a row another waits for while waiting for one it holds, and one
+    of them would end in a deadlock error."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks: PostgreSQL's (SQLite has one writer at a time)")
+    limits(0, 0)
+    team_of("GPU", alice, bob)
+    asking, regenerating = conversations(alice)[0], conversations(bob)[0]
+    first, _ = turns.begin(regenerating.pk, "to be asked again", "")
+    Message.objects.filter(pk=first.answer.pk).update(status="done")
+    key, _ = ApiKey.issue(bob, "script")
+    model = asking.model_profile.tag
+    request = ChatRequest(model, [{"role": "user", "content": "Hi"}], stream=True)
+    rounds = 12
+
+    def send() -> int:
+        return turns.begin(asking.pk, "Hello", "")[0].answer.pk
+
+    def regenerate() -> int:
+        retry, _ = turns.begin_retry(
+            regenerating.pk, lambda c, placed: c.begin_regenerate(None, placed)
+        )
+        return retry.turn.answer.pk
+
+    def api() -> int:
+        turn, _ = answers._begin(key, request, False, lambda admitted: None)
+        return turn.answer.pk
+
+    start = threading.Barrier(3)
+    errors: list[str] = []
+
+    def ask(path: Callable[[], int]) -> None:
+        try:
+            for _ in range(rounds):
+                start.wait(timeout=30)
+                answer = path()
+                # Over before the next round, as the runner would end it.
+                Message.objects.filter(pk=answer).update(status="done")
+        except Exception as exc:  # reported below
+            errors.append(f"{path.__name__}: {type(exc).__name__}: {exc}")
+            start.abort()
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=ask, args=(p,)) for p in (send, regenerate, api)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert Ticket.objects.filter(served__isnull=False).count() == 1 + 3 * rounds
 
 
 @on_database

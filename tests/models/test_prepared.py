@@ -13,8 +13,8 @@ from django.db.models import Count, F, Value
 from django.db.models.sql.compiler import SQLCompiler
 from django.test.utils import CaptureQueriesContext
 
-from chat.live.admission import TICKETS
 from chat.models import Attachment, Conversation, ModelProfile, SiteDefaults, prepared
+from chat.models.admission import TICKETS
 from chat.models.conversations import EARLIER, TURN_READ, _turn_read
 from chat.models.prepared import Prepared
 from chat.models.site import LOCKED_SITE_ROW, SITE_ROW
@@ -183,8 +183,13 @@ def test_compile_all_compiles_every_query_and_runs_none(answered: Conversation) 
 
 
 def the_turns_reads(conversation: Conversation) -> list[tuple[Prepared[Any], int]]:
-    """A question's first reads (`Conversation.begin_turn_of`)."""
-    return [(TURN_READ, conversation.pk), (SITE_ROW, 1), (EARLIER, conversation.pk)]
+    """A question's first reads (`Conversation.begin_turn_of`, `Line.read`)."""
+    return [
+        (LOCKED_SITE_ROW, 1),
+        (TICKETS, 0),
+        (TURN_READ, conversation.pk),
+        (EARLIER, conversation.pk),
+    ]
 
 
 def test_together_gives_what_each_read_gives(answered: Conversation) -> None:
@@ -194,8 +199,8 @@ def test_together_gives_what_each_read_gives(answered: Conversation) -> None:
         apart = [query.rows(key) for query, key in reads]
         at_once = prepared.together(*reads)
     assert at_once == apart
-    assert [len(rows) for rows in at_once] == [1, 1, 4]
-    assert TURN_READ.one(at_once[0]).title == "Kept"
+    assert [len(rows) for rows in at_once] == [1, 0, 1, 4]
+    assert TURN_READ.one(at_once[2]).title == "Kept"
 
 
 def test_on_postgresql_together_sends_every_read_before_the_first_answer(
@@ -221,7 +226,7 @@ def test_on_postgresql_together_sends_every_read_before_the_first_answer(
     ]
     sent = [i for i, (way, _) in enumerate(messages) if way == "F"]
     rows = [i for i, (way, what) in enumerate(messages) if what == "DataRow"]
-    assert [what for way, what in messages if way == "F"].count("Execute") == 3
+    assert [what for way, what in messages if way == "F"].count("Execute") == 4
     assert rows and max(sent) < min(rows)
 
 
@@ -239,7 +244,7 @@ def test_together_runs_one_after_another_with_prepared_statements_off(
             rows = prepared.together(*the_turns_reads(answered))
     finally:
         raw.prepare_threshold = before
-    assert [len(r) for r in rows] == [1, 1, 4]
+    assert [len(r) for r in rows] == [1, 0, 1, 4]
 
 
 def test_an_error_of_a_read_together_is_djangos_and_the_connection_goes_on(
