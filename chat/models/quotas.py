@@ -214,7 +214,8 @@ def lock(user: AbstractBaseUser, *, user_locked: bool = False) -> list[Team]:
     the transaction ends: a check and the answer it lets in are then one step,
     so two tabs (or processes) cannot both take the last answer. The user's row
     first, then their teams' rows in order, so two turns never deadlock
-    (callers hold only their conversation's row, `Conversation.begin_turn`).
+    (callers hold only the site's row and their conversation's: the lock order
+    of `chat.models.admission`).
     `user_locked`: the caller locked the user's row already (with its
     conversation's). Returns the teams, locked (for `check`)."""
     if not user_locked:
