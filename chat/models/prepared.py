@@ -122,11 +122,12 @@ def together(
         return [c.run(key) for c, key in compiled]
     connection.validate_no_broken_transaction()
     raw = connection.connection
+    planning = raw.cursor()
     cursors = [_preparing_cursor()(raw) for _ in compiled]
     with connection.wrap_database_errors:
         try:
             with raw.pipeline():
-                raw.execute(PLAN_ONCE, prepare=False)
+                planning.execute(PLAN_ONCE, prepare=False)
                 for cursor, (c, key) in zip(cursors, compiled, strict=True):
                     cursor.execute(c.sql, c.params_for(key))
             return [
@@ -134,7 +135,7 @@ def together(
                 for cursor, (c, _) in zip(cursors, compiled, strict=True)
             ]
         finally:
-            for cursor in cursors:
+            for cursor in (planning, *cursors):
                 cursor.close()
 
 
