@@ -81,8 +81,10 @@ def begin_retry(
     plans: list[admission.Plan] = []
     conversation = Conversation.objects.get(pk=conversation_id)
     with transaction.atomic():
-        Line.read()  # the site's row first: the lock order (chat.models.admission)
-        retry = begin(conversation, _placer(plans, admitted))
+        # The site's row first: the lock order (chat.models.admission). Nothing
+        # the retry writes before its answer is placed changes the line.
+        line, _ = Line.read()
+        retry = begin(conversation, _placer(plans, admitted, line=line))
     return retry, plans[0]
 
 
@@ -90,12 +92,15 @@ def _placer(
     plans: list[admission.Plan],
     admitted: Callable[[Admitted], None] | None,
     shown: Callable[[Turn], None] | None = None,
+    *,
+    line: Line | None = None,
 ) -> Placed:
     """The turn's answer's place in line (`Conversation.begin_turn_of`): its
     decision is added to `plans` once its ticket is written. An admitted turn
-    is `shown` once its rows are written, before its ticket."""
+    is `shown` once its rows are written, before its ticket. `line`: what the
+    transaction read first, when the turn's own first trip did not."""
 
-    def placed(turn: Turn, line: Line | None) -> Callable[[], None]:
+    def placed(turn: Turn, read: Line | None) -> Callable[[], None]:
         asked = False  # the model server is being asked
 
         def go(plan: admission.Plan) -> None:
@@ -105,7 +110,7 @@ def _placer(
                 admitted(Admitted(turn, plan))
 
         owner_id = turn.question.conversation.owner_id
-        write = admission.place(turn.profile, owner_id, go, line)
+        write = admission.place(turn.profile, owner_id, go, read or line)
 
         def then() -> None:
             if asked and shown is not None:

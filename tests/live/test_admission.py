@@ -418,6 +418,37 @@ def test_a_question_is_admitted_after_one_trip_that_locks_the_sites_row_first(
         assert "FOR UPDATE" in site and "FOR UPDATE" in turn
 
 
+@pytest.mark.django_db
+def test_a_regenerate_locks_the_sites_row_first_and_reads_the_line_once(
+    alice, limits, conversations
+):
+    """A retry's transaction locks the site's row before any other (the lock
+    order), and its answer is placed on what that first read found: the
+    tickets are read once before the model server is asked."""
+    limits(2, 1)
+    (conversation,) = conversations(alice)
+    first, _ = turns.begin(conversation.pk, "Hello", "")
+    Message.objects.filter(pk=first.answer.pk).update(status="done")
+    asked_after: list[list[str]] = []
+
+    with CaptureQueriesContext(connection) as queries:
+
+        def admitted(early: turns.Admitted) -> None:
+            asked_after.append([q["sql"] for q in queries.captured_queries])
+
+        turns.begin_retry(
+            conversation.pk,
+            lambda c, placed: c.begin_regenerate(None, placed),
+            admitted,
+        )
+    (before,) = asked_after
+    sites = [i for i, q in enumerate(before) if 'FROM "chat_sitedefaults"' in q]
+    locks = [i for i, q in enumerate(before) if "FOR UPDATE" in q]
+    assert len([q for q in before if 'FROM "chat_ticket"' in q]) == 1
+    if connection.features.has_select_for_update:  # PostgreSQL (not SQLite)
+        assert min(locks) == sites[0]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_answers_asked_at_once_by_every_path_never_wait_in_a_cycle(
     alice, bob, limits, conversations
