@@ -70,11 +70,13 @@ ADMISSION_GROUP: Final = "admission"
 
 
 class FrameEvent(TypedDict):
-    """A frame for every socket of the conversation on other processes."""
+    """Frames, in order, for every socket of the conversation on other
+    processes: several when they go together (an answer's end and its stored
+    message), in one send (each send is a few trips to Redis)."""
 
     type: Literal["chat.frame"]
     origin: str  # the sending runner's id: its own process's sockets skip it
-    frame: ServerFrame
+    frames: list[ServerFrame]
 
 
 class DeltaEvent(TypedDict):
@@ -89,8 +91,8 @@ class DeltaEvent(TypedDict):
     tokens: int  # how many the text holds (the page's live count)
 
 
-def frame_event(origin: str, frame: ServerFrame) -> FrameEvent:
-    return FrameEvent(type="chat.frame", origin=origin, frame=frame)
+def frame_event(origin: str, *frames: ServerFrame) -> FrameEvent:
+    return FrameEvent(type="chat.frame", origin=origin, frames=list(frames))
 
 
 # To a generation group (the process running the answer).

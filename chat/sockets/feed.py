@@ -127,15 +127,15 @@ class Feed:
     async def on_frame(self, event: FrameEvent) -> None:
         if event["origin"] == runner.id:
             return
-        frame = event["frame"]
-        if frame["type"] == "start":
-            self.remote[frame["message_id"]] = RemoteView()
-        elif frame["type"] == "message":
-            self.remote.pop(frame["message"]["id"], None)
-        elif frame["type"] == "removed":  # a turn taken back, or replaced
-            for message_id in frame["message_ids"]:
-                self.remote.pop(message_id, None)
-        await self.socket.send_frame(frame)
+        for frame in event["frames"]:
+            if frame["type"] == "start":
+                self.remote[frame["message_id"]] = RemoteView()
+            elif frame["type"] == "message":
+                self.remote.pop(frame["message"]["id"], None)
+            elif frame["type"] == "removed":  # a turn taken back, or replaced
+                for message_id in frame["message_ids"]:
+                    self.remote.pop(message_id, None)
+            await self.socket.send_frame(frame)
 
     async def on_delta(self, event: DeltaEvent) -> None:
         if event["origin"] == runner.id:

@@ -248,7 +248,7 @@ def test_a_consumer_has_a_handler_for_its_events(kind, consumers):
 def test_the_event_builders_return_their_types():
     frame = frames.removed([1])
     event = events.frame_event("runner-1", frame)
-    assert event == {"type": "chat.frame", "origin": "runner-1", "frame": frame}
+    assert event == {"type": "chat.frame", "origin": "runner-1", "frames": [frame]}
     assert events.ADMISSION_WAKE == {"type": "admission.wake"}
     assert events.conversation_group(7) == "chat.7"
     assert events.generation_group(7) == "generation.7"

@@ -76,7 +76,7 @@ async def test_a_feed_passes_on_how_many_tokens_the_new_text_holds():
     feed = Feed(socket, CONVERSATION)
     try:
         await feed.on_frame(
-            {"type": "chat.frame", "origin": "elsewhere", "frame": START}
+            {"type": "chat.frame", "origin": "elsewhere", "frames": [START]}
         )
         await feed.on_delta(delta(0, "a b c d", tokens=4))
         await feed.on_delta(delta(4, "c d e f", tokens=4))  # half of it seen
@@ -93,7 +93,7 @@ async def test_a_feed_skips_what_its_own_process_sent_it_directly():
     socket = Socket()
     feed = Feed(socket, CONVERSATION)
     await feed.on_delta(delta(0, "hello", origin=runner.id))
-    await feed.on_frame({"type": "chat.frame", "origin": runner.id, "frame": START})
+    await feed.on_frame({"type": "chat.frame", "origin": runner.id, "frames": [START]})
     assert socket.sent == []
     assert feed.remote == {}
 
@@ -102,7 +102,7 @@ async def test_a_refused_catch_up_is_passed_on_and_the_answer_forgotten():
     socket = Socket()
     feed = Feed(socket, CONVERSATION)
     try:
-        frame = {"type": "chat.frame", "origin": "elsewhere", "frame": START}
+        frame = {"type": "chat.frame", "origin": "elsewhere", "frames": [START]}
         await feed.on_frame(frame)
         assert MESSAGE in feed.remote
         refusal = frames.error(MESSAGE, "bad_offset", "Past the text.")

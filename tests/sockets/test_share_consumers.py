@@ -318,7 +318,7 @@ async def test_frames_from_other_processes_are_filtered_too(conversation):
         {
             "type": "chat.frame",
             "origin": "another-process",
-            "frame": {"type": "queued-for-owner-only", "secret": question.pk},
+            "frames": [{"type": "queued-for-owner-only", "secret": question.pk}],
         },
     )
     delta = await viewer.receive_json_from(timeout=5)
