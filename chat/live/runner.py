@@ -130,19 +130,20 @@ class Runner:
         if generation is not None:
             generation.detach(sink)
 
-    async def broadcast(self, conversation_id: int, frame: frames.ServerFrame) -> None:
-        """To every socket of the conversation, here and on other processes."""
-        await send_all(self._subscribers.get(conversation_id, ()), frame)
-        await self._group_send(
-            conversation_group(conversation_id), frame_event(self.id, frame)
-        )
+    async def broadcast(self, conversation_id: int, *sent: frames.ServerFrame) -> None:
+        """To every socket of the conversation, here and on other processes (in
+        one send to the channel layer, each a few trips to Redis)."""
+        for frame in sent:
+            await send_all(self._subscribers.get(conversation_id, ()), frame)
+        if sent:
+            event = frame_event(self.id, *sent)
+            await self._group_send(conversation_group(conversation_id), event)
 
     async def tell(self, conversation_id: int, sent: list[frames.ServerFrame]) -> None:
         """Frames from an HTTP request, to every socket of the conversation. A
         process that has not served a socket yet has the channel layer too (its
         loop state's), so other processes' sockets are told too."""
-        for frame in sent:
-            await self.broadcast(conversation_id, frame)
+        await self.broadcast(conversation_id, *sent)
 
     # Requests from other processes (`chat.live.remote`; pages and sockets ask
     # through `chat.live.control`).
@@ -240,12 +241,18 @@ class Runner:
         """The turn's frames and the start frame, to every viewer; and this
         process's channel into the generation group (for stops and resumes)."""
         conversation_id = generation.conversation_id
-        for frame in told:
-            await self.broadcast(conversation_id, frame)
+        announced = [*told, generation.start_frame()]
+        for frame in announced:
+            await send_all(self._subscribers.get(conversation_id, ()), frame)
         if self._channel is not None and self._layer is not None:
             self._publish(generation)
             await layer.join(generation_group(conversation_id), self._channel)
-        await self.broadcast(conversation_id, generation.start_frame())
+        # Other processes' sockets, once a stop or a resume from them reaches
+        # this process: in one send (each is a few trips to Redis, and the
+        # answer's first token waits for this announcement).
+        await self._group_send(
+            conversation_group(conversation_id), frame_event(self.id, *announced)
+        )
 
     async def _ask_while_storing(
         self,
@@ -338,8 +345,7 @@ class Runner:
                 announcing.exception()  # kept in `unstored`
             # Taken back once the relay ended (no delta of it follows), and
             # before the caller tells its socket the turn was not stored.
-            for frame in taken_back:
-                await self.broadcast(conversation_id, frame)
+            await self.broadcast(conversation_id, *taken_back)
             generation.announced.set()
 
     def _publish(self, generation: Generation) -> None:
