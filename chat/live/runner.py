@@ -131,10 +131,22 @@ class Runner:
             generation.detach(sink)
 
     async def broadcast(self, conversation_id: int, *sent: frames.ServerFrame) -> None:
-        """To every socket of the conversation, here and on other processes (in
-        one send to the channel layer, each a few trips to Redis)."""
+        """To every socket of the conversation, here and on other processes."""
+        await self._send_here(conversation_id, sent)
+        await self._send_elsewhere(conversation_id, sent)
+
+    async def _send_here(
+        self, conversation_id: int, sent: Sequence[frames.ServerFrame]
+    ) -> None:
+        """To this process's sockets of the conversation, in order."""
         for frame in sent:
             await send_all(self._subscribers.get(conversation_id, ()), frame)
+
+    async def _send_elsewhere(
+        self, conversation_id: int, sent: Sequence[frames.ServerFrame]
+    ) -> None:
+        """To other processes' sockets of the conversation, in one send to the
+        channel layer (each send is a few trips to Redis); none for no frames."""
         if sent:
             event = frame_event(self.id, *sent)
             await self._group_send(conversation_group(conversation_id), event)
@@ -242,17 +254,13 @@ class Runner:
         process's channel into the generation group (for stops and resumes)."""
         conversation_id = generation.conversation_id
         announced = [*told, generation.start_frame()]
-        for frame in announced:
-            await send_all(self._subscribers.get(conversation_id, ()), frame)
+        await self._send_here(conversation_id, announced)
         if self._channel is not None and self._layer is not None:
             self._publish(generation)
             await layer.join(generation_group(conversation_id), self._channel)
         # Other processes' sockets, once a stop or a resume from them reaches
-        # this process: in one send (each is a few trips to Redis, and the
-        # answer's first token waits for this announcement).
-        await self._group_send(
-            conversation_group(conversation_id), frame_event(self.id, *announced)
-        )
+        # this process (the answer's first token waits for this announcement).
+        await self._send_elsewhere(conversation_id, announced)
 
     async def _ask_while_storing(
         self,
@@ -487,15 +495,12 @@ class Runner:
         # (each send is a few trips to Redis): one after the other, the three
         # kept this loop busy for about 4 ms after the `done` (bench.request_path,
         # PostgreSQL + Redis), while a question asked right after it was handled.
-        released = admission.release(
-            generation.message_id, served=generation.upstream_at is not None
+        await asyncio.gather(
+            self._send_elsewhere(generation.conversation_id, closing),
+            admission.release(
+                generation.message_id, served=generation.upstream_at is not None
+            ),
         )
-        if closing:
-            group = conversation_group(generation.conversation_id)
-            to_others = self._group_send(group, frame_event(self.id, *closing))
-            await asyncio.gather(to_others, released)
-        else:
-            await released
         await finish.learn_token_ratio(profile, generation.message)
 
     async def _tell_queued(self, generation: Generation, position: int) -> None:

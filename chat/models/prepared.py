@@ -110,9 +110,11 @@ def together(
     on PostgreSQL with prepared statements on, in one trip to the server (a
     psycopg pipeline: the statements, and the transaction's BEGIN, are sent
     at once and still run one after another, so a read after a locking one
-    sees what the lock waited for). A question's first reads (the turn's, the
-    site's, the history) took three trips before the model server was asked:
-    about 0.8 ms on a quiet machine, 0.37 in one (docs/latency.md, rule 8).
+    sees what the lock waited for). A question's reads before the model server
+    is asked (the site's row locked, the tickets, the turn's, the history:
+    `chat.models.admission.Line.read`) are one trip; three of them took about
+    0.8 ms one after another on a quiet machine, 0.37 in one (docs/latency.md,
+    rule 8). The trip starts with PLAN_ONCE.
     Elsewhere, when Django logs queries (its tests count them) or a query
     wrapper watches them (`connection.execute_wrapper`), one after another."""
     connection = connections[using]
