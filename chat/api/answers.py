@@ -195,7 +195,9 @@ async def begin(api_key: ApiKey, request: ChatRequest, *, store: bool) -> ApiAns
     """Begin the answer and hand it to the runner; ApiError when it is refused
     (nothing is stored then)."""
     try:
-        stored, admitted = await early.store(partial(_begin, api_key, request, store))
+        stored, admitted, asked = await early.store(
+            partial(_begin, api_key, request, store)
+        )
         turn, plan = stored.result() if admitted is None else admitted
     except Conversation.ModelForbidden as exc:
         raise ApiError(403, "model_forbidden", str(exc), "model") from None
@@ -213,7 +215,7 @@ async def begin(api_key: ApiKey, request: ChatRequest, *, store: bool) -> ApiAns
     runner.subscribe(conversation_id, answer)
     # Admitted before the commit, the model server is asked now (docs/latency.md,
     # rules 8 and 9); an API turn tells no socket (its conversation is new).
-    committed = None if admitted is None else early.told(stored, lambda _: [])
+    committed = None if admitted is None else early.told(stored, lambda _: [], asked)
     # Started from a context of its own: the request's holds Django's
     # per-request executor for `sync_to_async`, which quits when the response
     # ends, and the answer's task (and the runner's, if this starts them) would

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from typing import Any
 
@@ -29,12 +29,14 @@ async def relay(
     history: list[dict[str, Any]],
     tell: Tell,
     ready: Awaitable[None] | None = None,
+    asked: Callable[[], None] | None = None,
 ) -> None:
     """Stream the answer from the model server to the generation's sockets until
     it finished (raises `UpstreamError` when the stream ended early). `tell`
     reaches every socket of the conversation (the first-token watch's news).
     `ready`: the turn's announcement, which the first frame waits for (the
-    request goes out before it, docs/latency.md, rule 8)."""
+    request goes out before it, docs/latency.md, rule 8); `asked`, called once
+    the request is written (`chat.live.early`)."""
     client = client_for(profile)
     generation.upstream_at = time.perf_counter()
     watch = first_token.watch(generation, profile, tell)
@@ -44,6 +46,7 @@ async def relay(
         think=generation.think,
         options=generation.options or profile.request_options(generation.think),
         keep_alive=profile.keep_alive_value,
+        asked=asked,
     )
     # aclosing: leaving the loop (done, stop, error) closes the upstream request,
     # which is how a model server learns to stop generating.

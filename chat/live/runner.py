@@ -343,8 +343,16 @@ class Runner:
             # was stored (`announcing` is never cancelled: a turn committed
             # after all and taken for one not stored would leave its answer
             # streaming for the orphan sweep to mark interrupted).
-            await relay(generation, profile, history, tell, ready=asyncio.shield(ready))
+            await relay(
+                generation,
+                profile,
+                history,
+                tell,
+                ready=asyncio.shield(ready),
+                asked=stored.asked,
+            )
         finally:
+            stored.asked()  # it was not, if the relay ended before the request
             # The answer's end is told after its start, and never before its
             # turn is committed (or known not to be, and taken back).
             if not announcing.done():

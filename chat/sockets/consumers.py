@@ -151,7 +151,7 @@ class ChatConsumer(SessionBound, LiveSocket):
         shown = early.Shown()
         begin = self._beginning(content, client_id, retry, files, shown)
         try:
-            stored, admitted = await early.store(begin)
+            stored, admitted, asked = await early.store(begin)
             if admitted is None:  # refused, or waiting for a slot
                 begun, plan = stored.result()
         except tuple(REFUSALS) as exc:
@@ -172,7 +172,7 @@ class ChatConsumer(SessionBound, LiveSocket):
             raise
         if admitted is not None:
             # Admitted before the commit: the model server is asked now.
-            await self._ask_while_storing(admitted, stored, shown, content)
+            await self._ask_while_storing(admitted, stored, asked, shown, content)
             return
         turn = begun.turn if isinstance(begun, Retry) else begun
         # The stored turn goes to the runner at once (no await before it): its
@@ -215,6 +215,7 @@ class ChatConsumer(SessionBound, LiveSocket):
         self,
         admitted: turns.Admitted,
         stored: asyncio.Task[Begun],
+        asked: Callable[[], None],
         shown: early.Shown,
         content: str,
     ) -> None:
@@ -229,7 +230,7 @@ class ChatConsumer(SessionBound, LiveSocket):
             turn.history,
             turn.options,
             plan=admitted.plan,
-            stored=early.told(stored, lambda begun: told_of(begun[0]), shown),
+            stored=early.told(stored, lambda begun: told_of(begun[0]), asked, shown),
         )
         # Started: told, or the commit failed (`Runner.start` returns then; or
         # its task never ran, its loop closing).

@@ -8,7 +8,7 @@ an `UpstreamError` (see `events`).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -240,6 +240,7 @@ class OllamaClient:
         think: bool | None,
         options: dict[str, Any],
         keep_alive: str | int | None = None,
+        asked: Callable[[], None] | None = None,
     ) -> AsyncGenerator[list[Event], None]:
         """Stream an answer: yield, per network read, the non-empty list of its events.
 
@@ -255,6 +256,8 @@ class OllamaClient:
         not cost the user a whole answer; but if the body ends and no line at all
         was JSON, the server is not speaking this protocol: "malformed".
 
+        `asked` is called once the request is written (see `retry`).
+
         Raises `UpstreamError`, also after some events were yielded.
         """
         return stream_events(
@@ -265,6 +268,7 @@ class OllamaClient:
             lambda response: self._status_error(response, "/api/chat", model),
             NDJSONReader(self.base_url),
             self.base_url,
+            asked,
         )
 
     async def version(self) -> str:

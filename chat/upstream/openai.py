@@ -16,7 +16,7 @@ from `usage` (asked for with `stream_options.include_usage`) and llama.cpp's
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,6 +110,7 @@ class OpenAIClient:
         think: bool | None,
         options: dict[str, Any],
         keep_alive: str | int | None = None,
+        asked: Callable[[], None] | None = None,
     ) -> AsyncGenerator[list[Event], None]:
         """Stream an answer: yield, per network read, the non-empty list of its events.
 
@@ -117,6 +118,7 @@ class OpenAIClient:
         again after a pause while nothing was yielded yet (see `retry`). Use
         `contextlib.aclosing`: closing the generator closes the request, which
         is how the server learns to stop. `keep_alive` is Ollama's and ignored.
+        `asked` is called once the request is written (see `retry`).
 
         Raises `UpstreamError`, also after some events were yielded.
         """
@@ -128,6 +130,7 @@ class OpenAIClient:
             lambda response: self._status_error(response, model, think),
             StreamReader(self.base_url, self._splitter(think)),
             self.base_url,
+            asked,
         )
 
     async def models(self) -> list[dict[str, Any]]:

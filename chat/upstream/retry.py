@@ -20,6 +20,7 @@ import httpx
 from django.conf import settings
 
 from chat.upstream.events import UpstreamError
+from chat.upstream.transport import WRITTEN
 
 # Pauses before the second, third and fourth try; `UPSTREAM_BUSY_RETRY_DELAYS`
 # in the settings overrides them.
@@ -41,6 +42,8 @@ async def busy_retried(
     headers: Mapping[str, str],
     status_error: Callable[[httpx.Response], Awaitable[UpstreamError]],
     delays: Sequence[float] | None = None,
+    *,
+    asked: Callable[[], None] | None = None,
 ) -> AsyncIterator[httpx.Response]:
     """POST `body` to `url` and give the streamed 200 response (closed on exit).
 
@@ -49,10 +52,19 @@ async def busy_retried(
     server's longer `Retry-After`, up to `MAX_RETRY_AFTER`). The retries happen
     before the body is read, so never once a token was yielded, and the reads
     of the body pass through nothing of this. httpx's exceptions propagate.
+
+    `asked` is called once the request is written, before its answer comes
+    (or once it failed): the transport's `WRITTEN` extension.
     """
     pauses = list(retry_delays() if delays is None else delays)
     while True:
-        request = http.build_request("POST", url, json=body, headers=headers)
+        request = http.build_request(
+            "POST",
+            url,
+            json=body,
+            headers=headers,
+            extensions=None if asked is None else {WRITTEN: asked},
+        )
         response = await http.send(request, stream=True)
         try:
             if response.status_code == 200:

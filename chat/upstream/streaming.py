@@ -53,6 +53,7 @@ async def stream_events(
     status_error: Callable[[httpx.Response], Awaitable[UpstreamError]],
     reader: BodyReader,
     base_url: str,
+    asked: Callable[[], None] | None = None,
 ) -> AsyncGenerator[list[Event], None]:
     """POST `body` and yield, per network read, the non-empty list of its events.
 
@@ -63,7 +64,9 @@ async def stream_events(
     """
     stage: Stage = "request"
     try:
-        async with busy_retried(http, url, body, headers, status_error) as response:
+        async with busy_retried(
+            http, url, body, headers, status_error, asked=asked
+        ) as response:
             stage = "waiting"
             async for data in response.aiter_bytes():
                 if reader.finished:

@@ -10,18 +10,40 @@ spends about 40 µs, the whole client included.
 Callers keep httpx's API (`httpx.AsyncClient`, its timeouts and exceptions): this
 transport maps aiohttp's errors to the httpx exceptions that httpx's own transport
 raises for the same faults, so `events.error_for_transport` reads them the same.
+One extension of its own: `WRITTEN`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import aiohttp
+import aiohttp.abc
 import httpx
 from yarl import URL
+
+# A request extension: called once the request's body is handed to the socket
+# (or the request failed before): `chat.live.early` waits for it.
+WRITTEN = "chatsite.written"
+
+
+class _Watched(aiohttp.BytesPayload):
+    """A request body that says when aiohttp wrote it (its headers go with it)."""
+
+    def __init__(self, body: bytes, written: Callable[[], None]) -> None:
+        super().__init__(body)
+        self._written = written
+
+    async def write_with_length(
+        self, writer: aiohttp.abc.AbstractStreamWriter, content_length: int | None
+    ) -> None:
+        try:
+            await super().write_with_length(writer, content_length)
+        finally:
+            self._written()
 
 
 class _NetworkStream:
@@ -164,18 +186,26 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             sock_read=timeouts.get("read"),
         )
         body = await request.aread()
-        with _httpx_errors():
-            response = await self._get_session().request(
-                request.method,
-                URL(str(request.url), encoded=True),
-                headers=[
-                    (name.decode("latin-1"), value.decode("latin-1"))
-                    for name, value in request.headers.raw
-                ],
-                data=body or None,
-                allow_redirects=False,
-                timeout=timeout,
-            )
+        written = request.extensions.get(WRITTEN)
+        data: bytes | aiohttp.BytesPayload | None = body or None
+        if body and written is not None:
+            data = _Watched(body, written)
+        try:
+            with _httpx_errors():
+                response = await self._get_session().request(
+                    request.method,
+                    URL(str(request.url), encoded=True),
+                    headers=[
+                        (name.decode("latin-1"), value.decode("latin-1"))
+                        for name, value in request.headers.raw
+                    ],
+                    data=data,
+                    allow_redirects=False,
+                    timeout=timeout,
+                )
+        finally:
+            if written is not None:
+                written()  # again if written: the caller's is idempotent
         # Not `response.connection`: a body already complete has handed its
         # connection back to the pool. The protocol keeps the socket either way.
         protocol = response._protocol

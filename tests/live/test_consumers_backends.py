@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from chat.live import early
 from chat.models import Message, ModelProfile
 from tests.communicators import answer_of, connect, frames_until, send, text_of
 
@@ -15,6 +16,15 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture(autouse=True)
 def no_retry_pauses(settings):
     settings.UPSTREAM_BUSY_RETRY_DELAYS = (0.0, 0.0, 0.0)
+
+
+@pytest.fixture(autouse=True)
+def asked_wait_unbounded(monkeypatch):
+    """The database thread waits for the model server's request an hour
+    (`chat.live.early`): on every path here, answered or failed, the loop says
+    when the request was written or failed, or the turn is never committed and
+    the test runs out of time."""
+    monkeypatch.setattr(early, "ASKED_WAIT", 3600.0)
 
 
 @pytest.fixture

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
-from chat.upstream.transport import AiohttpTransport
+from chat.upstream.transport import WRITTEN, AiohttpTransport
 from tests.waiting import until
 
 
@@ -133,3 +134,76 @@ async def test_a_reader_that_is_behind_is_not_timed_out():
             received += data
             await asyncio.sleep(0.5)  # behind by more than the timeout
     assert received == b"".join(pieces)
+
+
+async def test_a_request_says_it_was_written_before_its_answer_comes():
+    """`WRITTEN` is called once the body is on its way: a server that answers
+    only after it was called gets the whole body first, and answers."""
+    loop = asyncio.get_running_loop()
+    written: asyncio.Future[None] = loop.create_future()
+    bodies: list[bytes] = []
+
+    async def accept(reader: asyncio.StreamReader, writer) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":")[1])
+            for line in head.lower().splitlines()
+            if line.startswith(b"content-length:")
+        )
+        bodies.append(await reader.readexactly(length))
+        await written  # the client said so before any byte of the answer
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        await writer.drain()
+        writer.close()
+
+    calls: list[None] = []
+
+    def said() -> None:
+        calls.append(None)
+        if not written.done():
+            written.set_result(None)
+
+    server = await asyncio.start_server(accept, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with (
+            httpx.AsyncClient(
+                transport=AiohttpTransport(limits=httpx.Limits())
+            ) as client,
+            asyncio.timeout(30),
+        ):
+            request = client.build_request(
+                "POST",
+                f"http://127.0.0.1:{port}/api/chat",
+                json={"messages": ["x" * 5000]},
+                extensions={WRITTEN: said},
+            )
+            response = await client.send(request)
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert response.text == "ok"
+    assert json.loads(bodies[0]) == {"messages": ["x" * 5000]}
+    assert calls  # once written, and again once answered (idempotent callers)
+
+
+async def test_a_request_that_cannot_connect_says_so_too():
+    """A request that fails before its body is written calls `WRITTEN` as it
+    fails: nobody waits for a write that will not come."""
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()  # nothing listens on it now
+    calls: list[None] = []
+    async with httpx.AsyncClient(
+        transport=AiohttpTransport(limits=httpx.Limits())
+    ) as client:
+        request = client.build_request(
+            "POST",
+            f"http://127.0.0.1:{port}/api/chat",
+            json={"model": "m"},
+            extensions={WRITTEN: lambda: calls.append(None)},
+        )
+        with pytest.raises(httpx.ConnectError):
+            await client.send(request)
+    assert calls == [None]
