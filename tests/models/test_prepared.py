@@ -8,9 +8,16 @@ from typing import Any
 from unittest.mock import patch
 
 import pytest
-from django.db import DataError, connection, connections, transaction
+from django.db import (
+    DataError,
+    IntegrityError,
+    connection,
+    connections,
+    transaction,
+)
 from django.db.models import Count, F, Value
 from django.db.models.sql.compiler import SQLCompiler
+from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 
 from chat.models import Attachment, Conversation, ModelProfile, SiteDefaults, prepared
@@ -229,6 +236,38 @@ def test_together_gives_what_each_read_gives(answered: Conversation) -> None:
     assert at_once == apart
     assert [len(rows) for rows in at_once] == [1, 0, 1, 4]
     assert TURN_READ.one(at_once[2]).title == "Kept"
+
+
+@pytest.mark.smoke  # and on SQLite, where the driver's own connection reads
+def test_together_reads_past_djangos_cursors_when_nothing_watches(
+    answered: Conversation,
+) -> None:
+    """On SQLite the driver's connection runs the reads (Django's cursor wrapper
+    rewrote each query's placeholders again); on PostgreSQL, the pipeline's
+    cursors. The rows are the same as Django's cursors give."""
+    SiteDefaults.load()
+    reads = the_turns_reads(answered)
+    djangos = patch.object(connection, "cursor", side_effect=AssertionError("cursor"))
+    with transaction.atomic():
+        apart = [query.rows(key) for query, key in reads]
+        with djangos:
+            at_once = prepared.together(*reads)
+    assert at_once == apart
+    assert TURN_READ.one(at_once[2]).title == "Kept"
+
+
+@pytest.mark.smoke
+def test_together_in_a_broken_transaction_is_refused_as_django_refuses_it(
+    answered: Conversation,
+) -> None:
+    """A read after a failed statement of the same atomic block is refused, as
+    a query through Django's cursor is, and nothing is read."""
+    SiteDefaults.load()
+    with transaction.atomic():
+        with pytest.raises(IntegrityError), transaction.atomic(savepoint=False):
+            SiteDefaults.objects.create(pk=1)
+        with pytest.raises(TransactionManagementError):
+            prepared.together(*the_turns_reads(answered))
 
 
 def test_on_postgresql_together_sends_every_read_before_the_first_answer(
