@@ -418,6 +418,27 @@ def test_a_question_is_admitted_after_one_trip_that_locks_the_sites_row_first(
         assert "FOR UPDATE" in site and "FOR UPDATE" in turn
 
 
+@pytest.mark.smoke
+@pytest.mark.django_db
+def test_the_first_question_on_a_database_without_the_sites_row_makes_it(
+    alice, conversations
+):
+    """A fresh database has no site's row to lock (`Line.read`): the first
+    question makes it with the defaults, locks it and reads the line again,
+    and is admitted on it, stored with its ticket."""
+    (conversation,) = conversations(alice)
+    SiteDefaults.objects.all().delete()
+    heard: list[list[int]] = []
+
+    turn, decided = turns.begin(
+        conversation.pk, "first", "", admitted=lambda e: heard.append(e.plan.admit)
+    )
+    assert heard == [[admission.UNSTORED]]
+    assert decided.admit == [turn.answer.pk]
+    assert SiteDefaults.objects.get().pk == 1
+    assert Ticket.objects.get(message=turn.answer).served == 1
+
+
 @pytest.mark.django_db
 def test_a_regenerate_locks_the_sites_row_first_and_reads_the_line_once(
     alice, limits, conversations
