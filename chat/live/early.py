@@ -72,9 +72,10 @@ def _hand_over(
 ) -> None:
     """Give `value` to a future of the event loop, from the database thread.
 
-    The loop thread needs the GIL to act on it (ask the model server, tell the
-    viewers), and this thread would keep it through the rows' Python that
-    follows (up to the 5 ms switch interval): it is given up here."""
+    The loop thread needs the GIL to act on it (tell the viewers), and this
+    thread would keep it through the turn's last writes and commit (up to the
+    5 ms switch interval): it is given up here. (An admitted answer's hand-over
+    waits for the request instead: `store`.)"""
     loop.call_soon_threadsafe(future.set_result, value)
     time.sleep(0.0001)
 
