@@ -36,8 +36,10 @@ async def request_resume(
 
 
 async def tell(conversation_id: int, sent: list[frames.ServerFrame]) -> None:
-    """Frames from an HTTP request, to every socket of the conversation."""
-    await runner.tell(conversation_id, sent)
+    """Frames from an HTTP request, to every socket of the conversation. A
+    process that has not served a socket yet has the channel layer too (its
+    loop state's), so other processes' sockets are told too."""
+    await runner.broadcast(conversation_id, *sent)
 
 
 def show_version(
@@ -48,5 +50,5 @@ def show_version(
     sockets when it replaced messages; returned for the asking page."""
     sent = frames.version_shown(switch)
     if switch.removed:
-        async_to_sync(runner.tell)(conversation_id, sent)
+        async_to_sync(runner.broadcast)(conversation_id, *sent)
     return sent

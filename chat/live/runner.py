@@ -151,12 +151,6 @@ class Runner:
             event = frame_event(self.id, *sent)
             await self._group_send(conversation_group(conversation_id), event)
 
-    async def tell(self, conversation_id: int, sent: list[frames.ServerFrame]) -> None:
-        """Frames from an HTTP request, to every socket of the conversation. A
-        process that has not served a socket yet has the channel layer too (its
-        loop state's), so other processes' sockets are told too."""
-        await self.broadcast(conversation_id, *sent)
-
     # Requests from other processes (`chat.live.remote`; pages and sockets ask
     # through `chat.live.control`).
 

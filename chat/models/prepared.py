@@ -24,7 +24,6 @@ from weakref import WeakKeyDictionary
 
 from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.backends.sqlite3.base import FORMAT_QMARK_REGEX
 from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 from django.db.models import query
 from django.db.models.sql.compiler import SQLCompiler
@@ -232,8 +231,6 @@ class _Compiled:
         if list(params).count(KEY) != int(keyed):
             raise ValueError("the key must be exactly one of the query's parameters")
         self.sql, self.params = sql, list(params)
-        # SQLite's driver takes `?` where Django writes `%s` (`_on_sqlite`).
-        self.qmark_sql = FORMAT_QMARK_REGEX.sub("?", sql).replace("%%", "%")
         self.slot = self.params.index(KEY) if keyed else None
         self.compiler, self.using = compiler, using
         select, klass_info = compiler.select, compiler.klass_info
@@ -250,6 +247,19 @@ class _Compiled:
         populators: Any = query.get_related_populators
         self.populators = populators(klass_info, select, using)
         self.annotations = dict(compiler.annotation_col_map)
+
+    @functools.cached_property
+    def qmark_sql(self) -> str:
+        """The SQL as SQLite's driver takes it (`_on_sqlite`): rewritten once,
+        by Django's own SQLite cursor, which rewrites it at every execute."""
+        from django.db.backends.sqlite3.base import SQLiteCursorWrapper
+
+        raw = self.compiler.connection.connection
+        cursor: SQLiteCursorWrapper = raw.cursor(factory=SQLiteCursorWrapper)
+        try:
+            return cursor.convert_query(self.sql)
+        finally:
+            cursor.close()
 
     def run(self, key: int) -> list[Any]:
         with _cursor(self.compiler.connection) as cursor:
