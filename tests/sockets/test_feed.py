@@ -113,3 +113,25 @@ async def test_a_refused_catch_up_is_passed_on_and_the_answer_forgotten():
         assert feed.remote == {}
     finally:
         feed.close()
+
+
+async def test_frames_sent_together_reach_the_socket_in_order_each_kept_track_of():
+    """An answer's end comes in one event with its stored message
+    (`Runner.broadcast`): each frame is passed on in order, and the stored
+    message ends the remote answer the start began."""
+    socket = Socket()
+    feed = Feed(socket, CONVERSATION)
+    stored = {"type": "message", "message": {"id": MESSAGE, "status": "done"}}
+    done = {"type": "done", "message_id": MESSAGE, "status": "done"}
+    try:
+        await feed.on_frame(
+            {"type": "chat.frame", "origin": "elsewhere", "frames": [START]}
+        )
+        assert MESSAGE in feed.remote
+        await feed.on_frame(
+            {"type": "chat.frame", "origin": "elsewhere", "frames": [done, stored]}
+        )
+        assert socket.sent == [START, done, stored]
+        assert feed.remote == {}
+    finally:
+        feed.close()
