@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 from argparse import ArgumentParser
 from typing import Any
 
@@ -93,6 +94,12 @@ class Command(BaseCommand):
             on_ready=self._announce,
             access_log=options["verbosity"] >= 2,
         )
+        # As in the site's own process (chatsite/asgi.py): what start-up built
+        # (Django, the simulator) lives as long as the process; a full
+        # collection walking it stalls every stream for tens of milliseconds,
+        # which a real model server does not.
+        gc.collect()
+        gc.freeze()
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(main)
 
