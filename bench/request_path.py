@@ -9,10 +9,13 @@ Redis), and one Daphne (`runsite`) on PostgreSQL and Redis started like the test
 suite's (`bench.processes`). Each question is the next turn of one conversation,
 asked once the previous answer is done, on one socket opened before the first
 (as the page's: a socket opened just before its question would measure its
-handshake's queries too). Prints a table and writes
-bench/results/request_path.json; it asserts nothing. Its `min` column is the
-path's cost when nothing else wanted the cores (on a shared machine the
-percentiles follow its load).
+handshake's queries too); once back to back, and once with the processes idle
+for `IDLE` seconds before each question, as between a user's questions: each
+process that wakes (the server's, PostgreSQL's, the simulator's) then costs
+about half a millisecond more on a 2-core VM, which back to back hides.
+Prints a table and writes bench/results/request_path.json; it asserts nothing.
+Its `min` column is the path's cost when nothing else wanted the cores (on a
+shared machine the percentiles follow its load).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from bench.relay import Site
 # The goal of docs/latency.md, rule 8, in ms.
 BUDGETS = {"p50_ms": 5.0, "p95_ms": 15.0}
 SAMPLES = 40
+IDLE = 0.5  # seconds before each question of the "apart" rows
 
 
 async def _via_socket(ws: ClientConnection, question: str) -> float:
@@ -62,7 +66,9 @@ async def _direct(client: httpx.AsyncClient, site: Site, question: str) -> float
     return sent
 
 
-async def measure(site: Site, label: str, samples: int) -> dict[str, Any]:
+async def measure(
+    site: Site, label: str, samples: int, idle: float = 0.0
+) -> dict[str, Any]:
     site.configure(tps=0, answer_tokens=5, ttft_ms=0)
     (conversation,) = site.new_conversations(1)
     sent: dict[str, float] = {}
@@ -79,8 +85,10 @@ async def measure(site: Site, label: str, samples: int) -> dict[str, Any]:
         await _direct(client, site, "warm-up direct")
         for n in range(samples):
             question = f"request path {n}"
+            await asyncio.sleep(idle)
             sent[question] = await _via_socket(ws, question)
             floor = f"floor {n}"
+            await asyncio.sleep(idle)
             sent[floor] = await _direct(client, site, floor)
     started = {
         entry["body"]["messages"][-1]["content"]: entry["started"]
@@ -93,7 +101,8 @@ async def measure(site: Site, label: str, samples: int) -> dict[str, Any]:
     ours = delays(lambda q: q.startswith("request path"))
     floor = delays(lambda q: q.startswith("floor"))
     return {
-        "scenario": f"Enter -> upstream request, {label}",
+        "scenario": f"Enter -> upstream request, {label}, "
+        + (f"{idle:g} s apart" if idle else "back to back"),
         "samples": len(ours),
         "floor_p50_ms": percentile(floor, 0.5),
         "floor_p95_ms": percentile(floor, 0.95),
@@ -106,16 +115,23 @@ async def measure(site: Site, label: str, samples: int) -> dict[str, Any]:
     }
 
 
-def _sqlite_row(samples: int) -> dict[str, Any]:
+def _rows(site: Site, label: str, samples: int) -> list[dict[str, Any]]:
+    return [
+        asyncio.run(measure(site, label, samples)),
+        asyncio.run(measure(site, label, samples, IDLE)),
+    ]
+
+
+def _sqlite_rows(samples: int) -> list[dict[str, Any]]:
     site = Site()
     site.start()
     try:
-        return asyncio.run(measure(site, "SQLite", samples))
+        return _rows(site, "SQLite", samples)
     finally:
         site.stop()
 
 
-def _postgres_row(samples: int) -> dict[str, Any]:
+def _postgres_rows(samples: int) -> list[dict[str, Any]]:
     import psycopg
 
     from bench.processes import SharedSite
@@ -131,7 +147,7 @@ def _postgres_row(samples: int) -> dict[str, Any]:
         site = SharedSite(1, os.environ["DATABASE_URL"], os.environ["REDIS_URL"])
         site.start()
         try:
-            return asyncio.run(measure(site, "PostgreSQL + Redis", samples))
+            return _rows(site, "PostgreSQL + Redis", samples)
         finally:
             site.stop()
     finally:
@@ -145,12 +161,12 @@ def verdict(row: dict[str, Any]) -> str:
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     print(
-        f"{'scenario':<46}{'n':>4}{'floor p50':>10}{'floor p95':>10}"
+        f"{'scenario':<60}{'n':>4}{'floor p50':>10}{'floor p95':>10}"
         f"{'min':>8}{'p50':>8}{'p95':>8}{'max':>8}{'load':>6}  budget"
     )
     for r in rows:
         print(
-            f"{r['scenario']:<46}{r['samples']:>4}{r['floor_p50_ms']:>10.2f}"
+            f"{r['scenario']:<60}{r['samples']:>4}{r['floor_p50_ms']:>10.2f}"
             f"{r['floor_p95_ms']:>10.2f}{r['min_ms']:>8.2f}{r['p50_ms']:>8.2f}"
             f"{r['p95_ms']:>8.2f}"
             f"{r['max_ms']:>8.2f}{r['load_average']:>6.2f}  {verdict(r)}"
@@ -164,9 +180,9 @@ def main() -> None:
         "--postgres", action=argparse.BooleanOptionalAction, default=True
     )
     args = parser.parse_args()
-    rows = [_sqlite_row(args.samples)]
+    rows = _sqlite_rows(args.samples)
     if args.postgres:
-        rows.append(_postgres_row(args.samples))
+        rows += _postgres_rows(args.samples)
     print(
         "Enter -> upstream request (ms): a `send` frame leaving the client to the "
         "simulator receiving the chat request; floor: the same client posting to "
