@@ -93,7 +93,8 @@ class ApiAnswer:
         """Until something new arrived (True) or `seconds` passed (False)."""
         if not self._wake.is_set():
             try:
-                await asyncio.wait_for(self._wake.wait(), seconds)
+                async with asyncio.timeout(seconds):
+                    await self._wake.wait()
             except TimeoutError:
                 return False
         self._wake.clear()

@@ -1,7 +1,8 @@
-"""Daphne's WebSocket frames are written to the socket at once, and go Twisted's
-way (buffered, written when the socket is writable) whenever they cannot be
-(`chat.sockets.daphne_protocol.write_now`); a socket's text messages are framed
-by the connection itself, byte for byte as Autobahn frames them (`send_text`).
+"""Daphne's WebSocket frames, and its HTTP responses' bodies, are written to
+the socket at once, and go Twisted's way (buffered, written when the socket is
+writable) whenever they cannot be (`chat.sockets.daphne_protocol.write_now`,
+`WriteThroughChannel`); a socket's text messages are framed by the connection
+itself, byte for byte as Autobahn frames them (`send_text`).
 A real socket pair and Twisted's own TCP transport; Twisted's memory reactor
 records what it is asked to watch.
 """
@@ -15,12 +16,20 @@ from functools import partial
 
 import pytest
 from autobahn.websocket.protocol import TrafficStats, WebSocketProtocol
+from daphne.http_protocol import HTTPFactory, WebRequest
 from daphne.server import Server
 from daphne.ws_protocol import WebSocketFactory
-from twisted.internet import tcp
+from twisted.internet import address, tcp
 from twisted.internet.testing import MemoryReactor
+from twisted.web import http
 
-from chat.sockets.daphne_protocol import WriteThroughProtocol, text_sender, write_now
+from chat.sockets.daphne_protocol import (
+    WriteThroughChannel,
+    WriteThroughProtocol,
+    text_sender,
+    write_now,
+    write_through,
+)
 
 
 class TLSLayer:
@@ -185,3 +194,38 @@ def test_the_sender_is_found_only_in_daphnes_own_send(protocol):
     assert text_sender(other_send) is None  # another server, a communicator
     assert text_sender(partial(server.handle_reply, object())) is None
     assert text_sender(partial(other_send)) is None
+
+
+def test_daphnes_http_connections_write_through():
+    write_through()
+    built = HTTPFactory(server=None).buildProtocol(None)
+    assert isinstance(built._channel, WriteThroughChannel)
+    assert built._channel.requestFactory is WebRequest  # Daphne's own still
+
+
+def test_a_streamed_responses_chunks_are_on_the_socket_before_the_loop_turns(
+    connection,
+):
+    transport, peer, reactor = connection
+    here = address.IPv4Address("TCP", "127.0.0.1", 8000)
+    transport.getPeer = transport.getHost = lambda: here  # a socket pair has none
+    channel = WriteThroughChannel()
+    channel.makeConnection(transport)
+    request = http.Request(channel)
+    request.clientproto, request.method = b"HTTP/1.1", b"POST"
+    request.write(b"first")
+    # The headers went Twisted's way, the first chunk behind them.
+    assert received(peer) == b""
+    transport.doWrite()
+    head, first = received(peer).split(b"\r\n\r\n", 1)
+    assert head.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert b"Transfer-Encoding: chunked" in head
+    assert first == b"5\r\nfirst\r\n"
+    request.write(b"token")
+    assert received(peer) == b"5\r\ntoken\r\n"  # no turn of the loop
+    assert transport not in reactor.writers
+    transport.write(b"queued ")  # something waits: the chunk goes behind it
+    request.write(b"later")
+    assert received(peer) == b""
+    transport.doWrite()
+    assert received(peer) == b"queued 5\r\nlater\r\n"
