@@ -5,7 +5,7 @@ import asyncio
 import pytest
 from channels.layers import InMemoryChannelLayer
 
-from chat.live import frames
+from chat.live import fanout, frames
 from chat.live.events import conversation_group
 from chat.live.fanout import (
     COALESCE_SECONDS,
@@ -141,3 +141,30 @@ async def test_pacer_writes_at_once_when_idle_then_at_most_every_interval():
     pacer.close()
     assert [f["delta"] for _, f in sent] == ["a", "bcdef"]
     assert sent[1][0] - sent[0][0] >= COALESCE_SECONDS * 0.99
+
+
+async def test_a_rested_pacer_writes_behind_the_next_token(monkeypatch):
+    # Not when its rest ends (`Pacer`): the next token's arrival is what writes.
+    monkeypatch.setattr(fanout, "BEHIND_SECONDS", 3600)
+    sent: list[dict] = []
+    second = asyncio.Event()
+
+    async def send(frame: dict) -> None:
+        sent.append(frame)
+        if len(sent) == 2:
+            second.set()
+
+    pacer = Pacer(send)
+    pacer.delta(frames.delta("content", 1, "a"))
+    pacer.delta(frames.delta("content", 1, "b"))  # before the first write: merged
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert [f["delta"] for f in sent] == ["ab"]
+    pacer.delta(frames.delta("content", 1, "c"))  # during the rest
+    # The pacer's rest ends before this sleep does: it waits for a token then.
+    await asyncio.sleep(COALESCE_SECONDS * 2)
+    assert [f["delta"] for f in sent] == ["ab"]
+    pacer.delta(frames.delta("content", 1, "d"))
+    await asyncio.wait_for(second.wait(), timeout=5)
+    assert [f["delta"] for f in sent] == ["ab", "cd"]
+    pacer.close()
