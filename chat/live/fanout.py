@@ -55,7 +55,7 @@ class Paced:
         raise NotImplementedError
 
     async def rested(self) -> None:
-        """After a rest, before the next write (if anything wakes it)."""
+        """Between a rest and the next write (which then waits for `wake`)."""
 
 
 class Publisher(Paced):
@@ -212,14 +212,15 @@ class Pacer(Paced):
         self.task: asyncio.Task[None] | None = None
 
     async def rested(self) -> None:
-        """With text pending, wait for the next token to write behind it."""
+        """With text pending, wait for the next token (`delta` sets `wake`) to
+        write behind it, at most BEHIND_SECONDS."""
         if not self.pending:
             return
-        self.wake.clear()
+        self.wake.clear()  # set by the text already pending: wait for new text
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(BEHIND_SECONDS):
                 await self.wake.wait()
-        self.wake.set()
+        self.wake.set()  # the pending text goes now, token or not
 
     def delta(self, frame: DeltaFrame) -> None:
         last = self.pending[-1] if self.pending else None
