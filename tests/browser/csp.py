@@ -3,6 +3,8 @@ Chromium reports it: shared by the browser tests that check their pages."""
 
 from __future__ import annotations
 
+from bench.tour import Traffic
+
 LISTENER = (
     "if (!window.__cspViolations) { window.__cspViolations = [];"
     "document.addEventListener('securitypolicyviolation', e =>"
@@ -23,8 +25,9 @@ def violations(page, url: str) -> list[str]:
             else None
         ),
     )
+    traffic = Traffic(page)
     page.goto(url)
-    page.wait_for_load_state("networkidle")
+    traffic.settle()
     # A `securitypolicyviolation` event the page saw, console or not.
     seen = page.evaluate("window.__cspViolations || []")
     return reported + seen
