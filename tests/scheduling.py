@@ -1,4 +1,4 @@
-"""How `make test` splits the suite between its pytest-xdist workers (`-n 2`).
+"""How `make test` splits the suite between its pytest-xdist workers (`-n 3`).
 
 `tests/conftest.py` hands this scheduler to pytest-xdist
 (`pytest_xdist_make_scheduler`). A unit of work goes to one worker whole, and
