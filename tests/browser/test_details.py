@@ -150,7 +150,9 @@ def test_the_live_count_is_the_tokens_on_the_page(
     simulator.config.tps = 40
     simulator.config.burst = burst
     simulator.config.think_tokens = 0
-    simulator.config.answer_text = " ".join(f"w{n}" for n in range(120))
+    # 15 s of answer, stopped after w70: with 120 words (3 s) a loaded machine
+    # took the snapshots and the click after the answer had ended.
+    simulator.config.answer_text = " ".join(f"w{n}" for n in range(600))
     open_conversation(page, login, live_server_url, conversation, alice)
     ask(page)
     streaming = page.locator('article.assistant[data-status="streaming"]')
