@@ -108,8 +108,9 @@ def together(
 ) -> list[list[Any]]:
     """The rows of each `(query, key)`, in order, as `Prepared.rows` gives them:
     on PostgreSQL with prepared statements on, in one trip to the server (a
-    psycopg pipeline: the statements, and the transaction's BEGIN, are sent
-    at once and still run one after another, so a read after a locking one
+    psycopg pipeline: the statements, and the transaction's BEGIN when the
+    atomic block has not begun one yet, are sent at once and still run one
+    after another, so a read after a locking one
     sees what the lock waited for). A question's reads before the model server
     is asked (the site's row locked, the tickets, the turn's, the history:
     `chat.models.admission.Line.read`) are one trip; three of them took about
@@ -132,12 +133,28 @@ def together(
     raw = connection.connection
     planning = raw.cursor()
     cursors = [_preparing_cursor()(raw) for _ in compiled]
+    begin = _begin_statement(raw)
     with connection.wrap_database_errors:
         try:
-            with raw.pipeline():
-                planning.execute(PLAN_ONCE, prepare=False)
-                for cursor, (c, key) in zip(cursors, compiled, strict=True):
-                    cursor.execute(c.sql, c.params_for(key))
+            if begin is not None:
+                # psycopg would begin the transaction itself and, in a
+                # pipeline, wait for the server's answer to its BEGIN before
+                # sending anything else: a trip of its own. Ours goes first in
+                # the pipeline, with the reads.
+                raw.autocommit = True
+            try:
+                with raw.pipeline():
+                    if begin is not None:
+                        planning.execute(begin, prepare=False)
+                    planning.execute(PLAN_ONCE, prepare=False)
+                    for cursor, (c, key) in zip(cursors, compiled, strict=True):
+                        cursor.execute(c.sql, c.params_for(key))
+            finally:
+                if begin is not None:
+                    # The transaction is open as psycopg's own BEGIN leaves it,
+                    # and so is its flag (its setter refuses that inside a
+                    # transaction): Django's commit or rollback ends it.
+                    raw._autocommit = False
             return [
                 c.converted(cursor.fetchall())
                 for cursor, (c, _) in zip(cursors, compiled, strict=True)
@@ -145,6 +162,26 @@ def together(
         finally:
             for cursor in (planning, *cursors):
                 cursor.close()
+
+
+def _begin_statement(raw: Any) -> bytes | None:
+    """The BEGIN psycopg would send before the next statement (Django's atomic
+    block opened no transaction on the server yet), with the connection's
+    isolation level and access mode; None when it would send none."""
+    from psycopg import IsolationLevel
+    from psycopg.pq import TransactionStatus
+
+    if raw.autocommit or raw.pgconn.transaction_status != TransactionStatus.IDLE:
+        return None
+    parts = [b"BEGIN"]
+    if raw.isolation_level is not None:
+        level = IsolationLevel(raw.isolation_level).name.replace("_", " ")
+        parts += [b"ISOLATION LEVEL", level.encode()]
+    if raw.read_only is not None:
+        parts.append(b"READ ONLY" if raw.read_only else b"READ WRITE")
+    if raw.deferrable is not None:
+        parts.append(b"DEFERRABLE" if raw.deferrable else b"NOT DEFERRABLE")
+    return b" ".join(parts)
 
 
 def _on_sqlite(

@@ -270,11 +270,9 @@ def test_together_in_a_broken_transaction_is_refused_as_django_refuses_it(
             prepared.together(*the_turns_reads(answered))
 
 
-def test_on_postgresql_together_sends_every_read_before_the_first_answer(
-    answered: Conversation, tmp_path: Path
-) -> None:
-    """One trip: libpq's own trace of the protocol shows every statement sent
-    before the server's first row comes back."""
+def traced_together(answered: Conversation, tmp_path: Path) -> list[tuple[str, str]]:
+    """libpq's own trace of `together` reading the turn in an atomic block:
+    (F for sent or B for received, the message's name)."""
     on_postgresql()
     SiteDefaults.load()
     connection.ensure_connection()
@@ -287,15 +285,77 @@ def test_on_postgresql_together_sends_every_read_before_the_first_answer(
         finally:
             pgconn.untrace()
     # Each line: a timestamp, F (sent) or B (received), a length, the message.
-    messages = [
+    return [
         (fields[1], fields[3].split(" ")[0])
         for fields in (line.split("\t") for line in trace.read_text().splitlines())
     ]
+
+
+def one_trip(messages: list[tuple[str, str]]) -> bool:
+    """Every message sent before the server's first answer came back."""
     sent = [i for i, (way, _) in enumerate(messages) if way == "F"]
-    rows = [i for i, (way, what) in enumerate(messages) if what == "DataRow"]
-    # The four reads, after the plans' mode for the transaction (PLAN_ONCE).
+    received = [i for i, (way, _) in enumerate(messages) if way == "B"]
+    return bool(received) and max(sent) < min(received)
+
+
+def test_on_postgresql_together_sends_every_read_before_the_first_answer(
+    answered: Conversation, tmp_path: Path
+) -> None:
+    """One trip, in a transaction already begun (the test's own)."""
+    messages = traced_together(answered, tmp_path)
+    # The plans' mode for the transaction (PLAN_ONCE), then the four reads.
     assert [what for way, what in messages if way == "F"].count("Execute") == 5
-    assert rows and max(sent) < min(rows)
+    assert one_trip(messages)
+    assert "DataRow" in [what for way, what in messages if way == "B"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_postgresql_together_begins_the_transaction_in_the_same_trip(
+    answered: Conversation, tmp_path: Path
+) -> None:
+    """An atomic block's first statements: its BEGIN goes with the reads
+    (psycopg's own would have waited for the server's answer to it)."""
+    messages = traced_together(answered, tmp_path)
+    # BEGIN, the plans' mode for the transaction (PLAN_ONCE), the four reads.
+    assert [what for way, what in messages if way == "F"].count("Execute") == 6
+    assert one_trip(messages)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_transaction_together_begins_is_the_connections_own(
+    answered: Conversation,
+) -> None:
+    """The BEGIN sent with the reads opens the atomic block's transaction, at
+    the connection's isolation level, and leaves psycopg as its own would:
+    the block's writes commit or roll back with it."""
+    on_postgresql()
+    from psycopg import IsolationLevel
+    from psycopg.pq import TransactionStatus
+
+    SiteDefaults.load()
+    connection.ensure_connection()
+    raw = connection.connection
+    raw.isolation_level, before = IsolationLevel.SERIALIZABLE, raw.isolation_level
+    try:
+        with pytest.raises(RuntimeError), transaction.atomic():
+            prepared.together(*the_turns_reads(answered))
+            assert raw.pgconn.transaction_status == TransactionStatus.INTRANS
+            assert raw.autocommit is False
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT current_setting('transaction_isolation')")
+                assert cursor.fetchone() == ("serializable",)
+            Conversation.objects.filter(pk=answered.pk).update(title="rolled back")
+            raise RuntimeError
+        assert raw.pgconn.transaction_status == TransactionStatus.IDLE
+        answered.refresh_from_db()
+        assert answered.title != "rolled back"
+        with transaction.atomic():
+            prepared.together(*the_turns_reads(answered))
+            Conversation.objects.filter(pk=answered.pk).update(title="committed")
+        answered.refresh_from_db()
+        assert answered.title == "committed"
+    finally:
+        raw.isolation_level = before
 
 
 def test_together_runs_one_after_another_with_prepared_statements_off(
@@ -315,6 +375,7 @@ def test_together_runs_one_after_another_with_prepared_statements_off(
     assert [len(r) for r in rows] == [1, 0, 1, 4]
 
 
+@pytest.mark.django_db(transaction=True)  # the block's BEGIN goes with the reads
 def test_an_error_of_a_read_together_is_djangos_and_the_connection_goes_on(
     answered: Conversation,
 ) -> None:
