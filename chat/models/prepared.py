@@ -18,7 +18,8 @@ which psycopg never prepares, so only these statements are.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Generic, TypeVar, cast
 from weakref import WeakKeyDictionary
 
@@ -133,28 +134,12 @@ def together(
     raw = connection.connection
     planning = raw.cursor()
     cursors = [_preparing_cursor()(raw) for _ in compiled]
-    begin = _begin_statement(raw)
     with connection.wrap_database_errors:
         try:
-            if begin is not None:
-                # psycopg would begin the transaction itself and, in a
-                # pipeline, wait for the server's answer to its BEGIN before
-                # sending anything else: a trip of its own. Ours goes first in
-                # the pipeline, with the reads.
-                raw.autocommit = True
-            try:
-                with raw.pipeline():
-                    if begin is not None:
-                        planning.execute(begin, prepare=False)
-                    planning.execute(PLAN_ONCE, prepare=False)
-                    for cursor, (c, key) in zip(cursors, compiled, strict=True):
-                        cursor.execute(c.sql, c.params_for(key))
-            finally:
-                if begin is not None:
-                    # The transaction is open as psycopg's own BEGIN leaves it,
-                    # and so is its flag (its setter refuses that inside a
-                    # transaction): Django's commit or rollback ends it.
-                    raw._autocommit = False
+            with _pipeline(raw, planning):
+                planning.execute(PLAN_ONCE, prepare=False)
+                for cursor, (c, key) in zip(cursors, compiled, strict=True):
+                    cursor.execute(c.sql, c.params_for(key))
             return [
                 c.converted(cursor.fetchall())
                 for cursor, (c, _) in zip(cursors, compiled, strict=True)
@@ -164,24 +149,30 @@ def together(
                 cursor.close()
 
 
-def _begin_statement(raw: Any) -> bytes | None:
-    """The BEGIN psycopg would send before the next statement (Django's atomic
-    block opened no transaction on the server yet), with the connection's
-    isolation level and access mode; None when it would send none."""
-    from psycopg import IsolationLevel
+@contextmanager
+def _pipeline(raw: Any, cursor: Any) -> Iterator[None]:
+    """psycopg's pipeline on `raw`, with the transaction's BEGIN first in it
+    (through `cursor`) when psycopg would send one before the next statement
+    (Django's atomic block opened none on the server yet). psycopg's own BEGIN
+    would wait for the server's answer before anything else went: a trip of
+    its own. psycopg is left as its own BEGIN leaves it: the transaction
+    open, its flag off (its setter refuses that inside a transaction), for
+    Django's commit or rollback to end."""
     from psycopg.pq import TransactionStatus
 
     if raw.autocommit or raw.pgconn.transaction_status != TransactionStatus.IDLE:
-        return None
-    parts = [b"BEGIN"]
-    if raw.isolation_level is not None:
-        level = IsolationLevel(raw.isolation_level).name.replace("_", " ")
-        parts += [b"ISOLATION LEVEL", level.encode()]
-    if raw.read_only is not None:
-        parts.append(b"READ ONLY" if raw.read_only else b"READ WRITE")
-    if raw.deferrable is not None:
-        parts.append(b"DEFERRABLE" if raw.deferrable else b"NOT DEFERRABLE")
-    return b" ".join(parts)
+        with raw.pipeline():
+            yield
+        return
+    raw.autocommit = True  # so that psycopg sends no BEGIN of its own
+    try:
+        with raw.pipeline():
+            # psycopg's own statement: the connection's isolation level and
+            # access mode.
+            cursor.execute(raw._get_tx_start_command(), prepare=False)
+            yield
+    finally:
+        raw._autocommit = False
 
 
 def _on_sqlite(
