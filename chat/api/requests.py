@@ -240,6 +240,9 @@ def _number(data: dict[str, Any], name: str, options: dict[str, Any]) -> None:
         raise bad_request(f"{name} must be a number.", name)
     if value != value or value in (float("inf"), float("-inf")):
         raise bad_request(f"{name} must be a finite number.", name)
+    if isinstance(value, int) and abs(value) > 2**63 - 1:
+        # As for integers: no model server reads a number past 64 bits.
+        raise bad_request(f"{name} must be a finite number.", name)
     options[name] = value
 
 

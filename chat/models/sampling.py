@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -92,10 +93,17 @@ def validate_keep_alive(value: str) -> None:
 def _is(kind: str, value: object) -> bool:
     if isinstance(value, bool) or kind == "boolean":
         return isinstance(value, bool) and kind == "boolean"
+    # Sent as JSON with every request (`chat.upstream.retry.json_body`): a
+    # NaN or an infinity is no JSON number, nor an integer past 64 bits a
+    # number a model server reads.
+    if isinstance(value, int) and abs(value) > 2**63 - 1:
+        return False
     if kind == "integer":
         return isinstance(value, int)
     if kind == "number":
-        return isinstance(value, int | float)
+        return isinstance(value, int) or (
+            isinstance(value, float) and math.isfinite(value)
+        )
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 

@@ -404,7 +404,9 @@ def test_openai_numbers_must_be_numbers(name, value):
     assert error.param == name
 
 
-@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+@pytest.mark.parametrize(
+    "value", [float("nan"), float("inf"), float("-inf"), 2**63, -(2**70)]
+)
 def test_openai_numbers_must_be_finite(value):
     # What json.loads makes of NaN, Infinity and -Infinity.
     error = refused(openai, temperature=value)

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from chat.upstream import ClientPool, Delta, Event, UpstreamError
-from chat.upstream.retry import busy_retried, retry_after
+from chat.upstream.retry import busy_retried, json_body, retry_after
 from tests.upstream.fake_servers import Body
 
 URL = "http://gpu.test:8000/v1/chat/completions"
@@ -63,6 +63,39 @@ async def test_busy_before_the_body_is_tried_again(busy):
     assert len(answers.requests) == 3
     assert all(json.loads(r.content) == {"a": 1} for r in answers.requests)
     assert all(body.closed for body in answers.bodies)
+
+
+async def test_the_request_is_json_as_httpx_writes_it():
+    body = {
+        "model": "qwen3:8b",
+        "messages": [{"role": "user", "content": 'Grüße, 你好 "quoted"\n\u2028'}],
+        "options": {"temperature": 0.7, "seed": -(2**63 - 1), "stop": ["</s>"]},
+        "stream": True,
+        "keep_alive": None,
+    }
+    answers = Answers(200)
+    transport = httpx.MockTransport(answers.handler)
+    headers = {"Accept": "x"}
+    async with (
+        httpx.AsyncClient(transport=transport) as http,
+        busy_retried(http, URL, body, headers, status_error, ()),
+    ):
+        pass
+    [request] = answers.requests
+    assert request.content == httpx.Request("POST", URL, json=body).content
+    assert request.headers["Content-Type"] == "application/json"
+    assert request.headers["Content-Length"] == str(len(request.content))
+    assert request.headers["Accept"] == "x"
+
+
+def test_what_orjson_refuses_is_written_or_refused_as_httpx_did():
+    big = {"options": {"seed": 2**64}, "content": "é"}
+    assert json_body(big) == httpx.Request("POST", URL, json=big).content
+    lone_surrogate = {"content": "\ud800"}
+    with pytest.raises(UnicodeEncodeError):
+        httpx.Request("POST", URL, json=lone_surrogate)
+    with pytest.raises(UnicodeEncodeError):
+        json_body(lone_surrogate)
 
 
 async def test_busy_every_time_raises_the_last_error():
