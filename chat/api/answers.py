@@ -49,6 +49,10 @@ class ApiAnswer:
         self.error: ApiError | None = None
         self.done: frames.DoneFrame | None = None
         self._wake = asyncio.Event()
+        self._news = False  # something arrived that `wait` has not returned for
+        # The silence of `wait(seconds)`: its timer and when it ends (loop time).
+        self._silence: asyncio.TimerHandle | None = None
+        self._silent_at = 0.0
         self._closed = False
 
     # The runner's side (a `chat.live.generation.Sink`): never awaits.
@@ -70,6 +74,7 @@ class ApiAnswer:
             self.waiting = True
         else:
             return
+        self._news = True
         self._wake.set()
 
     # The response's side.
@@ -90,15 +95,38 @@ class ApiAnswer:
         return thinking, content
 
     async def wait(self, seconds: float | None = None) -> bool:
-        """Until something new arrived (True) or `seconds` passed (False)."""
-        if not self._wake.is_set():
-            try:
-                async with asyncio.timeout(seconds):
-                    await self._wake.wait()
-            except TimeoutError:
-                return False
+        """Until something new arrived (True) or `seconds` passed (False).
+
+        One timer serves a run of waits: a streamed response waits once per
+        token, and a timer armed and cancelled each time (`asyncio.timeout`)
+        made a token's wait, news and take cost 10.9 µs where they cost 5.6
+        with one. It rings when the first wait's time is up; a later wait has
+        moved that time on, so it is armed again for what is left."""
+        if not self._news:
+            if seconds is not None:
+                self._silent_for(seconds)
+            await self._wake.wait()  # something new, or the silence ended
         self._wake.clear()
-        return True
+        news, self._news = self._news, False
+        return news
+
+    def _silent_for(self, seconds: float) -> None:
+        loop = asyncio.get_running_loop()
+        self._silent_at = loop.time() + seconds
+        if self._silence is not None and self._silence.when() > self._silent_at:
+            self._silence.cancel()  # a shorter wait than the last
+            self._silence = None
+        if self._silence is None:
+            self._silence = loop.call_at(self._silent_at, self._ring)
+
+    def _ring(self) -> None:
+        loop = asyncio.get_running_loop()
+        # Within a millisecond is time: uvloop's timers count whole ones.
+        if self._silent_at - loop.time() > 0.001:
+            self._silence = loop.call_at(self._silent_at, self._ring)
+        else:
+            self._silence = None
+            self._wake.set()
 
     async def opened(self, seconds: float) -> None:
         """Until the response should open: the first text, the end, a place in
@@ -128,6 +156,8 @@ class ApiAnswer:
         if self._closed:
             return
         self._closed = True
+        if self._silence is not None:
+            self._silence.cancel()
         if self.done is None:
             runner.stop(self.conversation_id)
         runner.unsubscribe(self.conversation_id, self)
