@@ -732,7 +732,11 @@ Paragraph right under a heading.
 Final paragraph.
 """
 
-BLOCK_POSITIONS = """() => {
+# Read after the browser's next rendering update: a block frozen since the last
+# one is sized by its content-visibility placeholder (static/chat/chat.css) until
+# then, and a synchronous read sees that, not what is painted.
+BLOCK_POSITIONS = """async () => {
+  await new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok)));
   const answer = document.querySelector("article.assistant .answer");
   const top = answer.getBoundingClientRect().top;
   const blocks = answer.querySelectorAll("p, h2, h3, li, pre, table, blockquote");
