@@ -312,6 +312,7 @@ export function liveFor(messageId) {
   if (!state) {
     state = new LiveAnswer(articleFor(messageId));
     drawing.live.set(messageId, state);
+    follower.observe(state.article);
     watchThinkingScroll(state);
     drawing.ticker ??= setInterval(tickAll, 500);
   }
@@ -393,14 +394,12 @@ function drawFrame() {
     state.tick(now);
     more ||= state.pending;
   }
-  followTail();
+  followThoughts();
   if (more) requestFrame(); // a long backlog is drawn over several frames
 }
 
-// The only layout read of a frame, and only while following the newest text
-// (the live thoughts' box is scrolled to its end without reading its height).
-function followTail() {
-  if (drawing.following) list.scrollTop = list.scrollHeight;
+// The live thoughts' box is scrolled to its end without reading its height.
+function followThoughts() {
   for (const state of drawing.live.values()) {
     if (state.followThinking && !state.answering && !state.details.hidden && state.details.open) {
       state.thinkingScroll.scrollTop = 1e7; // clamped to the end
@@ -409,6 +408,17 @@ function followTail() {
 }
 
 // ---------------------------------------------------------------- scrolling
+
+// While following, the view goes to the end each time an answer drawn on this
+// page changes size: the frame's one layout read, made after its layout, once
+// content-visibility has settled which blocks are laid out (chat.css). Read in
+// the animation frame, before that, a list block that grew and stopped being the
+// newest counted at its old height: the scroll stopped short of the end, the
+// sentinel left the view and following stopped by itself.
+const follower = new ResizeObserver((entries) => {
+  if (drawing.following) list.scrollTop = list.scrollHeight;
+  for (const { target } of entries) if (!target.isConnected) follower.unobserve(target);
+});
 
 export function isFollowing() {
   return drawing.following;
@@ -449,8 +459,7 @@ export function watchScrolling() {
   jumpButton.addEventListener("click", () => {
     drawing.following = true;
     jumpButton.hidden = true;
-    list.scrollTop = list.scrollHeight;
-    requestFrame(); // again once blocks never shown have their real height
+    list.scrollTop = list.scrollHeight; // and again as blocks never shown get their height (`follower`)
     owner?.input.focus({ preventScroll: true });
   });
 }

@@ -10,7 +10,6 @@ import {
   isFollowing,
   liveAnswer,
   liveFor,
-  requestFrame,
   showModelState,
   showQueued,
 } from "./live_answer.js";
@@ -60,7 +59,6 @@ function replaceMessage(message) {
     forget(message.id);
     state.finish(message, fresh);
     if (message.role === "assistant") announceAnswer(message, state);
-    requestFrame(); // the final footer is taller: keep following the end
     return;
   }
   const current = document.getElementById(message.dom_id);
@@ -115,8 +113,7 @@ function showMessage(frame) {
 
 function startAnswer(frame) {
   answerStarted(frame.message_id);
-  timeFromSend(liveFor(frame.message_id));
-  if (isFollowing()) requestFrame();
+  timeFromSend(liveFor(frame.message_id)); // in view, if following (live_answer.js, `follower`)
 }
 
 function queueAnswer(frame) {

@@ -44,7 +44,7 @@ function start() {
   const target = chat.dataset.targetMessage && document.getElementById(`message-${chat.dataset.targetMessage}`);
   if (target) showMessage(target); // a search hit (chat/web/search.py)
   else list.scrollTop = list.scrollHeight;
-  requestFrame(); // render a checkpointed answer as markdown; scroll once laid out
+  requestFrame(); // render a checkpointed answer as markdown (in view once laid out: `follower`)
   // Ready to type, except on touch screens, where that would open the keyboard.
   if (!target && window.matchMedia("(hover: hover) and (min-width: 761px)").matches) owner?.input.focus();
   window.addEventListener("online", reconnectNow);
