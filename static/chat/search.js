@@ -38,6 +38,14 @@ export function open(text) {
   input.select();
 }
 
+// The hit ↑ ↓ chose since the text last changed (its address): results that come
+// late for that same text keep it chosen instead of moving back to the first.
+let chosen = null;
+
+function activateNewResults() {
+  activate(Math.max(0, hits().findIndex((hit) => hit.href === chosen)));
+}
+
 function onKey(event) {
   if (event.key === "Escape") {
     // Closes at once, keeping the text (a search box would clear it first).
@@ -52,10 +60,10 @@ function onKey(event) {
     const step = event.key === "ArrowDown" ? 1 : -1;
     const next = (activeIndex() + step + all.length) % all.length;
     activate(next);
+    chosen = all[next].href;
   } else if (event.key === "Enter" && event.target === input && all.length) {
     event.preventDefault();
-    const chosen = all[Math.max(0, activeIndex())];
-    window.location.assign(chosen.href);
+    window.location.assign(all[Math.max(0, activeIndex())].href);
   }
 }
 
@@ -71,9 +79,13 @@ function wire() {
   dialog.addEventListener("click", (event) => {
     if (event.target === dialog) dialog.close();
   });
-  // New results: the first is the one Enter opens.
-  results.addEventListener("htmx:afterSwap", () => activate(0));
-  form.addEventListener("htmx:afterSwap", () => activate(0));
+  // New results: the first is the one Enter opens, unless one was chosen for
+  // this text (`chosen`).
+  results.addEventListener("htmx:afterSwap", activateNewResults);
+  form.addEventListener("htmx:afterSwap", activateNewResults);
+  form.addEventListener("input", () => {
+    chosen = null;
+  });
   if (sidebarBox) {
     sidebarBox.setAttribute("aria-haspopup", "dialog");
     // Not on focus: closing the dialog gives the focus back to this box.
