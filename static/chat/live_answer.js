@@ -320,7 +320,11 @@ export function liveFor(messageId) {
 }
 
 export function forget(messageId) {
+  const state = drawing.live.get(messageId);
   drawing.live.delete(messageId);
+  // Followed until its final text and footer are laid out, then not: a reader
+  // opening its thoughts later is not taken to its end.
+  if (state) requestAnimationFrame(() => requestAnimationFrame(() => follower.unobserve(state.article)));
   if (!drawing.live.size) {
     clearInterval(drawing.ticker);
     drawing.ticker = null;
@@ -409,12 +413,12 @@ function followThoughts() {
 
 // ---------------------------------------------------------------- scrolling
 
-// While following, the view goes to the end each time an answer drawn on this
-// page changes size: the frame's one layout read, made after its layout, once
-// content-visibility has settled which blocks are laid out (chat.css). Read in
-// the animation frame, before that, a list block that grew and stopped being the
-// newest counted at its old height: the scroll stopped short of the end, the
-// sentinel left the view and following stopped by itself.
+// While following, the view goes to the end each time an answer being drawn (or
+// just finished: `forget`) changes size: the frame's one layout read, made after
+// its layout, once content-visibility has settled which blocks are laid out
+// (chat.css). Read in the animation frame, before that, a list block that grew
+// and stopped being the newest counted at its old height: the scroll stopped
+// short of the end, the sentinel left the view and following stopped by itself.
 const follower = new ResizeObserver((entries) => {
   if (drawing.following) list.scrollTop = list.scrollHeight;
   for (const { target } of entries) if (!target.isConnected) follower.unobserve(target);
@@ -459,7 +463,7 @@ export function watchScrolling() {
   jumpButton.addEventListener("click", () => {
     drawing.following = true;
     jumpButton.hidden = true;
-    list.scrollTop = list.scrollHeight; // and again as blocks never shown get their height (`follower`)
+    list.scrollTop = list.scrollHeight; // again as a live answer's blocks never shown get their height (`follower`)
     owner?.input.focus({ preventScroll: true });
   });
 }
