@@ -323,7 +323,8 @@ export function forget(messageId) {
   const state = drawing.live.get(messageId);
   drawing.live.delete(messageId);
   // Followed until its final text and footer are laid out, then not: a reader
-  // opening its thoughts later is not taken to its end.
+  // opening its thoughts later is not taken to its end. (Every live answer
+  // leaves through here, finished or removed: `follower` keeps no other.)
   if (state) requestAnimationFrame(() => requestAnimationFrame(() => follower.unobserve(state.article)));
   if (!drawing.live.size) {
     clearInterval(drawing.ticker);
@@ -419,9 +420,8 @@ function followThoughts() {
 // (chat.css). Read in the animation frame, before that, a list block that grew
 // and stopped being the newest counted at its old height: the scroll stopped
 // short of the end, the sentinel left the view and following stopped by itself.
-const follower = new ResizeObserver((entries) => {
+const follower = new ResizeObserver(() => {
   if (drawing.following) list.scrollTop = list.scrollHeight;
-  for (const { target } of entries) if (!target.isConnected) follower.unobserve(target);
 });
 
 export function isFollowing() {
