@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
-from django.db.models import Case, F, FloatField, Q, Sum, Value, When
+from django.db.models import Case, Exists, F, FloatField, OuterRef, Q, Sum, Value, When
 from django.db.models.functions import Cast, Coalesce, Length
 from django.utils import timezone
 from django.utils.formats import date_format, number_format
@@ -29,7 +29,7 @@ from django.utils.translation import pgettext
 from chat.models.messages import Message
 from chat.models.quota_periods import QuotaPeriod
 from chat.models.site import SiteDefaults
-from chat.models.teams import Team
+from chat.models.teams import Membership, Team
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -145,6 +145,17 @@ def counted_answers(start: datetime, end: datetime) -> Any:
     )
 
 
+def members_answers(team: Team, start: datetime, end: datetime) -> Any:
+    """The answers a team counts: its present members', each from when they
+    joined it (`Membership.joined_at`; blank: all)."""
+    joined = Membership.objects.filter(
+        Q(joined_at=None) | Q(joined_at__lte=OuterRef("created_at")),
+        team=team,
+        user_id=OuterRef("conversation__owner_id"),
+    )
+    return counted_answers(start, end).filter(Exists(joined))
+
+
 def _used(answers: Any) -> tuple[int, int]:
     totals = answers.aggregate(
         answers=Coalesce(Sum(Value(1)), 0), tokens=Coalesce(Sum(answer_tokens()), 0.0)
@@ -195,10 +206,7 @@ def limits_for(
         )
 
         def team_answers(start: datetime, end: datetime, team: Team = team) -> Any:
-            members = team.memberships.values("user_id")
-            return counted_answers(start, end).filter(
-                conversation__owner_id__in=members
-            )
+            return members_answers(team, start, end)
 
         add(
             f"team {team.name}",
@@ -280,9 +288,7 @@ def team_usage(team: Team, now: datetime | None = None) -> TeamUsage:
     memberships = list(
         team.memberships.select_related("user").order_by("user__username")
     )
-    answered = counted_answers(start, end).filter(
-        conversation__owner_id__in=[m.user_id for m in memberships]
-    )
+    answered = members_answers(team, start, end)
     answers, tokens = _used(answered)  # the team's limit's own figures
     per_owner = {
         row["conversation__owner_id"]: row

@@ -3,7 +3,7 @@ the model is asked), refused with when they reset, warned of from 80 %."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.urls import reverse
@@ -22,6 +22,7 @@ from chat.models import (
 pytestmark = pytest.mark.django_db
 
 NOW = datetime(2026, 3, 14, 15, 9, tzinfo=UTC)
+DAY = timedelta(days=1)
 
 
 @pytest.fixture
@@ -118,13 +119,28 @@ def test_other_peoples_answers_do_not_count_for_a_user(alice, bob, profile):
 
 def test_a_team_quota_counts_every_members_answers(alice, bob, profile):
     team = Team.objects.create(name="GPU", team_answers=2)
-    team.members.add(alice, bob)
+    # On the team before NOW: a team counts its members' answers from when
+    # they joined (test_a_team_quota_counts_from_joining).
+    team.members.add(alice, bob, through_defaults={"joined_at": NOW - DAY})
     answered(conversation_of(alice, profile))
     quotas.check(bob, NOW)
     answered(conversation_of(bob, profile))
     for user in (alice, bob):
         with pytest.raises(quotas.QuotaReached, match="Your team GPU's quota"):
             quotas.check(user, NOW)
+
+
+def test_a_team_quota_counts_from_joining(alice, bob, profile):
+    team = Team.objects.create(name="GPU", team_answers=1)
+    team.members.add(alice, through_defaults={"joined_at": NOW - DAY})
+    hour = timedelta(hours=1)
+    team.members.add(bob, through_defaults={"joined_at": NOW - hour})
+    # The same day, before bob joined: not the team's.
+    answered(conversation_of(bob, profile), at=NOW - 2 * hour)
+    quotas.check(alice, NOW)
+    answered(conversation_of(bob, profile))
+    with pytest.raises(quotas.QuotaReached, match="Your team GPU's quota"):
+        quotas.check(alice, NOW)
 
 
 def test_a_team_member_limit_applies_to_each_member(alice, bob, profile):
