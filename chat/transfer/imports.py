@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import IO, Any
@@ -57,26 +56,79 @@ _ROWS = 1000
 _DELETE = 200
 
 
-class Cancelled(Exception):
-    """The import's requester went away; what it stored is removed."""
-
-
-def import_file(
-    owner: Any,
-    file: IO[bytes],
-    *,
-    limit: int | None = None,
-    cancelled: threading.Event | None = None,
-) -> Summary:
+def import_file(owner: Any, file: IO[bytes], *, limit: int | None = None) -> Summary:
     """Import the export in `file` (any format chatsite reads, found from its
     content) for `owner`; the summary of what was imported. Raises
-    ImportRefused, with nothing stored, when the file cannot be imported, and
-    Cancelled, with nothing stored, once `cancelled` is set."""
-    limit = limit if limit is not None else settings.TRANSFER_IMPORT_MAX_BYTES
-    with _on_disk(file) as path, tempfile.TemporaryDirectory() as folder:
-        result = os.path.join(folder, "conversations.pickle")
-        parsed = parse(owner, path, result, limit)
-        return store(owner, parsed, results(result), cancelled)
+    ImportRefused, with nothing stored, when the file cannot be imported."""
+    with _on_disk(file) as path, Import(owner, path, limit=limit) as job:
+        job.read()
+        try:
+            while job.step():
+                pass
+        except BaseException:
+            job.undo()
+            raise
+        return job.summary
+
+
+class Import:
+    """One import, a step at a time, for a caller that decides where each
+    runs: `read` (the file, no database) and then `step` until it returns
+    False (a batch each, in a transaction of its own); `undo` if it does not
+    finish (an exception, a requester gone). `chat.web.transfer` runs the
+    steps one by one in the thread that runs the process's database calls,
+    so others' calls go between them."""
+
+    def __init__(self, owner: Any, path: str, *, limit: int | None = None) -> None:
+        self.owner, self.path = owner, path
+        self.limit = limit if limit is not None else settings.TRANSFER_IMPORT_MAX_BYTES
+        self.folder = tempfile.TemporaryDirectory(prefix="chatsite-import-")
+        self.result = os.path.join(self.folder.name, "conversations.pickle")
+        self.summary = Summary()
+        self._batches: Iterator[list[tuple[str, Any]]] | None = None
+        self._importer: _Importer | None = None
+
+    def __enter__(self) -> Import:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def read(self) -> None:
+        parsed = parse(self.owner, self.path, self.result, self.limit)
+        self.summary = parsed.summary
+        self.summary.source = parsed.source
+        self._batches = _batches(results(self.result))
+
+    def step(self) -> bool:
+        """Store the next batch; False when there was none left."""
+        assert self._batches is not None, "read first"
+        batch = next(self._batches, None)
+        if batch is None:
+            return False
+        if self._importer is None:
+            self._importer = _Importer(self.owner, self.summary)
+        try:
+            with transaction.atomic():
+                self._importer.add(batch)
+        except DatabaseError:
+            # A value the database refused (the readers check what they can).
+            raise ImportRefused(
+                gettext(
+                    "The file holds a value this site cannot store; nothing was "
+                    "imported."
+                )
+            ) from None
+        self._importer.committed()
+        return True
+
+    def undo(self) -> None:
+        if self._importer is not None:
+            self._importer.undo()
+
+    def close(self) -> None:
+        self._batches = None  # the result file closed before it is removed
+        self.folder.cleanup()
 
 
 def parse(owner: Any, path: str, result: str, limit: int) -> Parsed:
@@ -102,36 +154,6 @@ def _on_disk(file: IO[bytes]) -> Iterator[str]:
         shutil.copyfileobj(file, copy)
         copy.flush()
         yield copy.name
-
-
-def store(
-    owner: Any,
-    parsed: Parsed,
-    records: Iterable[tuple[str, Any]],
-    cancelled: threading.Event | None = None,
-) -> Summary:
-    summary = parsed.summary
-    summary.source = parsed.source
-    importer = _Importer(owner, summary)
-    try:
-        for batch in _batches(records):
-            if cancelled is not None and cancelled.is_set():
-                raise Cancelled
-            with transaction.atomic():
-                importer.add(batch)
-            importer.committed()
-    except DatabaseError:
-        importer.undo()
-        # A value the database refused (the readers check what they can).
-        raise ImportRefused(
-            gettext(
-                "The file holds a value this site cannot store; nothing was imported."
-            )
-        ) from None
-    except BaseException:
-        importer.undo()
-        raise
-    return summary
 
 
 def _set_columns(model: Any, rows: list[Any], names: list[str]) -> None:
