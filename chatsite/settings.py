@@ -198,6 +198,13 @@ TRANSFER_IMPORT_MAX_BYTES = env_int(
     "TRANSFER_IMPORT_MAX_BYTES", 200 * 1024 * 1024, minimum=1024
 )
 TRANSFER_EXPORT_CHUNK = env_int("TRANSFER_EXPORT_CHUNK", 200, minimum=1)
+# Reading an import (chat.transfer.detect, in a chat.work process): the wall
+# time and the memory (on top of the worker's own) it may take. The file is
+# read a conversation at a time, so the memory is about its largest one.
+TRANSFER_IMPORT_READ_SECONDS = env_int("TRANSFER_IMPORT_READ_SECONDS", 300, minimum=1)
+TRANSFER_IMPORT_READ_MEMORY = env_int(
+    "TRANSFER_IMPORT_READ_MEMORY", 512 * 1024 * 1024, minimum=64 * 1024 * 1024
+)
 # Attachments (chat.files, chat.models.attachments): the largest file in bytes,
 # how many may go with one question, and the largest image in pixels (a larger
 # one is refused as a decompression bomb before it is decoded).

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 import ijson  # type: ignore[import-untyped]
-from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
@@ -62,14 +61,12 @@ def megabytes(size: int) -> str:
     return f"{size / 1_000_000:g} MB"
 
 
-def read_export(path: str, result: str, *, limit: int, language: str) -> Parsed:
+def read_export(path: str, result: str, limit: int) -> Parsed:
     """Read the export at `path` (at most `limit` bytes of JSON, unpacked) and
-    write its folders and conversations to `result`; ImportRefused, in
-    `language`, if it is none of the formats, damaged, truncated or over a
-    budget."""
+    write its folders and conversations to `result`; ImportRefused if it is
+    none of the formats, damaged, truncated or over a budget."""
     limits = Limits(unpacked=limit)
     with (
-        translation.override(language),
         open(result, "wb") as out,
         _Refusals(limits) as refusals,
         opened(path, limits, (DOCUMENT_NAME, "conversations.json")) as (name, json),

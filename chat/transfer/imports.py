@@ -1,6 +1,7 @@
-"""The importer: a file read and checked whole first, in a worker
-(`chat.transfer.detect.read_export`: the file's conversations written to a
-result file, whatever the file costs is paid there), then its conversations
+"""The importer: a file read and checked whole first, in a worker process
+(`chat.transfer.detect.read_export` under `chat.work`'s budgets: whatever the
+file costs is paid there; its conversations come back in a result file),
+then its conversations
 stored for their owner a batch at a time, each batch in a transaction of its
 own with a few queries, not one per message. Short transactions let everyone
 else's writes go between them (on SQLite one transaction holds the database's
@@ -37,9 +38,9 @@ from django.db import (
     transaction,
 )
 from django.db.models.functions import Lower
-from django.utils import translation
 from django.utils.translation import gettext
 
+from chat import work
 from chat.models import Conversation, Folder, Message, ModelProfile, SettingsChange
 from chat.transfer.detect import Parsed, read_export, results
 from chat.transfer.incoming import (
@@ -95,7 +96,32 @@ class Import:
         self.close()
 
     def read(self) -> None:
-        parsed = parse(self.owner, self.path, self.result, self.limit)
+        """Read the file in a worker process, waited for in this thread."""
+        args = (self.path, self.result, self.limit)
+        try:
+            parsed = work.run_sync(read_export, *args, **self._work())
+        except work.Exhausted as exhausted:
+            raise ImportRefused(exhausted.message) from None
+        self._read(parsed)
+
+    async def aread(self) -> None:
+        """`read` from an event loop; cancelled, the worker is killed."""
+        args = (self.path, self.result, self.limit)
+        try:
+            parsed = await work.run(read_export, *args, **self._work())
+        except work.Exhausted as exhausted:
+            raise ImportRefused(exhausted.message) from None
+        self._read(parsed)
+
+    def _work(self) -> dict[str, Any]:
+        """Whose work it is, and its budget (`chat.work`)."""
+        budget = work.Budget(
+            seconds=settings.TRANSFER_IMPORT_READ_SECONDS,
+            memory_bytes=settings.TRANSFER_IMPORT_READ_MEMORY,
+        )
+        return {"owner": str(self.owner.pk), "budget": budget}
+
+    def _read(self, parsed: Parsed) -> None:
         self.summary = parsed.summary
         self.summary.source = parsed.source
         self._batches = _batches(results(self.result))
@@ -129,13 +155,6 @@ class Import:
     def close(self) -> None:
         self._batches = None  # the result file closed before it is removed
         self.folder.cleanup()
-
-
-def parse(owner: Any, path: str, result: str, limit: int) -> Parsed:
-    """The file read, outside this process's memory (the one call of
-    `read_export`)."""
-    language = translation.get_language() or settings.LANGUAGE_CODE
-    return read_export(path, result, limit=limit, language=language)
 
 
 @contextmanager

@@ -136,7 +136,7 @@ async def import_conversations(request: HttpRequest) -> HttpResponse:
 
     Async, and nothing of it in the one thread that runs every sync view and
     database call of the process (the sockets' too): the form is read and
-    the file read in a worker thread (`chat.transfer.imports`), and stored a
+    the file read in a worker process (`chat.transfer.imports`), and stored a
     batch per transaction, each a call of its own in that thread so others'
     go between. When the requester goes away, the import stops after its
     current batch and removes what it stored."""
@@ -158,9 +158,10 @@ async def import_conversations(request: HttpRequest) -> HttpResponse:
         return received
     job = Import(user, received.temporary_file_path())
     try:
-        # The file read in a thread of its own; then a batch per call in the
-        # thread of every sync view and database call, so theirs go between.
-        await sync_to_async(job.read, thread_sensitive=False)()
+        # The file read in a worker process (killed if this is cancelled);
+        # then a batch per call in the thread of every sync view and database
+        # call, so theirs go between.
+        await job.aread()
         while await sync_to_async(job.step)():
             pass
     except ImportRefused as refusal:
