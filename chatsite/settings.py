@@ -198,12 +198,34 @@ TRANSFER_IMPORT_MAX_BYTES = env_int(
     "TRANSFER_IMPORT_MAX_BYTES", 200 * 1024 * 1024, minimum=1024
 )
 TRANSFER_EXPORT_CHUNK = env_int("TRANSFER_EXPORT_CHUNK", 200, minimum=1)
+# Reading an import (chat.transfer.detect, in a chat.work process): the wall
+# time and the memory (on top of the worker's own) it may take. The file is
+# read a conversation at a time, so the memory is about its largest one.
+TRANSFER_IMPORT_READ_SECONDS = env_int("TRANSFER_IMPORT_READ_SECONDS", 300, minimum=1)
+TRANSFER_IMPORT_READ_MEMORY = env_int(
+    "TRANSFER_IMPORT_READ_MEMORY", 512 * 1024 * 1024, minimum=64 * 1024 * 1024
+)
 # Attachments (chat.files, chat.models.attachments): the largest file in bytes,
 # how many may go with one question, and the largest image in pixels (a larger
 # one is refused as a decompression bomb before it is decoded).
 ATTACHMENT_MAX_BYTES = env_int("ATTACHMENT_MAX_BYTES", 20 * 1024 * 1024, minimum=1024)
 ATTACHMENT_MAX_FILES = env_int("ATTACHMENT_MAX_FILES", 10, minimum=1)
 ATTACHMENT_MAX_PIXELS = env_int("ATTACHMENT_MAX_PIXELS", 50_000_000, minimum=1)
+# Reading an attachment (chat.files.reading): the wall time and the memory
+# (on top of the worker's own) a PDF, DOCX, JSON file or picture may take in
+# its worker process; the pixels one user's pictures being read at once may
+# add up to; how much of a document is read (the rest is left out, with a note).
+ATTACHMENT_READ_SECONDS = env_int("ATTACHMENT_READ_SECONDS", 20, minimum=1)
+ATTACHMENT_READ_MEMORY = env_int(
+    "ATTACHMENT_READ_MEMORY", 768 * 1024 * 1024, minimum=64 * 1024 * 1024
+)
+ATTACHMENT_USER_PIXELS = env_int("ATTACHMENT_USER_PIXELS", 150_000_000, minimum=1)
+ATTACHMENT_PDF_MAX_PAGES = env_int("ATTACHMENT_PDF_MAX_PAGES", 2000, minimum=1)
+ATTACHMENT_TEXT_MAX_CHARS = env_int("ATTACHMENT_TEXT_MAX_CHARS", 2_000_000, minimum=1)
+# Work on uploaded content (chat.work): worker processes per serving process,
+# and how many of them one user's work may hold at once.
+WORK_PROCESSES = env_int("WORK_PROCESSES", 2, minimum=1)
+WORK_PER_OWNER = env_int("WORK_PER_OWNER", 1, minimum=1)
 # Client frames per second each socket may send on average, the burst it may
 # save up, and how many frames dropped in quick succession close it
 # (chat.sockets.ratelimit).

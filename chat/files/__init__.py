@@ -4,7 +4,8 @@ bytes, a name and limits, and gives back what to store, or refuses with a
 message for the user (`Refused`, with the HTTP status that fits).
 
 `images`: Pillow opens, orients, strips, downscales and re-encodes pictures;
-`documents`: text, PDF (pypdf) and DOCX (python-docx) to plain text.
+`documents`: text, PDF (pypdf) and DOCX (python-docx) to plain text;
+`reading`: where each is read (the costly ones in a worker process, `chat.work`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from chat.files.prepared import (
     prepare,
     too_large,
 )
+from chat.files.reading import read
 from chat.files.refusals import Refused
 
 __all__ = [
@@ -28,5 +30,6 @@ __all__ = [
     "Refused",
     "clean_name",
     "prepare",
+    "read",
     "too_large",
 ]

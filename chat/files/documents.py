@@ -82,10 +82,25 @@ def content_type(extension: str) -> str:
     return TEXT_EXTENSIONS[extension]
 
 
-def text_of(name: str, extension: str, data: bytes) -> tuple[str, str]:
-    """The document's text and a note for the user ("" or why there is none)."""
+def text_of(
+    name: str, extension: str, data: bytes, max_pages: int, max_chars: int
+) -> tuple[str, str]:
+    """The document's text and a note for the user ("" or why there is none,
+    or that only its beginning was read: at most `max_pages` pages of a PDF,
+    `max_chars` characters of any document)."""
+    if extension == ".pdf":
+        return _pdf_text(name, data, max_pages, max_chars)
     reader = READERS.get(extension, _plain_text)
-    return reader(name, data)
+    text, note = reader(name, data)
+    if len(text) > max_chars:
+        return text[:max_chars], _beginning(max_chars)
+    return text, note
+
+
+def _beginning(max_chars: int) -> str:
+    return _("only its first %(count)s characters were read") % {
+        "count": f"{max_chars:,}"
+    }
 
 
 def _plain_text(name: str, data: bytes) -> tuple[str, str]:
@@ -131,13 +146,21 @@ def _not_word(name: str) -> Refused:
     )
 
 
-def _pdf_text(name: str, data: bytes) -> tuple[str, str]:
+def _pdf_text(
+    name: str, data: bytes, max_pages: int, max_chars: int
+) -> tuple[str, str]:
+    """Page by page until `max_pages` pages or `max_chars` characters: pages
+    may share one costly content stream, so their number alone says little
+    of the work (the worker's time budget is the bound that always holds)."""
     if b"%PDF-" not in data[:1024]:
         raise Refused(
             _("%(name)s is not a PDF: its content does not match its extension.")
             % {"name": name},
             415,
         )
+    pages: list[str] = []
+    read = 0
+    note = ""
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and reader.decrypt("") == PasswordType.NOT_DECRYPTED:
@@ -148,7 +171,18 @@ def _pdf_text(name: str, data: bytes) -> tuple[str, str]:
                 )
                 % {"name": name}
             )
-        pages = [page.extract_text() or "" for page in reader.pages]
+        for number, page in enumerate(reader.pages):
+            if number == max_pages:
+                note = _("only its first %(count)s pages were read") % {
+                    "count": f"{max_pages:,}"
+                }
+                break
+            text = (page.extract_text() or "").strip()
+            pages.append(text)
+            read += len(text) + 2
+            if read > max_chars:
+                note = _beginning(max_chars)
+                break
     except Refused:
         raise
     except Exception:  # pypdf raises many kinds on a damaged file
@@ -156,8 +190,8 @@ def _pdf_text(name: str, data: bytes) -> tuple[str, str]:
             _("%(name)s could not be read: the PDF is damaged or incomplete.")
             % {"name": name}
         ) from None
-    text = "\n\n".join(page.strip() for page in pages if page.strip())
-    return text, "" if text else str(SCANNED)
+    text = "\n\n".join(page for page in pages if page)[:max_chars]
+    return text, note if text else str(SCANNED)
 
 
 def _docx_text(name: str, data: bytes) -> tuple[str, str]:
@@ -189,6 +223,7 @@ def _docx_text(name: str, data: bytes) -> tuple[str, str]:
 
 
 READERS: dict[str, Callable[[str, bytes], tuple[str, str]]] = {
-    ".pdf": _pdf_text,
     ".docx": _docx_text,
 }
+# Read in a worker process (`chat.files.reading`): the rest are text.
+PARSED = {".pdf", ".docx"}

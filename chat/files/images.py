@@ -24,9 +24,15 @@ class Normalised:
     thumbnail: bytes
 
 
-def normalised(
-    name: str, data: bytes, expected: str, max_pixels: int, max_side: int
-) -> Normalised:
+def pixels(name: str, data: bytes, expected: str, max_pixels: int) -> int:
+    """How many pixels the picture decodes to, read from its header only (no
+    pixel is decoded); refused when it is not what its name says or has more
+    than `max_pixels`."""
+    width, height = _opened(name, data, expected, max_pixels).size
+    return width * height
+
+
+def _opened(name: str, data: bytes, expected: str, max_pixels: int) -> Image.Image:
     with warnings.catch_warnings():
         # Pillow's own bomb guard warns first and refuses at twice its limit;
         # ours refuses at `max_pixels`, before a pixel is decoded.
@@ -39,22 +45,41 @@ def normalised(
             raise not_matching(name, expected) from None
         except Image.DecompressionBombWarning:
             raise bomb(name) from None
-        if found != expected and not {found, expected} <= {"JPEG", "MPO"}:
-            raise not_matching(name, expected)
-        if width * height > max_pixels:
-            raise bomb(name)
+    if found != expected and not {found, expected} <= {"JPEG", "MPO"}:
+        raise not_matching(name, expected)
+    if width * height > max_pixels:
+        raise bomb(name)
+    return image
+
+
+def normalised(
+    name: str, data: bytes, expected: str, max_pixels: int, max_side: int
+) -> Normalised:
+    """The picture upright, without metadata, at most `max_side` a side.
+
+    Decoded at full size once, and only once: a JPEG is decoded already
+    scaled down (`draft`), turned upright in place, then scaled down before
+    any other copy is made (a square box: the same before or after turning),
+    so a 49-megapixel picture costs about its decoded size, not four times it.
+    """
+    image = _opened(name, data, expected, max_pixels)
+    keeps_alpha = image.mode in ("RGBA", "LA", "PA") or (
+        image.mode == "P" and "transparency" in image.info
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
         try:
+            if image.format in ("JPEG", "MPO"):
+                image.draft("RGB", (max_side, max_side))
             image.load()
-            upright = ImageOps.exif_transpose(image)
+            ImageOps.exif_transpose(image, in_place=True)
         except (OSError, ValueError, Image.DecompressionBombWarning):
             raise Refused(
                 _("%(name)s could not be read: the image is damaged or cut short.")
                 % {"name": name}
             ) from None
-    keeps_alpha = upright.mode in ("RGBA", "LA", "PA") or (
-        upright.mode == "P" and "transparency" in upright.info
-    )
-    picture = upright.convert("RGBA" if keeps_alpha else "RGB")
+    mode = "RGBA" if keeps_alpha else "RGB"
+    picture = image if image.mode == mode else image.convert(mode)
     picture.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
     small = picture.copy()
     small.thumbnail((THUMBNAIL_SIDE, THUMBNAIL_SIDE), Image.Resampling.LANCZOS)

@@ -29,6 +29,9 @@ class Limits:
     max_bytes: int
     max_pixels: int
     image_max_side: int
+    # How much of a document is read: the rest is left out, with a note.
+    pdf_max_pages: int = 2000
+    text_max_chars: int = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -88,8 +91,10 @@ def prepare(raw_name: str, data: bytes, limits: Limits) -> Prepared:
             kind="image",
             thumbnail=image.thumbnail,
         )
-    if extension in documents.READERS or extension in documents.TEXT_EXTENSIONS:
-        text, note = documents.text_of(name, extension, data)
+    if extension in documents.PARSED or extension in documents.TEXT_EXTENSIONS:
+        text, note = documents.text_of(
+            name, extension, data, limits.pdf_max_pages, limits.text_max_chars
+        )
         return Prepared(
             name=name,
             data=data,

@@ -12,3 +12,7 @@ class Refused(Exception):
         super().__init__(message)
         self.message = message
         self.status = status
+
+    def __reduce__(self) -> tuple[type[Refused], tuple[str, int]]:
+        # Raised in a worker process (`chat.work`), it is pickled back whole.
+        return Refused, (self.message, self.status)

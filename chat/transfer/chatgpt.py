@@ -17,12 +17,10 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from chat.transfer.incoming import (
-    Incoming,
     IncomingConversation,
     IncomingMessage,
     Summary,
     branch_to,
-    each,
     finite,
     from_epoch,
     one_branch,
@@ -34,11 +32,7 @@ SOURCE = "ChatGPT"
 _SILENT = {"user_editable_context", "reasoning_recap", "model_editable_context"}
 
 
-def read(conversations: list[Any], summary: Summary) -> Incoming:
-    return Incoming(SOURCE, each(conversations, _conversation, summary))
-
-
-def _conversation(item: Any, summary: Summary) -> IncomingConversation | None:
+def conversation(item: Any, summary: Summary) -> IncomingConversation | None:
     mapping = item.get("mapping") if isinstance(item, dict) else None
     if not isinstance(mapping, dict):
         summary.warn(_("Conversations without a message tree skipped"))

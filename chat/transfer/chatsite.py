@@ -6,7 +6,6 @@ refused with where it is, rather than guessed at."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, Final
 
@@ -16,7 +15,6 @@ from chat.models import HistoryPolicy, Message, ThinkingMode
 from chat.transfer.export import FIGURES
 from chat.transfer.incoming import (
     ImportRefused,
-    Incoming,
     IncomingConversation,
     IncomingMessage,
     Summary,
@@ -34,19 +32,17 @@ STATUSES: Final = frozenset(Message.Status.values)
 SOURCES: Final = frozenset(Message.Source.values)
 
 
-def read(document: dict[str, Any], summary: Summary) -> Incoming:
-    folders = [
+def folders(value: Any) -> list[tuple[str, datetime]]:
+    """The export's `folders` (chatsite's export keeps empty ones too)."""
+    return [
         (_str(f, "name", "A folder"), _time(f, "created_at", "A folder"))
-        for f in _list(document, "folders", _("The export"))
+        for f in _list({"folders": value}, "folders", _("The export"))
     ]
-    return Incoming(SOURCE, _conversations(document, summary), folders)
 
 
-def _conversations(
-    document: dict[str, Any], summary: Summary
-) -> Iterator[IncomingConversation]:
-    for n, item in enumerate(_list(document, "conversations", _("The export")), 1):
-        yield _conversation(item, _("Conversation %(n)s") % {"n": n}, summary)
+def conversation(item: Any, number: int, summary: Summary) -> IncomingConversation:
+    """The export's conversation `number` (from 1)."""
+    return _conversation(item, _("Conversation %(n)s") % {"n": number}, summary)
 
 
 def _conversation(item: Any, where: str, summary: Summary) -> IncomingConversation:

@@ -1,6 +1,19 @@
-"""The importer: a file's conversations stored for their owner in one
-transaction (all of them or, refused, none), a batch at a time with a few
-queries per batch, not one per message.
+"""The importer: a file read and checked whole first, in a worker process
+(`chat.transfer.detect.read_export` under `chat.work`'s budgets: whatever the
+file costs is paid there; its conversations come back in a result file),
+then its conversations
+stored for their owner a batch at a time, each batch in a transaction of its
+own with a few queries, not one per message. Short transactions let everyone
+else's writes go between them (on SQLite one transaction holds the database's
+only write lock: a whole import in one made other users' questions wait
+5-8 s, issue 40).
+
+A refusal imports nothing: every conversation is checked before the first is
+stored. An import that fails or is cancelled while it is being stored (the
+database refused a value, the requester went away) removes what it stored.
+Only a process that dies mid-import leaves some of it, and then as whole
+conversations (each goes in with all its messages, in one transaction), in
+the owner's list like any other; importing the file again adds the rest.
 
 Imported conversations are marked (`Conversation.imported_from`) and keyed
 (`import_key`, unique per owner), so importing a file again skips what is
@@ -9,8 +22,11 @@ asked nothing until its owner continues it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from itertools import islice
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import IO, Any
 
 from django.conf import settings
@@ -24,54 +40,139 @@ from django.db import (
 from django.db.models.functions import Lower
 from django.utils.translation import gettext
 
+from chat import work
 from chat.models import Conversation, Folder, Message, ModelProfile, SettingsChange
-from chat.transfer import chatgpt, chatsite, open_webui
-from chat.transfer.detect import detect
+from chat.transfer.detect import Parsed, read_export, results
 from chat.transfer.incoming import (
     ImportRefused,
-    Incoming,
     IncomingConversation,
     Summary,
 )
 
-READERS: dict[str, Callable[[Any, Summary], Incoming]] = {
-    "chatsite": chatsite.read,
-    "open-webui": open_webui.read,
-    "chatgpt": chatgpt.read,
-}
-# Conversations stored together: their rows go in a few bulk queries.
-BATCH = 500
+# A batch: a transaction of its own, its rows in a few bulk queries. Small,
+# so that it holds SQLite's write lock for tens of milliseconds at most.
+BATCH = 50
+BATCH_MESSAGES = 1000
 _ROWS = 1000
+_DELETE = 200
 
 
 def import_file(owner: Any, file: IO[bytes], *, limit: int | None = None) -> Summary:
     """Import the export in `file` (any format chatsite reads, found from its
     content) for `owner`; the summary of what was imported. Raises
     ImportRefused, with nothing stored, when the file cannot be imported."""
-    limit = limit if limit is not None else settings.TRANSFER_IMPORT_MAX_BYTES
-    detected = detect(file, limit=limit)
-    summary = Summary()
-    incoming = READERS[detected.kind](detected.data, summary)
-    return store(owner, incoming, summary)
+    with _on_disk(file) as path, Import(owner, path, limit=limit) as job:
+        job.read()
+        try:
+            while job.step():
+                pass
+        except BaseException:
+            job.undo()
+            raise
+        return job.summary
 
 
-def store(owner: Any, incoming: Incoming, summary: Summary) -> Summary:
-    summary.source = incoming.source
-    try:
-        with transaction.atomic():
-            importer = _Importer(owner, summary)
-            for name, created_at in incoming.folders:
-                importer.folder(name, created_at)
-            for batch in _batches(incoming.conversations, BATCH):
-                importer.store(batch)
-    except DatabaseError:
-        # A value the database refused (the readers check what they can).
-        raise ImportRefused(
-            gettext(
-                "The file holds a value this site cannot store; nothing was imported."
-            )
-        ) from None
-    return summary
+class Import:
+    """One import, a step at a time, for a caller that decides where each
+    runs: `read` (the file, no database) and then `step` until it returns
+    False (a batch each, in a transaction of its own); `undo` if it does not
+    finish (an exception, a requester gone). `chat.web.transfer` runs the
+    steps one by one in the thread that runs the process's database calls,
+    so others' calls go between them."""
+
+    def __init__(self, owner: Any, path: str, *, limit: int | None = None) -> None:
+        self.owner, self.path = owner, path
+        self.limit = limit if limit is not None else settings.TRANSFER_IMPORT_MAX_BYTES
+        self.folder = tempfile.TemporaryDirectory(prefix="chatsite-import-")
+        self.result = os.path.join(self.folder.name, "conversations.pickle")
+        self.summary = Summary()
+        self._batches: Iterator[list[tuple[str, Any]]] | None = None
+        self._importer: _Importer | None = None
+
+    def __enter__(self) -> Import:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def read(self) -> None:
+        """Read the file in a worker process, waited for in this thread."""
+        args = (self.path, self.result, self.limit)
+        try:
+            parsed = work.run_sync(read_export, *args, **self._work())
+        except work.Exhausted as exhausted:
+            raise ImportRefused(exhausted.message) from None
+        self._read(parsed)
+
+    async def aread(self) -> None:
+        """`read` from an event loop; cancelled, the worker is killed."""
+        args = (self.path, self.result, self.limit)
+        try:
+            parsed = await work.run(read_export, *args, **self._work())
+        except work.Exhausted as exhausted:
+            raise ImportRefused(exhausted.message) from None
+        self._read(parsed)
+
+    def _work(self) -> dict[str, Any]:
+        """Whose work it is, and its budget (`chat.work`)."""
+        budget = work.Budget(
+            seconds=settings.TRANSFER_IMPORT_READ_SECONDS,
+            memory_bytes=settings.TRANSFER_IMPORT_READ_MEMORY,
+        )
+        return {"owner": str(self.owner.pk), "budget": budget}
+
+    def _read(self, parsed: Parsed) -> None:
+        self.summary = parsed.summary
+        self.summary.source = parsed.source
+        self._batches = _batches(results(self.result))
+
+    def step(self) -> bool:
+        """Store the next batch; False when there was none left."""
+        assert self._batches is not None, "read first"
+        batch = next(self._batches, None)
+        if batch is None:
+            return False
+        if self._importer is None:
+            self._importer = _Importer(self.owner, self.summary)
+        try:
+            with transaction.atomic():
+                self._importer.add(batch)
+        except DatabaseError:
+            # A value the database refused (the readers check what they can).
+            raise ImportRefused(
+                gettext(
+                    "The file holds a value this site cannot store; nothing was "
+                    "imported."
+                )
+            ) from None
+        self._importer.committed()
+        return True
+
+    def undo(self) -> None:
+        if self._importer is not None:
+            self._importer.undo()
+
+    def close(self) -> None:
+        self._batches = None  # the result file closed before it is removed
+        self.folder.cleanup()
+
+
+@contextmanager
+def _on_disk(file: IO[bytes]) -> Iterator[str]:
+    """The path of `file`'s bytes: its own (an upload's temporary file, a file
+    opened by name), or a copy."""
+    path = getattr(file, "temporary_file_path", None)
+    if callable(path):
+        yield str(path())
+        return
+    name = getattr(file, "name", None)
+    if isinstance(name, str) and os.path.isfile(name):
+        yield name
+        return
+    with tempfile.NamedTemporaryFile(prefix="chatsite-import-") as copy:
+        shutil.copyfileobj(file, copy)
+        copy.flush()
+        yield copy.name
 
 
 def _set_columns(model: Any, rows: list[Any], names: list[str]) -> None:
@@ -134,11 +235,20 @@ def _insert_rows(model: Any, rows: list[Any]) -> None:
         cursor.executemany(sql, params)
 
 
-def _batches(
-    conversations: Iterable[IncomingConversation], size: int
-) -> Iterator[list[IncomingConversation]]:
-    it = iter(conversations)
-    while batch := list(islice(it, size)):
+def _batches(records: Iterable[tuple[str, Any]]) -> Iterator[list[tuple[str, Any]]]:
+    """The records a batch at a time: BATCH conversations, or fewer holding
+    BATCH_MESSAGES messages."""
+    batch: list[tuple[str, Any]] = []
+    conversations = messages = 0
+    for kind, value in records:
+        batch.append((kind, value))
+        if kind == "conversation":
+            conversations += 1
+            messages += len(value.messages)
+            if conversations >= BATCH or messages >= BATCH_MESSAGES:
+                yield batch
+                batch, conversations, messages = [], 0, 0
+    if batch:
         yield batch
 
 
@@ -149,6 +259,41 @@ class _Importer:
         self.folders = {f.name.lower(): f for f in Folder.objects.filter(owner=owner)}
         self.profiles: dict[str, ModelProfile | None] = {}
         self.keys: set[str] = set()  # stored by this import
+        # What this import made, to take away again if it cannot finish: the
+        # batch's rows once its transaction is committed (a rolled-back id may
+        # be someone else's by then).
+        self.made_conversations: list[int] = []
+        self.made_folders: list[int] = []
+        self.batch_conversations: list[int] = []
+        self.batch_folders: list[int] = []
+
+    def committed(self) -> None:
+        self.made_conversations += self.batch_conversations
+        self.made_folders += self.batch_folders
+        self.batch_conversations, self.batch_folders = [], []
+
+    def add(self, batch: Sequence[tuple[str, Any]]) -> None:
+        for kind, value in batch:
+            if kind == "folder":
+                self.folder(*value)
+        self.store([value for kind, value in batch if kind == "conversation"])
+
+    def undo(self) -> None:
+        """Remove what this import stored, a few rows at a time. If the
+        database is away, what stays is whole conversations, in the owner's
+        list (the module's docstring)."""
+        made = self.made_conversations
+        try:
+            for start in range(0, len(made), _DELETE):
+                with transaction.atomic():
+                    chunk = made[start : start + _DELETE]
+                    mine = Conversation.objects.filter(owner=self.owner)
+                    mine.filter(pk__in=chunk).delete()
+            Folder.objects.filter(
+                owner=self.owner, pk__in=self.made_folders, conversations__isnull=True
+            ).delete()
+        except DatabaseError:
+            pass
 
     def folder(self, name: str, created_at: Any = None) -> Folder | None:
         name = " ".join(self.summary.text(name).split())[:80]
@@ -157,6 +302,7 @@ class _Importer:
         folder = self.folders.get(name.lower())
         if folder is None:
             folder = Folder.objects.create(owner=self.owner, name=name)
+            self.batch_folders.append(folder.pk)
             if created_at is not None:
                 folder.created_at = self.summary.time(created_at)
                 Folder.objects.filter(pk=folder.pk).update(created_at=folder.created_at)
@@ -209,6 +355,7 @@ class _Importer:
         if not new:
             return
         rows = Conversation.objects.bulk_create([row for row, _ in new])
+        self.batch_conversations += [row.pk for row in rows]
         # auto_now_add and auto_now set both times on the way in: put back the
         # file's (bulk_update leaves them as given).
         for row, incoming in zip(rows, (i for _, i in new), strict=True):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -107,16 +107,6 @@ class IncomingConversation:
     notices: list[tuple[str, datetime]] = field(default_factory=list)
 
 
-@dataclass
-class Incoming:
-    """A reader's result: folders to make (chatsite's own export keeps empty
-    ones too) and the conversations, read one at a time as they are stored."""
-
-    source: str  # for people: "Open WebUI"
-    conversations: Iterable[IncomingConversation]
-    folders: list[tuple[str, datetime]] = field(default_factory=list)
-
-
 def one_branch(
     messages: list[IncomingMessage], summary: Summary
 ) -> list[IncomingMessage]:
@@ -170,19 +160,6 @@ def finite(value: Any) -> float | None:
     except OverflowError:  # an integer of hundreds of digits
         return None
     return number if number - number == 0 else None
-
-
-def each(
-    items: Iterable[Any],
-    read: Callable[[Any, Summary], IncomingConversation | None],
-    summary: Summary,
-) -> Iterator[IncomingConversation]:
-    """The conversations `read` makes of `items`, one at a time, leaving out
-    those it skips (it says why in the summary)."""
-    for item in items:
-        conversation = read(item, summary)
-        if conversation is not None:
-            yield conversation
 
 
 def branch_to(

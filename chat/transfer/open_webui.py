@@ -21,12 +21,10 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from chat.transfer.incoming import (
-    Incoming,
     IncomingConversation,
     IncomingMessage,
     Summary,
     branch_to,
-    each,
     finite,
     from_epoch,
     one_branch,
@@ -42,11 +40,7 @@ _REASONING_DETAILS = re.compile(
 _THINK_TAGS = re.compile(r"^\s*<think>(.*?)</think>\s*", re.DOTALL)
 
 
-def read(chats: list[Any], summary: Summary) -> Incoming:
-    return Incoming(SOURCE, each(chats, _conversation, summary))
-
-
-def _conversation(item: Any, summary: Summary) -> IncomingConversation | None:
+def conversation(item: Any, summary: Summary) -> IncomingConversation | None:
     chat = item.get("chat") if isinstance(item, dict) else None
     history = chat.get("history") if isinstance(chat, dict) else None
     tree = history.get("messages") if isinstance(history, dict) else None

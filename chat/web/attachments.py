@@ -31,7 +31,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from chat import files
+from chat import files, work
 from chat.models import Attachment, Conversation, ModelProfile, ShareLink
 from chat.models.teams import team_conversations
 from chat.web.conversations import SignedInRequest
@@ -60,10 +60,10 @@ async def upload(request: HttpRequest) -> HttpResponse:
     """One file (`file`), for the conversation `conversation` if given, its
     tokens counted for the model `model` (a profile's id or tag) if given.
 
-    Async: the body is parsed and the file read (Pillow, pypdf) in a worker
-    thread of its own, never in the one thread that runs every sync view and
-    database call of the process (the sockets' too), which a large PDF would
-    hold for a second or more."""
+    Async: the body is parsed in a worker thread of its own, never in the one
+    thread that runs every sync view and database call of the process (the
+    sockets' too); the file is read (Pillow, pypdf) in a worker process under
+    a budget (`chat.files.reading`), which ends if this request is abandoned."""
     try:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
@@ -86,10 +86,19 @@ async def upload(request: HttpRequest) -> HttpResponse:
         max_bytes=settings.ATTACHMENT_MAX_BYTES,
         max_pixels=settings.ATTACHMENT_MAX_PIXELS,
         image_max_side=profile.image_max_side if profile else 1568,
+        pdf_max_pages=settings.ATTACHMENT_PDF_MAX_PAGES,
+        text_max_chars=settings.ATTACHMENT_TEXT_MAX_CHARS,
     )
     try:
-        prepared = await sync_to_async(files.prepare, thread_sensitive=False)(
-            *received, limits
+        prepared = await files.read(
+            *received,
+            limits,
+            owner=str(user.pk),
+            budget=work.Budget(
+                seconds=settings.ATTACHMENT_READ_SECONDS,
+                memory_bytes=settings.ATTACHMENT_READ_MEMORY,
+            ),
+            owner_pixels=settings.ATTACHMENT_USER_PIXELS,
         )
     except files.Refused as refused:
         return refusal(refused.message, refused.status)

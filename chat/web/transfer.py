@@ -6,20 +6,25 @@ export a user's conversations from the user admin (`staff_export`)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any, TypeVar
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
+from django.core.files.uploadedfile import TemporaryUploadedFile
 from django.core.files.uploadhandler import StopUpload, TemporaryFileUploadHandler
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.middleware.csrf import CsrfViewMiddleware
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
-from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from chat.models import AuditEvent
@@ -30,7 +35,7 @@ from chat.transfer.export import (
     safe_name,
     zip_stream,
 )
-from chat.transfer.imports import import_file
+from chat.transfer.imports import Import
 from chat.transfer.incoming import ImportRefused, Summary
 from chat.transfer.markdown import conversation_markdown
 from chat.web.client_address import client_address
@@ -122,45 +127,83 @@ class LimitedUpload(TemporaryFileUploadHandler):
         return super().receive_data_chunk(raw_data, start)
 
 
-@csrf_exempt  # checked in `_import`, after the upload handler is set
+@csrf_exempt  # checked in `_received`, after the upload handler is set
 @require_POST
-def import_conversations(request: SignedInRequest) -> HttpResponse:
+async def import_conversations(request: HttpRequest) -> HttpResponse:
     """The import of an uploaded export. Refused before anything is read when
     the request says it is over the limit (chatsite/asgi.py refuses it even
-    before Django reads the body)."""
+    before Django reads the body).
+
+    Async, and nothing of it in the one thread that runs every sync view and
+    database call of the process (the sockets' too): the form is read and
+    the file read in a worker process (`chat.transfer.imports`), and stored a
+    batch per transaction, each a call of its own in that thread so others'
+    go between. When the requester goes away, the import stops after its
+    current batch and removes what it stored."""
     try:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         length = 0
     if length > settings.TRANSFER_IMPORT_MAX_BYTES + FORM_OVERHEAD:
-        return _result(request, error=too_large_message(), status=413)
+        return await sync_to_async(_result)(
+            request, error=too_large_message(), status=413
+        )
+    user = await request.auser()
     handler = LimitedUpload(request)
     request.upload_handlers = [handler]
-    return _import(request, handler)
+    received = await sync_to_async(_received, thread_sensitive=False)(
+        request, handler, user
+    )
+    if isinstance(received, HttpResponse):
+        return received
+    job = Import(user, received.temporary_file_path())
+    try:
+        # The file read in a worker process (killed if this is cancelled);
+        # then a batch per call in the thread of every sync view and database
+        # call, so theirs go between.
+        await job.aread()
+        while await sync_to_async(job.step)():
+            pass
+    except ImportRefused as refusal:
+        await sync_to_async(job.undo)()
+        error = _("%(reason)s Nothing was imported.") % {"reason": refusal}
+        return await sync_to_async(_result)(request, error=error, status=422)
+    except BaseException:
+        # Cancelled (the requester went away) or failed: after the batch
+        # under way, what was stored is removed.
+        await asyncio.shield(sync_to_async(job.undo)())
+        raise
+    finally:
+        job.close()
+        received.close()
+    return await sync_to_async(_result)(request, summary=job.summary)
 
 
-# The token first, then who is asking: a POST without one is a 403 like every
-# other (tests/web/test_security.py), signed in or not.
-@csrf_protect
-@login_required
-def _import(request: SignedInRequest, handler: LimitedUpload) -> HttpResponse:
+def _received(
+    request: HttpRequest, handler: LimitedUpload, user: Any
+) -> HttpResponse | TemporaryUploadedFile:
+    """The token first, then who is asking (a POST without one is a 403 like
+    every other, signed in or not: tests/web/test_security.py), then the
+    file; or the refusal."""
+    refused = CsrfViewMiddleware(_no_view).process_view(request, _no_view, (), {})
+    if refused is not None:
+        return refused
+    if not user.is_authenticated:
+        return redirect_to_login(request.get_full_path())
     upload = request.FILES.get("file")
     if handler.too_large:
         return _result(request, error=too_large_message(), status=413)
-    if upload is None:
+    if not isinstance(upload, TemporaryUploadedFile):  # LimitedUpload makes one
         return _result(request, error=_("Choose a file to import."), status=422)
-    try:
-        summary = import_file(request.user, upload)
-    except ImportRefused as refusal:
-        error = _("%(reason)s Nothing was imported.") % {"reason": refusal}
-        return _result(request, error=error, status=422)
-    finally:
-        upload.close()
-    return _result(request, summary=summary)
+    return upload
+
+
+def _no_view(request: HttpRequest) -> HttpResponse:
+    raise AssertionError("the CSRF check only decides")  # never called
 
 
 def _result(
-    request: SignedInRequest,
+    request: HttpRequest,
     *,
     summary: Summary | None = None,
     error: str = "",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import struct
 import zipfile
 from datetime import timedelta
 
@@ -110,7 +111,7 @@ def test_a_zip_bomb_is_refused_after_reading_no_more_than_the_limit(alice):
         entry.write(b"]")
     assert len(archive.getvalue()) < 200_000
     message = refused(alice, archive.getvalue(), limit=2_000_000)
-    assert "too large unpacked" in message
+    assert "too large once unpacked" in message
 
 
 def test_a_damaged_zip_is_refused(alice):
@@ -269,3 +270,104 @@ def test_an_imported_conversation_is_asked_nothing_until_continued(
         imported_answer.content,
         "And at sunset?",
     ]
+
+
+# ------------------------------------------------------------ hostile files
+
+
+def deflated(name: str, pieces, *, packed_lie: int | None = None) -> bytes:
+    """A ZIP of one entry written from `pieces`; its directory saying the entry
+    is `packed_lie` bytes packed if given (a bomb hiding its ratio)."""
+    archive = io.BytesIO()
+    with (
+        zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z,
+        z.open(name, "w") as entry,
+    ):
+        for piece in pieces:
+            entry.write(piece)
+    raw = bytearray(archive.getvalue())
+    if packed_lie is not None:
+        at = raw.index(b"PK\x01\x02")  # the central directory's entry
+        struct.pack_into("<I", raw, at + 20, packed_lie)
+    return bytes(raw)
+
+
+def tiny_lists(megabytes: int):
+    """`[[],[],...]`: about 23 million Python lists per 70 MB, 1.8 GB in all
+    once json.loads builds them (issue 40)."""
+    yield b"[[]"
+    for _ in range(megabytes):
+        yield b",[]" * 333_333
+    yield b"]"
+
+
+def peak_growth(work) -> int:
+    """How much this process's peak resident memory grew while `work` ran
+    (Linux: the peak is reset first, /proc/self/clear_refs)."""
+    with open("/proc/self/clear_refs", "w") as clear:
+        clear.write("5")
+    before = _status("VmHWM")
+    work()
+    return _status("VmHWM") - before
+
+
+def _status(field: str) -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError(field)
+
+
+def test_a_70_kb_zip_bomb_is_refused_by_its_ratio_before_it_is_inflated(alice):
+    bomb = deflated("conversations.json", tiny_lists(70))
+    assert len(bomb) < 150_000
+    growth = peak_growth(lambda: refused_here(alice, bomb))
+    assert "too large once unpacked" in refused_here.message
+    assert "times its packed size" in refused_here.message
+    assert growth < 50_000_000  # main: +1.78 GB
+
+
+def test_a_zip_whose_directory_lies_about_its_packed_size_is_refused(alice):
+    """The directory says 1 MB packed (70 times, a ratio an export may have);
+    the archive is 68 kB: its own size is what counts."""
+    bomb = deflated("conversations.json", tiny_lists(70), packed_lie=1_000_000)
+    with zipfile.ZipFile(io.BytesIO(bomb)) as z:
+        assert z.getinfo("conversations.json").compress_size == 1_000_000
+    growth = peak_growth(lambda: refused_here(alice, bomb))
+    assert "too large once unpacked" in refused_here.message
+    assert growth < 50_000_000  # main: +1.78 GB
+
+
+def test_a_file_of_tiny_values_costs_one_conversation_at_a_time(alice):
+    """Not packed at all: 20 MB of `[[],[],...]` is refused at its first
+    item, and never built whole."""
+    raw = b"".join(tiny_lists(20))
+    growth = peak_growth(lambda: refused_here(alice, raw))
+    assert "not an export chatsite can read" in refused_here.message
+    assert growth < 50_000_000  # main: about +500 MB
+
+
+def test_json_nested_deeper_than_any_export_is_refused(alice):
+    chat = owui_chat("deep", {"role": "user", "content": "q"})
+    chat["chat"]["extra"] = json.loads("[" * 100 + "]" * 100)
+    message = refused(alice, owui(chat))
+    assert "too deeply nested" in message and "64 levels" in message
+
+
+def test_a_conversation_with_a_huge_string_is_refused_while_it_is_read(alice):
+    """One string of 40 MB (a conversation is at most 32 MB): refused while
+    ijson reads it, not after it has been built."""
+    head = b'[{"id": "big", "chat": {"history": {"messages": {}}, "x": "'
+    raw = head + b"a" * 40_000_000 + b'"}}]'
+    growth = peak_growth(lambda: refused_here(alice, raw))
+    assert "one of its conversations is larger than" in refused_here.message
+    assert growth < 80_000_000  # main: the file, its text and the string
+
+
+def refused_here(owner, raw: bytes) -> None:
+    """`refused`, its message kept on the function (for `peak_growth`)."""
+    refused_here.message = refused(owner, raw)
+
+
+refused_here.message = ""

@@ -1,7 +1,8 @@
 """`manage.py import_conversations USERNAME FILE`: import an export (chatsite's
-own, Open WebUI's or ChatGPT's, told apart by its content) for USERNAME, in one
-transaction, and print what was imported. The size limit is the site's
-(TRANSFER_IMPORT_MAX_BYTES, unpacked for a ZIP) unless --max-mb raises it."""
+own, Open WebUI's or ChatGPT's, told apart by its content) for USERNAME (all of
+it or, refused, none: `chat.transfer.imports`), and print what was imported.
+The size limit is the site's (TRANSFER_IMPORT_MAX_BYTES, unpacked for a ZIP)
+unless --max-mb raises it."""
 
 from __future__ import annotations
 

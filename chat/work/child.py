@@ -1,0 +1,49 @@
+"""What runs in a worker process around the task: its limits, then the task in
+the language of the request that asked for it."""
+
+from __future__ import annotations
+
+import math
+import os
+import resource
+from collections.abc import Callable
+from typing import Any
+
+
+def call(
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    language: str | None,
+    memory_bytes: int,
+    cpu_seconds: float,
+) -> Any:
+    """Run `func(*args)` under limits. The address space may grow by
+    `memory_bytes` (an allocation past it fails: MemoryError, or the process
+    dies), the CPU time by `cpu_seconds` (then SIGXCPU ends the process: the
+    backstop of the pool's wall-time kill). No core file is left either way."""
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    _lower(resource.RLIMIT_AS, _address_space() + memory_bytes)
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    _lower(
+        resource.RLIMIT_CPU,
+        math.ceil(used.ru_utime + used.ru_stime + cpu_seconds),
+    )
+    if language is None:
+        return func(*args)
+    from django.utils import translation
+
+    with translation.override(language):
+        return func(*args)
+
+
+def _lower(limit: int, soft: int) -> None:
+    _, hard = resource.getrlimit(limit)
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(limit, (soft, hard))
+
+
+def _address_space() -> int:
+    with open("/proc/self/statm", encoding="ascii") as statm:
+        pages = int(statm.read().split()[0])
+    return pages * os.sysconf("SC_PAGE_SIZE")

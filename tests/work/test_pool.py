@@ -1,0 +1,161 @@
+"""The seam for bounded work (`chat.work`): real worker processes, killed over
+their time or memory, or when their requester goes away; one owner's queue
+does not hold up another's task."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from django.utils import translation
+
+from chat import work
+from tests.waiting import until, until_sync
+from tests.work import tasks
+
+QUICK = work.Budget(seconds=30, memory_bytes=256 * 1024 * 1024)
+
+
+@pytest.fixture
+def pool() -> Iterator[work.Pool]:
+    made = work.Pool(processes=2, per_owner=1)
+    yield made
+    made.close()
+
+
+def gone(pid: int) -> bool:
+    """No such process any more (a zombie not yet reaped counts as gone)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def started_pid(path: Path) -> int:
+    return int(until_sync(lambda: path.exists() and path.read_text(), "task started"))
+
+
+async def test_a_task_runs_in_another_process_in_the_callers_language(
+    tmp_path: Path,
+) -> None:
+    with translation.override("de"):
+        found = await work.run(tasks.language, owner="someone", budget=QUICK)
+    assert found == "de"
+    assert (
+        await work.run(tasks.pid, owner="someone", budget=QUICK) != psutil.Process().pid
+    )
+
+
+async def test_a_task_over_its_time_is_killed(pool: work.Pool, tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    budget = work.Budget(seconds=0.5, memory_bytes=256 * 1024 * 1024)
+    with pytest.raises(work.TimedOut) as refused:
+        await asyncio.wrap_future(pool.submit(tasks.spin, (str(started),), "a", budget))
+    assert "took too long" in refused.value.message
+    pid = started_pid(started)
+    await until(lambda: gone(pid), "the spinning worker is killed")
+
+
+async def test_a_task_over_its_memory_is_stopped(
+    pool: work.Pool, tmp_path: Path
+) -> None:
+    started = tmp_path / "started"
+    budget = work.Budget(seconds=30, memory_bytes=64 * 1024 * 1024)
+    with pytest.raises(work.OutOfMemory) as refused:
+        await asyncio.wrap_future(
+            pool.submit(tasks.allocate, (str(started), 1024**3), "a", budget)
+        )
+    assert isinstance(refused.value, work.Exhausted)
+    assert "too large" in refused.value.message
+    # The same task within its budget runs.
+    ok = await asyncio.wrap_future(
+        pool.submit(tasks.allocate, (str(started), 16 * 1024 * 1024), "a", budget)
+    )
+    assert ok == 16 * 1024 * 1024
+
+
+async def test_a_cancelled_await_kills_the_process(tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    waiting = asyncio.create_task(
+        work.run(
+            tasks.wait_for,
+            str(started),
+            str(tmp_path / "never"),
+            owner="gone-away",
+            budget=QUICK,
+        )
+    )
+    pid = int(await until(lambda: started.exists() and started.read_text(), "started"))
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    await until(lambda: gone(pid), "the abandoned worker is killed")
+
+
+async def test_an_owners_queue_does_not_hold_up_another_owner(
+    pool: work.Pool, tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+    slow = [
+        pool.submit(tasks.wait_for, (str(tmp_path / f"a{n}"), str(release)), "a", QUICK)
+        for n in range(4)
+    ]
+    quick = pool.submit(tasks.pid, (), "b", QUICK)
+    try:
+        await asyncio.wait_for(asyncio.wrap_future(quick), 60)
+        assert not any(future.done() for future in slow)
+        assert (tmp_path / "a0").exists()
+        assert not (tmp_path / "a1").exists()  # A's share: one at a time
+    finally:
+        release.touch()
+    await asyncio.gather(*(asyncio.wrap_future(future) for future in slow))
+
+
+async def test_a_waiting_task_cancelled_never_runs(
+    pool: work.Pool, tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+    first = pool.submit(
+        tasks.wait_for, (str(tmp_path / "a0"), str(release)), "a", QUICK
+    )
+    second = pool.submit(
+        tasks.wait_for, (str(tmp_path / "a1"), str(release)), "a", QUICK
+    )
+    await until(lambda: (tmp_path / "a0").exists(), "the first started")
+    assert second.cancel()
+    release.touch()
+    await asyncio.wrap_future(first)
+    assert await asyncio.wrap_future(pool.submit(tasks.pid, (), "a", QUICK))
+    assert not (tmp_path / "a1").exists()
+
+
+async def test_the_tasks_own_exception_reaches_the_caller() -> None:
+    with pytest.raises(ValueError, match="not a document"):
+        await work.run(tasks.refuse, "not a document", owner="x", budget=QUICK)
+
+
+def test_run_sync_waits_in_its_thread() -> None:
+    found: list[int] = []
+    thread = threading.Thread(
+        target=lambda: found.append(work.run_sync(tasks.pid, owner="t", budget=QUICK))
+    )
+    thread.start()
+    thread.join(60)
+    assert found and found[0] != psutil.Process().pid
+
+
+async def test_a_closed_pool_leaves_no_process(tmp_path: Path) -> None:
+    made = work.Pool(processes=2, per_owner=2)
+    started = [tmp_path / "a", tmp_path / "b"]
+    for path in started:
+        made.submit(tasks.wait_for, (str(path), str(tmp_path / "never")), "a", QUICK)
+    pids = [
+        int(await until(lambda p=p: p.exists() and p.read_text(), "started"))
+        for p in started
+    ]
+    made.close()
+    await until(lambda: all(gone(pid) for pid in pids), "the workers end")
