@@ -109,8 +109,8 @@ def staff_export(request: HttpRequest, user: Any) -> StreamingHttpResponse:
 
 class LimitedUpload(TemporaryFileUploadHandler):
     """Django's upload to a temporary file (never into memory), stopped once
-    it passes the import limit: a request that did not say its length, or
-    said less than it sent."""
+    the file passes its limit: the body is held to the limit and the form
+    around it (`chat.web.request_bodies`), the file to the limit itself."""
 
     too_large = False
     limit_setting = "TRANSFER_IMPORT_MAX_BYTES"
@@ -125,15 +125,8 @@ class LimitedUpload(TemporaryFileUploadHandler):
 @csrf_exempt  # checked in `_import`, after the upload handler is set
 @require_POST
 def import_conversations(request: SignedInRequest) -> HttpResponse:
-    """The import of an uploaded export. Refused before anything is read when
-    the request says it is over the limit (chatsite/asgi.py refuses it even
-    before Django reads the body)."""
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
-    if length > settings.TRANSFER_IMPORT_MAX_BYTES + FORM_OVERHEAD:
-        return _result(request, error=too_large_message(), status=413)
+    """The import of an uploaded export. A body over the limit never gets
+    here: the server refuses it before it is read (`chat.web.request_bodies`)."""
     handler = LimitedUpload(request)
     request.upload_handlers = [handler]
     return _import(request, handler)
