@@ -32,6 +32,23 @@ five calls Daphne and Autobahn make per message (`Server.handle_reply`, the
 protocol's `handle_reply`, `serverSend`, `sendMessage`, `sendFrame`). With one
 frame per token that was about a tenth of the process's CPU (`python -m bench`).
 Anything else goes Daphne's way, as before.
+
+Bounded bodies. Twisted reads a request's whole body (into memory or a
+temporary file) before Daphne hands the request to the application, so the
+limits of `chat.web.request_bodies` are kept here, in the connection
+(`BoundedChannel`, `BoundedRequest`): a request is refused at its headers (its
+declared length over its route's limit, a multipart form where no upload is
+taken, a signed-out upload), or as soon as the bytes received pass the limit
+(chunked), before the application runs. The refusal is written, the
+connection's sending side closed, and what the client still sends is read and
+dropped for up to `LINGER` seconds, so that a client still sending reads the
+answer instead of a reset connection.
+
+No form parsed in the loop. Twisted's `Request` parses the body of every form
+POST into its `args` (a multipart one with the `email` package: a 20 MB
+upload held the event loop, and every stream of the process, for about a
+second) before Daphne sees it; Daphne never reads `args`, and Django parses
+the form itself, off the loop. `BoundedRequest` turns that parse off.
 """
 
 from __future__ import annotations
@@ -41,12 +58,14 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from daphne.http_protocol import HTTPFactory
+from daphne.http_protocol import HTTPFactory, WebRequest
 from daphne.server import Server
 from daphne.ws_protocol import WebSocketFactory, WebSocketProtocol
 from twisted.internet import tcp
 from twisted.web import http
 from twisted.web.http import _GenericHTTPChannelProtocol
+
+from chat.web import request_bodies
 
 
 def close_with_a_code() -> None:
@@ -181,3 +200,119 @@ def write_through() -> None:
     connections `WriteThroughChannel`."""
     WebSocketFactory.protocol = WriteThroughProtocol
     HTTPFactory.protocol = _write_through_channel
+
+
+# Seconds a refused request's connection keeps reading (and dropping) what its
+# client still sends, after the refusal, before it is closed.
+LINGER = 5.0
+
+
+class BoundedRequest(WebRequest):  # type: ignore[misc]
+    """Daphne's request, its body held to its route's limit (see the module's
+    doc); Twisted's own parse of forms off."""
+
+    body_limit: int | None = None  # bytes; None: not decided (never read)
+    received = 0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, parsePOSTFormSubmission=False, **kwargs)
+
+    def handleContentChunk(self, data: bytes) -> None:  # noqa: N802 (Twisted's)
+        channel = self.channel
+        if isinstance(channel, BoundedChannel):
+            if channel.refused:
+                return
+            self.received += len(data)
+            if self.body_limit is not None and self.received > self.body_limit:
+                channel.refuse(request_bodies.too_large(channel.head))
+                return
+        super().handleContentChunk(data)
+
+
+class BoundedChannel(WriteThroughChannel):
+    """Twisted's HTTP connection (writing through), each request's body held to
+    its route's limit (see the module's doc)."""
+
+    refused = False
+    head = request_bodies.Head(b"", 0)
+
+    def allHeadersReceived(self) -> None:  # noqa: N802 (Twisted's)
+        request = self.requests[-1]
+        headers = request.requestHeaders
+
+        def header(name: bytes) -> bytes:
+            values = headers.getRawHeaders(name)
+            return values[0] if values else b""
+
+        self.head = request_bodies.Head(
+            target=bytes(self._path),  # type: ignore[call-overload]
+            length=self.length,
+            content_type=header(b"content-type"),
+            cookie=b"; ".join(headers.getRawHeaders(b"cookie") or []),
+            accept_language=header(b"accept-language"),
+        )
+        decided = request_bodies.at_headers(self.head)
+        if isinstance(decided, request_bodies.Refusal):
+            self.refuse(decided)
+            return
+        request.body_limit = decided
+        super().allHeadersReceived()  # type: ignore[no-untyped-call]
+
+    def refuse(self, refusal: request_bodies.Refusal) -> None:
+        """Answer `refusal` now, before the application has seen the request,
+        and read no more of it."""
+        self.refused = True
+        reason = http.RESPONSES.get(refusal.status, b"Refused")
+        transport: Any = self.transport
+        transport.write(
+            b"HTTP/1.1 %d %s\r\n" % (refusal.status, reason)
+            + b"Content-Type: "
+            + refusal.content_type
+            + b"\r\n"
+            + b"Content-Length: %d\r\n" % len(refusal.body)
+            + b"X-Content-Type-Options: nosniff\r\n"
+            + b"Connection: close\r\n\r\n"
+            + refusal.body
+        )
+        # Sent (FIN after the answer), then closed when the client closes
+        # its side or after LINGER (`timeoutConnection`).
+        self.persistent = False
+        self.setTimeout(LINGER)  # type: ignore[no-untyped-call]
+        if hasattr(transport, "loseWriteConnection"):
+            transport.loseWriteConnection()
+        else:
+            transport.loseConnection()
+
+    def dataReceived(self, data: bytes) -> None:  # noqa: N802 (Twisted's)
+        if self.refused:
+            return  # dropped; not a sign of life (no resetTimeout)
+        super().dataReceived(data)  # type: ignore[no-untyped-call]
+
+    def rawDataReceived(self, data: bytes) -> None:  # noqa: N802 (Twisted's)
+        if not self.refused:
+            super().rawDataReceived(data)
+
+    def allContentReceived(self) -> None:  # noqa: N802 (Twisted's)
+        if not self.refused:
+            super().allContentReceived()  # type: ignore[no-untyped-call]
+
+
+def _bounded_channel(factory: HTTPFactory) -> Any:
+    return _GenericHTTPChannelProtocol(BoundedChannel())  # type: ignore[no-untyped-call]
+
+
+def bound_request_bodies() -> None:
+    """Daphne's HTTP connections are `BoundedChannel`s (which write through,
+    as `write_through` has them), their requests `BoundedRequest`s."""
+    HTTPFactory.protocol = _bounded_channel
+    build = HTTPFactory.buildProtocol
+    if getattr(build, "bounds_bodies", False):
+        return
+
+    def build_protocol(self: HTTPFactory, addr: Any) -> Any:
+        protocol = build(self, addr)  # Daphne's: it sets its WebRequest
+        protocol.requestFactory = BoundedRequest
+        return protocol
+
+    build_protocol.bounds_bodies = True  # type: ignore[attr-defined]
+    HTTPFactory.buildProtocol = build_protocol

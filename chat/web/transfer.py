@@ -114,8 +114,8 @@ def staff_export(request: HttpRequest, user: Any) -> StreamingHttpResponse:
 
 class LimitedUpload(TemporaryFileUploadHandler):
     """Django's upload to a temporary file (never into memory), stopped once
-    it passes the import limit: a request that did not say its length, or
-    said less than it sent."""
+    the file passes its limit: the body is held to the limit and the form
+    around it (`chat.web.request_bodies`), the file to the limit itself."""
 
     too_large = False
     limit_setting = "TRANSFER_IMPORT_MAX_BYTES"
@@ -130,9 +130,8 @@ class LimitedUpload(TemporaryFileUploadHandler):
 @csrf_exempt  # checked in `_received`, after the upload handler is set
 @require_POST
 async def import_conversations(request: HttpRequest) -> HttpResponse:
-    """The import of an uploaded export. Refused before anything is read when
-    the request says it is over the limit (chatsite/asgi.py refuses it even
-    before Django reads the body).
+    """The import of an uploaded export. A body over the limit never gets
+    here: the server refuses it before it is read (`chat.web.request_bodies`).
 
     Async, and nothing of it in the one thread that runs every sync view and
     database call of the process (the sockets' too): the form is read and
@@ -140,14 +139,6 @@ async def import_conversations(request: HttpRequest) -> HttpResponse:
     batch per transaction, each a call of its own in that thread so others'
     go between. When the requester goes away, the import stops after its
     current batch and removes what it stored."""
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
-    if length > settings.TRANSFER_IMPORT_MAX_BYTES + FORM_OVERHEAD:
-        return await sync_to_async(_result)(
-            request, error=too_large_message(), status=413
-        )
     user = await request.auser()
     handler = LimitedUpload(request)
     request.upload_handlers = [handler]
