@@ -172,6 +172,12 @@ class Message(models.Model):
     done_reason = models.CharField(
         max_length=20, blank=True, verbose_name=gettext_lazy("done reason")
     )
+    # Output tokens held for the answer by the quotas while it runs: what it
+    # may use, asked of the model server as its limit (`chat.models.quotas`;
+    # 0: no token quota applied).
+    reserved_tokens = models.PositiveIntegerField(
+        default=0, verbose_name=gettext_lazy("reserved tokens")
+    )
     # Characters of the server's text that could not be stored (NUL, lone
     # surrogates), kept as U+FFFD (`chat.upstream.events.cleaned`).
     replaced_chars = models.PositiveIntegerField(
