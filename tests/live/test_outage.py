@@ -366,6 +366,8 @@ async def test_an_owner_that_reaches_the_database_last_keeps_its_answer(
             )
 
         await until(judged, "the other process never judged the answer", WAIT)
+        assert not logged(answer.viewer, "was orphaned")
+        assert "interrupted" not in answer.told()
         owners_path.mend()
         await answer.ended()
     assert_stored_whole(answer)
