@@ -61,11 +61,18 @@ class MessageQuerySet(models.QuerySet["Message"]):
         return self.orphans(older_than=older_than).update(**_interrupted())
 
     def interrupt_orphans(
-        self, *, older_than: timedelta, keep: Iterable[int] = ()
+        self,
+        *,
+        older_than: timedelta,
+        keep: Iterable[int] = (),
+        among: Iterable[int] | None = None,
     ) -> list[Message]:
         """Mark orphans interrupted, keeping their text; return those marked.
-        `keep`: answers known to be alive (the sweeping process's own)."""
+        `keep`: answers known to be alive (the sweeping process's own);
+        `among`: only these (those whose owner is known to be gone)."""
         orphans = self.orphans(older_than=older_than).exclude(pk__in=list(keep))
+        if among is not None:
+            orphans = orphans.filter(pk__in=list(among))
         ids = list(orphans.values_list("pk", flat=True))
         if not ids:
             return []
