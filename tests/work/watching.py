@@ -67,5 +67,13 @@ def gone(pid: int) -> bool:
 def _children(process: psutil.Process) -> list[psutil.Process]:
     try:
         return process.children()
-    except psutil.NoSuchProcess:
+    except psutil.Error:
         return []
+
+
+def _is_fork_server(process: psutil.Process) -> bool:
+    # Not the other processes a test session starts (its database's, ...).
+    try:
+        return "multiprocessing.forkserver" in " ".join(process.cmdline())
+    except psutil.Error:
+        return False
