@@ -22,18 +22,28 @@ def call(
     dies), the CPU time by `cpu_seconds` (then SIGXCPU ends the process: the
     backstop of the pool's wall-time kill). No core file is left either way."""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    _lower(resource.RLIMIT_AS, _address_space() + memory_bytes)
+    start = _address_space()
+    _lower(resource.RLIMIT_AS, start + memory_bytes)
     used = resource.getrusage(resource.RUSAGE_SELF)
     _lower(
         resource.RLIMIT_CPU,
         math.ceil(used.ru_utime + used.ru_stime + cpu_seconds),
     )
-    if language is None:
-        return func(*args)
-    from django.utils import translation
+    try:
+        if language is None:
+            return func(*args)
+        from django.utils import translation
 
-    with translation.override(language):
-        return func(*args)
+        with translation.override(language):
+            return func(*args)
+    except Exception:
+        # Some libraries report a failed allocation as their own error (lxml:
+        # "Memory allocation failed", a syntax error) and the task then as a
+        # damaged file. One that grew past half its budget (a buffer that
+        # doubles fails there) and failed ran out of memory.
+        if _peak_address_space() - start > memory_bytes // 2:
+            raise MemoryError from None
+        raise
 
 
 def _lower(limit: int, soft: int) -> None:
@@ -41,6 +51,14 @@ def _lower(limit: int, soft: int) -> None:
     if hard != resource.RLIM_INFINITY:
         soft = min(soft, hard)
     resource.setrlimit(limit, (soft, hard))
+
+
+def _peak_address_space() -> int:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmPeak:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def _address_space() -> int:

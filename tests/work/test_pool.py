@@ -16,6 +16,7 @@ from django.utils import translation
 from chat import work
 from tests.waiting import until, until_sync
 from tests.work import tasks
+from tests.work.watching import gone
 
 QUICK = work.Budget(seconds=30, memory_bytes=256 * 1024 * 1024)
 
@@ -25,14 +26,6 @@ def pool() -> Iterator[work.Pool]:
     made = work.Pool(processes=2, per_owner=1)
     yield made
     made.close()
-
-
-def gone(pid: int) -> bool:
-    """No such process any more (a zombie not yet reaped counts as gone)."""
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
 
 
 def started_pid(path: Path) -> int:
