@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 
 import pytest
 from django.core.files.storage import default_storage
