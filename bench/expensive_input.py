@@ -1,5 +1,5 @@
 """Expensive input: one user's stream and small upload while four other users
-send the inputs that cost a server most (issue 40's "Done when").
+send the inputs that cost a server most.
 
 `python -m bench.expensive_input [--sqlite] [--seconds 20]` (run by `make
 bench`). One Daphne process with production settings on PostgreSQL and Redis
@@ -44,7 +44,7 @@ import signal
 import time
 import zipfile
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,13 +76,13 @@ REQUEST_TIMEOUT = 10.0  # an attack request, given up after
 # Once the stream has ended: how long the attack requests in flight may still
 # take (the bench's end).
 STOP_GRACE = 3.0
-SMALL_UPLOAD_TIMEOUT = 30.0
+SMALL_UPLOAD_TIMEOUT = 20.0
 # After the stream's own length: how long it may still take to arrive.
-STREAM_GRACE = 60.0
+STREAM_GRACE = 30.0
 LEAD = 1.0  # seconds the attacks run before the stream is asked
 SAMPLE_EVERY = 0.1  # the serving process's memory, sampled
 # The bench kills the serving process past this resident memory: the machine
-# is shared, and one import could take gigabytes (issue 40, finding 3).
+# may be shared, and one import has taken gigabytes.
 RSS_GUARD_MIB = 6144
 PIECE = 256 * 1024  # bytes written at a time
 
@@ -308,7 +308,7 @@ async def post(
     the body is all sent (an early 413) ends the sending. HTTP/1.1 by hand:
     a client library writes the whole body before it looks for an answer."""
     began = time.monotonic()
-    sent = 0
+    sent = [0]
     writer: asyncio.StreamWriter | None = None
     answer: asyncio.Task[bytes] | None = None
     head = [
@@ -325,21 +325,15 @@ async def post(
             writer.write(("\r\n".join(head) + "\r\n\r\n").encode())
             answer = asyncio.create_task(reader.readline())
             with contextlib.suppress(ConnectionError):
-                for chunk in body.chunks():
-                    if answer.done():
-                        break
-                    writer.write(chunk)
-                    await writer.drain()
-                    sent += len(chunk)
+                await _send(writer, body, answer, sent)
             status_line = await answer
     except TimeoutError:
-        return Outcome("no answer (gave up)", time.monotonic() - began, sent)
+        return Outcome("no answer (gave up)", time.monotonic() - began, sent[0])
     except ConnectionRefusedError:
-        return Outcome("connection refused", time.monotonic() - began, sent)
+        return Outcome("connection refused", time.monotonic() - began, sent[0])
     except OSError as error:
-        return Outcome(
-            f"closed ({type(error).__name__})", time.monotonic() - began, sent
-        )
+        ended = f"closed ({type(error).__name__})"
+        return Outcome(ended, time.monotonic() - began, sent[0])
     finally:
         if answer is not None:
             answer.cancel()
@@ -348,8 +342,29 @@ async def post(
     seconds = time.monotonic() - began
     parts = status_line.split()
     if len(parts) < 2 or not parts[1].isdigit():
-        return Outcome("closed without an answer", seconds, sent)
-    return Outcome(parts[1].decode(), seconds, sent)
+        return Outcome("closed without an answer", seconds, sent[0])
+    return Outcome(parts[1].decode(), seconds, sent[0])
+
+
+async def _send(
+    writer: asyncio.StreamWriter,
+    body: Body,
+    answer: asyncio.Task[bytes],
+    sent: list[int],
+) -> None:
+    """Write `body` (counted in `sent[0]`) until it is all written or `answer`
+    has come: a server that answers and stops reading leaves a write waiting."""
+    for chunk in body.chunks():
+        writer.write(chunk)
+        drained = asyncio.ensure_future(writer.drain())
+        await asyncio.wait({drained, answer}, return_when=asyncio.FIRST_COMPLETED)
+        if not drained.done():
+            drained.cancel()
+            return
+        drained.result()  # a ConnectionError if the server closed it
+        sent[0] += len(chunk)
+        if answer.done():
+            return
 
 
 def request_headers(cookie: str | None, xhr: bool = False) -> dict[str, str]:
@@ -364,30 +379,44 @@ def request_headers(cookie: str | None, xhr: bool = False) -> dict[str, str]:
     return headers
 
 
-async def keep_attacking(
+async def keep_posting(
     port: int,
-    attack: Attack,
-    cookie: str | None,
+    path: str,
+    body: Body,
+    headers: dict[str, str],
     outcomes: list[Outcome],
     stopping: asyncio.Event,
+    give_up: float,
+    every: float = 0.0,
 ) -> None:
-    """One request at a time, each outcome onto `outcomes`, until `stopping`."""
-    headers = request_headers(cookie if attack.signed_in else None, attack.xhr)
+    """One request at a time, one every `every` s at most, each outcome onto
+    `outcomes`, until `stopping`; cancelled, the request in flight counts as
+    unanswered."""
     while not stopping.is_set():
         began = time.monotonic()
         try:
-            outcome = await post(
-                port, attack.path, attack.body, headers, REQUEST_TIMEOUT
-            )
+            outcome = await post(port, path, body, headers, give_up)
         except asyncio.CancelledError:
             seconds = time.monotonic() - began
             outcomes.append(Outcome("no answer when the bench ended", seconds, 0))
             raise
         outcomes.append(outcome)
-        if not outcome.answer.isdigit():
-            with contextlib.suppress(TimeoutError):
-                # Not a hot loop on a server gone away.
-                await asyncio.wait_for(stopping.wait(), 0.5)
+        # Not a hot loop on a server gone away.
+        pause = every if outcome.answer.isdigit() else max(every, 0.5)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(
+                stopping.wait(), max(0.0, pause - (time.monotonic() - began))
+            )
+
+
+async def wind_down(loops: list[asyncio.Task[None]], stopping: asyncio.Event) -> None:
+    """Stop the loops of `keep_posting`: their requests in flight get
+    STOP_GRACE s, then are cancelled."""
+    stopping.set()
+    _, late = await asyncio.wait(loops, timeout=STOP_GRACE)
+    for loop in late:
+        loop.cancel()
+    await asyncio.gather(*loops, return_exceptions=True)
 
 
 def attackers(
@@ -403,17 +432,21 @@ def attackers(
         stopping = asyncio.Event()
         loops = [
             asyncio.create_task(
-                keep_attacking(port, attack, cookie, outcomes, stopping)
+                keep_posting(
+                    port,
+                    attack.path,
+                    attack.body,
+                    request_headers(cookie if attack.signed_in else None, attack.xhr),
+                    outcomes,
+                    stopping,
+                    REQUEST_TIMEOUT,
+                )
             )
             for attack, cookie, outcomes in zip(chosen, cookies, found, strict=True)
         ]
         ready.set()
         await asyncio.to_thread(stop.wait, bound)
-        stopping.set()
-        _, late = await asyncio.wait(loops, timeout=STOP_GRACE)
-        for loop in late:
-            loop.cancel()
-        await asyncio.gather(*loops, return_exceptions=True)
+        await wind_down(loops, stopping)
         return [(a.label, outcomes) for a, outcomes in zip(chosen, found, strict=True)]
 
     found = asyncio.run(run())
@@ -459,33 +492,16 @@ def token_latencies(
     return out
 
 
-async def small_uploads(site: Site, stop: asyncio.Event) -> list[Outcome]:
-    """The streaming user attaches 12 bytes every UPLOAD_EVERY s until `stop`."""
-    body = multipart("note.txt", "text/plain", SMALL_FILE)
-    headers = request_headers(site.cookie)
-    outcomes = []
-    while not stop.is_set():
-        began = time.monotonic()
-        outcomes.append(
-            await post(
-                site.web_port, ATTACHMENTS_PATH, body, headers, SMALL_UPLOAD_TIMEOUT
-            )
-        )
-        with contextlib.suppress(TimeoutError):
-            wait = max(0.0, UPLOAD_EVERY - (time.monotonic() - began))
-            await asyncio.wait_for(stop.wait(), wait)
-    return outcomes
-
-
 async def stream_and_upload(
     site: Site,
     conversation: int,
     seconds: float,
-    before_asking: Callable[[], Awaitable[None]] | None = None,
+    attackers: Attackers | None = None,
 ) -> Phase:
-    """One answer of `seconds` at TPS over the conversation's socket, the small
-    uploads beside it until it ends. The socket is opened first, as the page's
-    is when the conversation is shown; then `before_asking`; then the question."""
+    """One answer of `seconds` at TPS over the conversation's socket, and the
+    small uploads beside it until it ends. The socket is opened first, as the
+    page's is when the conversation is shown; then the attackers (if any) are
+    started; then the question is asked. The attackers stop when it ends."""
     tokens = int(seconds * TPS)
     site.configure(
         tps=TPS, answer_tokens=tokens, answer_text=answer_text(tokens), ttft_ms=0
@@ -494,13 +510,26 @@ async def stream_and_upload(
     url = f"ws://127.0.0.1:{site.web_port}/ws/conversations/{conversation}/"
     headers = {"Cookie": site.cookie, "Origin": site.web_url}
     ended = "no answer by the deadline"
+    uploads: list[Outcome] = []
     async with websockets.connect(
         url, additional_headers=headers, max_size=None, close_timeout=1
     ) as ws:
-        if before_asking is not None:
-            await before_asking()
-        stop = asyncio.Event()
-        uploading = asyncio.create_task(small_uploads(site, stop))
+        if attackers is not None:
+            await attackers.start()
+        stopping = asyncio.Event()
+        small = multipart("note.txt", "text/plain", SMALL_FILE)
+        uploading = asyncio.create_task(
+            keep_posting(
+                site.web_port,
+                ATTACHMENTS_PATH,
+                small,
+                request_headers(site.cookie),
+                uploads,
+                stopping,
+                SMALL_UPLOAD_TIMEOUT,
+                every=UPLOAD_EVERY,
+            )
+        )
         with gc_paused():
             result.started = time.time()
             try:
@@ -513,12 +542,48 @@ async def stream_and_upload(
                 pass
             except ConnectionClosed:
                 ended = f"socket closed by the server ({ws.close_code})"
-            finally:
-                stop.set()
             finished = time.time()
-            uploads = await uploading
+            if attackers is not None:
+                attackers.stop()
+            await wind_down([uploading], stopping)
     found = token_latencies(result, site.sim_log(), tokens, finished)
     return Phase(result, tokens, found, ended, uploads)
+
+
+class Attackers:
+    """The attackers' process (`attackers`), started and stopped from here."""
+
+    def __init__(self, port: int, cookies: list[str], bound: float) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.ready, self.stopped = context.Event(), context.Event()
+        self.results = context.Queue()
+        self.process = context.Process(
+            target=attackers,
+            args=(port, cookies, self.ready, self.stopped, self.results, bound),
+        )
+
+    async def start(self) -> None:
+        """Once they have begun (and LEAD s more, so their requests are in
+        flight)."""
+        self.process.start()
+        if not await asyncio.to_thread(self.ready.wait, 120):
+            raise RuntimeError("the attackers never got ready")
+        await asyncio.sleep(LEAD)
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+    async def outcomes(self) -> list[tuple[str, list[dict[str, Any]]]]:
+        self.stop()
+        found = await asyncio.to_thread(self.results.get, True, STOP_GRACE + 30)
+        return list(found)
+
+    def end(self) -> None:
+        self.stop()
+        if self.process.pid is not None:
+            self.process.join(STOP_GRACE + 30)
+            if self.process.is_alive():
+                self.process.kill()
 
 
 # ---------------------------------------------------------------- the memory
@@ -582,47 +647,37 @@ class Memory:
 
 
 async def run(site: Site, seconds: float, guard_mib: float) -> dict[str, Any]:
+    began = time.monotonic()
     cookies = site.sign_in([f"attacker{n}" for n in range(1, 5)])
-    warm_up, alone, attacked_one = site.new_conversations(3)
+    warm_up, alone, under_attack = site.new_conversations(3)
     # Untimed: the first answer and upload of a process pay for imports.
     await stream_and_upload(site, warm_up, 0.5)
     reference = await stream_and_upload(site, alone, REFERENCE_SECONDS)
+    attack_began = time.monotonic()
 
     serving = site.server_pids[0]
-    context = multiprocessing.get_context("spawn")
-    ready, stop, results = context.Event(), context.Event(), context.Queue()
-    process = context.Process(
-        target=attackers,
-        args=(site.web_port, cookies, ready, stop, results, seconds + STREAM_GRACE),
-    )
+    attackers = Attackers(site.web_port, cookies, seconds + STREAM_GRACE)
     memory = Memory(serving, guard_mib)
     cpu_before = cpu_seconds(serving)
     watched = asyncio.Event()
     watching = asyncio.create_task(memory.watch(watched))
-
-    async def attack() -> None:
-        process.start()
-        if not await asyncio.to_thread(ready.wait, 120):
-            raise RuntimeError("the attackers never got ready")
-        await asyncio.sleep(LEAD)
-
     try:
-        attacked = await stream_and_upload(site, attacked_one, seconds, attack)
-        stop.set()  # their requests in flight end, answered or given up
-        found = await asyncio.to_thread(results.get, True, REQUEST_TIMEOUT + 30)
+        attacked = await stream_and_upload(site, under_attack, seconds, attackers)
+        found = await attackers.outcomes()
     finally:
-        stop.set()
         watched.set()
         await watching
-        if process.pid is not None:
-            process.join(REQUEST_TIMEOUT + 30)
-            if process.is_alive():
-                process.kill()
+        attackers.end()
     try:
         cpu = cpu_seconds(serving) - cpu_before
     except OSError:
         cpu = math.nan
-    return summarize(reference, attacked, memory.figures(), found, cpu)
+    result = summarize(reference, attacked, memory.figures(), found, cpu)
+    # On a shared machine the figures follow its load: said beside them.
+    result["load_average"] = os.getloadavg()[0]
+    result["reference_s"] = attack_began - began
+    result["attack_s"] = time.monotonic() - attack_began
+    return result
 
 
 def stream_row(reference: Phase, attacked: Phase) -> dict[str, Any]:
@@ -696,7 +751,8 @@ def print_table(result: dict[str, Any], seconds: float, database: str) -> None:
         f"Expensive input: one Daphne process ({database}, production settings). "
         f"The user bench streams at {TPS:g} tok/s and attaches {len(SMALL_FILE)} "
         f"bytes every {UPLOAD_EVERY:g} s, alone ({REFERENCE_SECONDS:g} s, the "
-        f"reference), then for {seconds:g} s while 4 other users attack."
+        f"reference), then for {seconds:g} s while 4 other users attack "
+        f"(load average {result['load_average']:.1f})."
     )
     # Tokens that never came count to the phase's end: the figures are then
     # lower bounds.
@@ -724,7 +780,7 @@ def print_table(result: dict[str, Any], seconds: float, database: str) -> None:
         f"{_of(s['reference_received'], s['reference_tokens']):>11}"
         f"{_of(s['attacked_received'], s['attacked_tokens']):>11}{'':>10}{lost}"
     )
-    print(f"{'stream ended':<38}{s['reference_ended']:>11}{s['attacked_ended']:>11}")
+    print(f"  ended: alone {s['reference_ended']}; attacked {s['attacked_ended']}")
     print(
         f"{'12-byte upload p50 (s)':<38}{ref_up['p50_s']:>11.3f}"
         f"{att_up['p50_s']:>11.3f}"
@@ -735,8 +791,8 @@ def print_table(result: dict[str, Any], seconds: float, database: str) -> None:
         + verdict(att_up["max_s"], BUDGETS["upload_max_s"])
     )
     print(
-        f"{'12-byte upload answers':<38}{_counts(ref_up['answers']):>11}"
-        f"{_counts(att_up['answers']):>11}"
+        f"  answers: alone {_counts(ref_up['answers'])}; attacked "
+        f"{_counts(att_up['answers'])}"
     )
     guard = " (killed by the bench's guard)" if m["killed_by_guard"] else ""
     print(
@@ -814,13 +870,18 @@ def main() -> None:
         site.env["CHATSITE_MEDIA_ROOT"] = str(Path(site.tmp.name) / "media")
         site.start()
         stack.callback(site.stop)
+        started = time.monotonic() - began
         if isinstance(log := getattr(site, "log", None), Path):
             # runsite's log, for a look at what the server said (before stop).
             copy = out / "expensive_input-daphne.log"
             stack.callback(lambda: copy.write_bytes(log.read_bytes()))
         result = asyncio.run(run(site, args.seconds, args.rss_guard))
     print_table(result, args.seconds, database)
-    print(f"(the whole run took {time.monotonic() - began:.0f} s)")
+    print(
+        f"(the whole run took {time.monotonic() - began:.0f} s: {started:.0f} to "
+        f"start the site, {result['reference_s']:.0f} alone, "
+        f"{result['attack_s']:.0f} under attack)"
+    )
     result |= {"seconds": args.seconds, "database": database}
     (out / "expensive_input.json").write_text(json.dumps(result, indent=2))
 
