@@ -480,6 +480,8 @@ class Phase:
 def token_latencies(
     result: StreamResult, log: list[dict[str, Any]], tokens: int, ended: float
 ) -> list[float]:
+    """Phase.latencies_ms of `result`, from the simulator's `log`; `ended`:
+    when the phase stopped waiting for tokens."""
     entry = next(
         (e for e in log if e["body"]["messages"][-1]["content"] == result.key), {}
     )
@@ -487,8 +489,10 @@ def token_latencies(
     out = []
     for i in range(tokens):
         sent = stamps[i] if i < len(stamps) else result.started + i / TPS
-        arrived = result.arrivals[i] if i < len(result.arrivals) else ended
-        out.append((arrived - sent) * 1000)
+        if i < len(result.arrivals):
+            out.append((result.arrivals[i] - sent) * 1000)
+        else:  # at least this late (a token not yet due when it ended: lost)
+            out.append(max(0.0, ended - sent) * 1000)
     return out
 
 
@@ -772,7 +776,7 @@ def print_table(result: dict[str, Any], seconds: float, database: str) -> None:
         )
     print(
         f"{'stream first token (ms)':<38}{s['reference_first_token_ms']:>11.1f}"
-        f"{s['attacked_first_token_ms']:>11.1f}"
+        f"{_number(s['attacked_first_token_ms'], 11, '.1f')}"
     )
     lost = "" if not at_least else "  FAIL (tokens missing)"
     print(
@@ -794,16 +798,17 @@ def print_table(result: dict[str, Any], seconds: float, database: str) -> None:
         f"  answers: alone {_counts(ref_up['answers'])}; attacked "
         f"{_counts(att_up['answers'])}"
     )
-    guard = " (killed by the bench's guard)" if m["killed_by_guard"] else ""
+    memory = verdict(m["rss_growth_mib"], BUDGETS["rss_growth_mib"])
+    if m["killed_by_guard"]:
+        memory = "FAIL (killed by the bench's guard)"
     print(
         f"{'serving process RSS (MiB)':<38}{m['rss_before_mib']:>11.0f}"
         f"{m['rss_peak_mib']:>11.0f}{m['rss_growth_mib']:>+10.0f}  growth <= "
-        f"{BUDGETS['rss_growth_mib']:g} MiB: "
-        + verdict(m["rss_growth_mib"], BUDGETS["rss_growth_mib"])
-        + guard
+        f"{BUDGETS['rss_growth_mib']:g} MiB: {memory}"
     )
     print(
-        f"  peak; after the attacks {m['rss_after_mib']:.0f} MiB; its child "
+        f"  peak; after the attacks {_number(m['rss_after_mib'], 0, '.0f')} MiB; "
+        "its child "
         f"processes' peak {m['workers_peak_mib']:.0f} MiB; its CPU during the "
         f"attacks {result['server_cpu_s']:.1f} s"
     )
@@ -811,7 +816,8 @@ def print_table(result: dict[str, Any], seconds: float, database: str) -> None:
     for row in result["attacks"]:
         print(
             f"{row['attack']:<70}{row['requests']:>5}{row['sent_mb']:>7.1f}"
-            f"{_seconds(row['answer_p50_s'])}{_seconds(row['answer_max_s'])}  "
+            f"{_number(row['answer_p50_s'], 7, '.2f')}"
+            f"{_number(row['answer_max_s'], 7, '.2f')}  "
             f"{_counts(row['answers'])}"
         )
     print(
@@ -825,8 +831,9 @@ def _of(part: int, whole: int) -> str:
     return f"{part}/{whole}"
 
 
-def _seconds(value: float) -> str:
-    return f"{'-':>7}" if math.isnan(value) else f"{value:>7.2f}"
+def _number(value: float, width: int, spec: str) -> str:
+    """`value` right-aligned in `width`; "-" when there is none (NaN)."""
+    return f"{'-' if math.isnan(value) else format(value, spec):>{width}}"
 
 
 def _counts(answers: dict[str, int]) -> str:
