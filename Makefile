@@ -109,6 +109,7 @@ bench: venv chromium nginx
 	$(PY) -m bench.processes
 	$(PY) -m bench.request_path
 	$(PY) -m bench.load $(LOAD_ARGS)
+	$(PY) -m bench.expensive_input
 	$(PY) -m bench.browser
 	$(PY) -m bench.rendering
 	$(PY) -m bench.pages
