@@ -53,8 +53,15 @@ POSTGRES_FORWARD = [
     """,
     "CREATE INDEX chat_message_cjk_grams ON chat_message "
     "USING gin (chat_cjk_grams(content)) WHERE status <> 'streaming'",
+    # The planner reads no statistics of a partial index's expression: without
+    # these, every gram looked rare, and a common one ("模型", in most Chinese
+    # messages) was read from the index whole instead of stopping at the
+    # newest twenty (bench/short_cjk.py: 0.8 s instead of 0.05).
+    "CREATE STATISTICS chat_message_cjk_grams_stats "
+    "ON (chat_cjk_grams(content)) FROM chat_message",
 ]
 POSTGRES_BACKWARD = [
+    "DROP STATISTICS IF EXISTS chat_message_cjk_grams_stats",
     "DROP INDEX IF EXISTS chat_message_cjk_grams",
     "DROP FUNCTION IF EXISTS chat_cjk_grams(text)",
 ]
