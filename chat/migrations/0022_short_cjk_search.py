@@ -68,7 +68,7 @@ POSTGRES_BACKWARD = [
 
 
 class Migration(migrations.Migration):
-    dependencies = [("chat", "0020_team_invitations_of_accounts")]
+    dependencies = [("chat", "0021_message_reserved_tokens")]
 
     operations = [
         migrations.RunPython(
