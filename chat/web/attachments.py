@@ -14,7 +14,6 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.core.exceptions import SuspiciousOperation
 from django.core.files.storage import default_storage
 from django.http import (
     Http404,
@@ -24,9 +23,7 @@ from django.http import (
     QueryDict,
     StreamingHttpResponse,
 )
-from django.http.multipartparser import MultiPartParserError
 from django.http.response import HttpResponseBase
-from django.middleware.csrf import CsrfViewMiddleware
 from django.shortcuts import get_object_or_404
 from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
@@ -38,7 +35,7 @@ from chat.models import Attachment, Conversation, ModelProfile, ShareLink
 from chat.models.teams import team_conversations
 from chat.web.conversations import SignedInRequest
 from chat.web.streamed import streamed
-from chat.web.transfer import LimitedUpload
+from chat.web.transfer import LimitedUpload, uploaded_files
 
 # What one read of a stored file takes: a socket's worth, not the whole file.
 FILE_PIECE = 256 * 1024
@@ -141,32 +138,16 @@ def _received(
 ) -> HttpResponse | tuple[str, bytes]:
     """The CSRF check (which reads the form), then the file's name and bytes;
     or the refusal. Touches no database."""
-    try:
-        # (`_no_view`, not `upload`: the check skips views marked csrf_exempt.)
-        refused = CsrfViewMiddleware(_no_view).process_view(request, _no_view, (), {})
-        if refused is not None:
-            return refused
-        upload_file = request.FILES.get("file")
-    except (MultiPartParserError, SuspiciousOperation):
-        # A form Django cannot read: a part's headers over its 1,024 bytes (a
-        # file name of thousands of characters), too many fields or files.
-        return refusal(
-            _(
-                "The upload could not be read. If the file's name is very long, "
-                "rename the file and try again."
-            ),
-            400,
-        )
+    files = uploaded_files(request, refusal)
+    if isinstance(files, HttpResponse):
+        return files
+    upload_file = files.get("file")
     if handler.too_large:
         return too_large()
     if upload_file is None:
         return refusal(_("Choose a file to attach."), 400)
     with upload_file:
         return upload_file.name or "", upload_file.read()
-
-
-def _no_view(request: HttpRequest) -> HttpResponse:
-    raise AssertionError("the CSRF check only decides")  # never called
 
 
 def _chosen(

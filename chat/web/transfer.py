@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
@@ -15,12 +16,15 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import SuspiciousOperation
 from django.core.files.uploadedfile import TemporaryUploadedFile
 from django.core.files.uploadhandler import StopUpload, TemporaryFileUploadHandler
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http.multipartparser import MultiPartParserError
 from django.middleware.csrf import CsrfViewMiddleware
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.utils.datastructures import MultiValueDict
 from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -176,17 +180,39 @@ def _received(
     """The token first, then who is asking (a POST without one is a 403 like
     every other, signed in or not: tests/web/test_security.py), then the
     file; or the refusal."""
-    refused = CsrfViewMiddleware(_no_view).process_view(request, _no_view, (), {})
-    if refused is not None:
-        return refused
+    files = uploaded_files(
+        request, lambda message, status: _result(request, error=message, status=status)
+    )
+    if isinstance(files, HttpResponse):
+        return files
     if not user.is_authenticated:
         return redirect_to_login(request.get_full_path())
-    upload = request.FILES.get("file")
+    upload = files.get("file")
     if handler.too_large:
         return _result(request, error=too_large_message(), status=413)
     if not isinstance(upload, TemporaryUploadedFile):  # LimitedUpload makes one
         return _result(request, error=_("Choose a file to import."), status=422)
     return upload
+
+
+def uploaded_files(
+    request: HttpRequest, refuse: Callable[[str, int], HttpResponse]
+) -> HttpResponse | MultiValueDict[str, Any]:
+    """An upload's form read (by the request's upload handlers) and its CSRF
+    token checked: the files, or the refusal, the CSRF check's 403 or
+    `refuse(message, 400)` for a form Django cannot read (a part's headers
+    over its 1,024 bytes: a file name of thousands of characters; too many
+    fields or files). For the import and an attachment's upload alike."""
+    try:
+        # (`_no_view`, not the view: the check skips views marked csrf_exempt.)
+        refused = CsrfViewMiddleware(_no_view).process_view(request, _no_view, (), {})
+        return refused if refused is not None else request.FILES
+    except (MultiPartParserError, SuspiciousOperation):
+        message = _(
+            "The upload could not be read. If the file's name is very long, "
+            "rename the file and try again."
+        )
+        return refuse(message, 400)
 
 
 def _no_view(request: HttpRequest) -> HttpResponse:

@@ -217,6 +217,25 @@ def test_an_upload_over_the_limit_is_stopped_while_it_is_received(
     assert not Conversation.objects.filter(owner=alice).exists()
 
 
+def test_a_file_name_of_thousands_of_characters_is_refused_like_other_files(
+    alice_client, alice, caplog
+):
+    """Django cannot read a form part whose headers pass 1,024 bytes: the page
+    hears why, as it hears any other refusal, and nothing is logged as a
+    failure of the site (as for attachments: tests/web/test_attachments.py)."""
+    response = upload(alice_client, OWUI.read_bytes(), "a" * 5000 + ".json")
+    assert response.status_code == 400
+    assert '<p class="import-error error-text" role="alert">' in (
+        response.content.decode()
+    )
+    assert (
+        "The upload could not be read. If the file&#x27;s name is very long, "
+        "rename the file and try again."
+    ) in response.content.decode()
+    assert not Conversation.objects.filter(owner=alice).exists()
+    assert not [r for r in caplog.records if r.exc_info or r.levelname == "ERROR"]
+
+
 def test_the_import_checks_the_csrf_token(alice):
     client = Client(enforce_csrf_checks=True)
     client.force_login(alice)
