@@ -13,7 +13,7 @@ punctuation are only text.
   need three characters to use an index. A shorter term (most Chinese words
   are two characters): on PostgreSQL, the messages that have its characters
   (one, or two side by side) come from the index of CJK grams that
-  chat/migrations/0021_short_cjk_search.py makes, and ILIKE checks them; on
+  chat/migrations/0022_short_cjk_search.py makes, and ILIKE checks them; on
   SQLite it is checked row by row within the user's own messages, which the
   owner's conversations bound.
 - Any other term: its words, each as the start of a word (so "fibo" finds
@@ -46,7 +46,7 @@ CJK = re.compile(
 )
 WORD = re.compile(r"[^\W_]+")
 # The characters whose grams chat_cjk_grams indexes (the GRAM_CLASS of
-# chat/migrations/0021_short_cjk_search.py: they must agree).
+# chat/migrations/0022_short_cjk_search.py: they must agree).
 GRAM_CLASS: Final = (
     "[\u3040-\u30ff\u3100-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]"
 )
@@ -237,7 +237,7 @@ def _postgres_sql(owner_id: int, query: Query, limit: int) -> tuple[str, list[An
     where, params = _owned_messages(owner_id, query, cjk, "ILIKE")
     grams = short_grams(query)
     if grams and not query.thinking:  # the index is of the text alone
-        # Its index leaves out streaming answers (0021_short_cjk_search.py):
+        # Its index leaves out streaming answers (0022_short_cjk_search.py):
         # those are looked at as they are. The status is written out, not a
         # parameter, so that the planner sees the index's own condition.
         streaming = Message.Status.STREAMING.value

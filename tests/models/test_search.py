@@ -289,7 +289,7 @@ def test_the_index_is_kept_by_the_database(alice: Any) -> None:
 
 
 # Short CJK terms (one or two characters, below a trigram): on PostgreSQL the
-# index of CJK grams finds the candidates (chat/migrations/0021_short_cjk_search.py).
+# index of CJK grams finds the candidates (chat/migrations/0022_short_cjk_search.py).
 
 RUN = "是的，鲸鱼是哺乳动物，用肺呼吸。"
 
