@@ -253,7 +253,7 @@ def test_concurrent_sends_on_the_sqlite_default_are_all_stored(tmp_path):
         capture_output=True,
         text=True,
         check=True,
-        timeout=600,
+        timeout=240,  # below the suite's per-test timeout (pyproject.toml)
     )
     summary = json.loads(done.stdout.splitlines()[-1])
     assert summary == {"stored": 80, "errors": []}
