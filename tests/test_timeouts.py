@@ -113,7 +113,7 @@ def check(output: str) -> None:
     assert "in awaits_what_never_comes" in output, output
     # The clean-up stuck on a task that ignores its cancellation gets the alarm
     # again, with that task's stack.
-    assert "still stuck 2 s after alarm 1 (in its clean-up)" in output, output
+    assert "still stuck 2 s after its alarm 1 (in its clean-up)" in output, output
     assert "- task the-stubborn-task, cancelling 1:" in output, output
     assert "in swallows_its_cancellation" in output, output
 

@@ -35,7 +35,7 @@ from typing import Any
 import pytest
 
 # Seconds a test of this marker may take when the test does not set its own
-# (setup, call and clean-up together; the alarm is one per test).
+# (setup, call and clean-up together).
 MARKER_TIMEOUTS = {"real": 600.0}
 SHOTS = 3
 REARM = pytest.StashKey[Callable[[], None]]()

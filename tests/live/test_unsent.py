@@ -11,13 +11,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from channels.testing import WebsocketCommunicator
 from playwright.sync_api import expect
 
 from chat.models import Message, Ticket
 from chat.sockets.consumers import NOT_STORED
 from tests.browser.chat_page import ask, open_conversation, wait_until_done
-from tests.communicators import connect, frames_until, send
+from tests.communicators import WebsocketCommunicator, connect, frames_until, send
 from tests.refusals import refused, writes_held
 from tests.waiting import idle, until
 
