@@ -21,6 +21,7 @@ from chat.sockets.daphne_protocol import (  # noqa: E402
 from chat.sockets.origins import SameOriginValidator  # noqa: E402
 from chat.sockets.routing import websocket_urlpatterns  # noqa: E402
 from chat.sockets.wsauth import SessionUserMiddleware  # noqa: E402
+from chat.work import warm  # noqa: E402
 
 close_with_a_code()
 write_through()
@@ -39,3 +40,7 @@ application = ProtocolTypeRouter(
 # event loop (and every stream) for tens of milliseconds.
 gc.collect()
 gc.freeze()
+
+# The processes that read attachments, started while the site serves: the first
+# file does not wait for them (`chat.work.warm`).
+warm()

@@ -13,7 +13,7 @@ import pytest
 from chat import files, work
 from tests.files import samples
 from tests.waiting import until
-from tests.work.watching import MB, busy_worker, gone, peak_growth
+from tests.work.watching import MB, gone, peak_growth, worker_of
 
 LIMITS = files.Limits(max_bytes=20 * MB, max_pixels=50_000_000, image_max_side=1568)
 BUDGET = work.Budget(seconds=3, memory_bytes=768 * MB)
@@ -72,7 +72,7 @@ async def test_another_users_picture_is_read_while_one_users_pdfs_wait():
     slow = samples.shared_stream_pdf(pages=60, operators=5_000)
     pdfs = [asyncio.create_task(read(f"r{n}.pdf", slow)) for n in range(7)]
     try:
-        await until(busy_worker, "alice's first PDF is being read")
+        await until(lambda: worker_of("alice"), "alice's first PDF is being read")
         started = time.monotonic()
         prepared = await read("small.png", samples.png(), owner="bob")
         waited = time.monotonic() - started
@@ -88,7 +88,7 @@ async def test_another_users_picture_is_read_while_one_users_pdfs_wait():
 async def test_an_abandoned_read_kills_its_worker():
     slow = samples.shared_stream_pdf(pages=60, operators=5_000)
     reading = asyncio.create_task(read("r.pdf", slow, budget=ROOMY))
-    pid = await until(busy_worker, "the PDF is being read")
+    pid = await until(lambda: worker_of("alice"), "the PDF is being read")
     reading.cancel()
     with pytest.raises(asyncio.CancelledError):
         await reading

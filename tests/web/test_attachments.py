@@ -616,14 +616,14 @@ async def test_a_pdf_sharing_one_stream_on_60_pages_is_refused_in_its_time(
 @pytest.mark.django_db(transaction=True)
 async def test_an_uploader_going_away_kills_the_work_on_their_file(alice):
     from tests.waiting import until
-    from tests.work.watching import busy_worker, gone
+    from tests.work.watching import gone, worker_of
 
     data = samples.shared_stream_pdf(pages=60, operators=5_000)
     leave = asyncio.Event()
     uploading = asyncio.create_task(
         _asgi_upload(alice, "report.pdf", data, leave=leave)
     )
-    pid = await until(busy_worker, "the PDF is being read")
+    pid = await until(lambda: worker_of(str(alice.pk)), "the PDF is being read")
     leave.set()
     await asyncio.wait_for(uploading, 30)
     await until(lambda: gone(pid), "the worker reading it is killed")

@@ -89,6 +89,20 @@ async def test_a_cancelled_await_kills_the_process(tmp_path: Path) -> None:
     await until(lambda: gone(pid), "the abandoned worker is killed")
 
 
+async def test_a_cancelled_task_inside_c_code_is_killed_at_once(
+    pool: work.Pool, tmp_path: Path
+) -> None:
+    # pebble's own kill is a SIGTERM its worker handles in Python, then a
+    # SIGKILL 3 s later: the pool's is at once.
+    started = tmp_path / "started"
+    running = pool.submit(tasks.hash_for_ages, (str(started),), "c", QUICK)
+    pid = started_pid(started)
+    assert await until(lambda: pool.pids("c"), "the pool knows its worker") == [pid]
+    running.cancel()
+    await until(lambda: gone(pid), "the worker is killed", timeout=2)
+    assert await asyncio.wrap_future(pool.submit(tasks.pid, (), "c", QUICK))
+
+
 async def test_an_owners_queue_does_not_hold_up_another_owner(
     pool: work.Pool, tmp_path: Path
 ) -> None:

@@ -1,5 +1,5 @@
 """What a test sees of processes: the peak resident memory of this one while
-something runs, and the worker processes below it."""
+something runs, and the worker process running a task."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import psutil
+
+from chat.work import pool
 
 MB = 1024 * 1024
 
@@ -40,20 +42,12 @@ def peak_growth(pid: int | None = None) -> Iterator[Growth]:
         sampler.join()
 
 
-def busy_worker(cpu_seconds: float = 0.3) -> int | None:
-    """A worker (a child of the fork server, a child of this process) that
-    has used `cpu_seconds` of CPU: one reading a file (idle ones use none)."""
-    workers = [
-        worker for server in psutil.Process().children() for worker in _children(server)
-    ]
-    for child in workers:
-        try:
-            times = child.cpu_times()
-        except psutil.NoSuchProcess:
-            continue
-        if times.user + times.system >= cpu_seconds:
-            return child.pid
-    return None
+def worker_of(owner: str) -> int | None:
+    """The process running `owner`'s task in this process's pool, as the pool
+    recorded it (the pid its worker reported): never found by looking at
+    processes, where this session's database and others' workers are too."""
+    pids = pool.default().pids(owner)
+    return pids[0] if pids else None
 
 
 def gone(pid: int) -> bool:
@@ -62,18 +56,3 @@ def gone(pid: int) -> bool:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return True
-
-
-def _children(process: psutil.Process) -> list[psutil.Process]:
-    try:
-        return process.children()
-    except psutil.Error:
-        return []
-
-
-def _is_fork_server(process: psutil.Process) -> bool:
-    # Not the other processes a test session starts (its database's, ...).
-    try:
-        return "multiprocessing.forkserver" in " ".join(process.cmdline())
-    except psutil.Error:
-        return False
