@@ -33,6 +33,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future, InvalidStateError
 from dataclasses import dataclass, field
+from multiprocessing import forkserver
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
@@ -49,6 +50,11 @@ T = TypeVar("T")
 # The CPU time a task may use past its wall time before the kernel ends it
 # (SIGXCPU): the pool's own kill comes first, this is the backstop.
 CPU_GRACE_SECONDS = 1.0
+
+# What the fork server imports once, so a task costs a fork: "__main__"
+# (Daphne's script, the test runner; else every worker would run it again),
+# then Django, the parsers and the readers (`chat.work.preload`).
+PRELOAD = ["__main__", "chat.work.preload"]
 
 
 @dataclass(eq=False)
@@ -170,7 +176,7 @@ class Pool:
                 context = multiprocessing.get_context("forkserver")
                 # "__main__" (Daphne's script, the test runner) once in the
                 # fork server, else every worker would run it again.
-                context.set_forkserver_preload(["__main__", "chat.work.preload"])
+                context.set_forkserver_preload(PRELOAD)
                 self._reports, reports = context.Pipe(duplex=False)
                 self._workers = pebble.ProcessPool(
                     max_workers=self.processes,
@@ -294,6 +300,29 @@ def close() -> None:
         pool.close()
 
 
+def _forget_in_child() -> None:
+    """In a process forked from one whose pool had started (a test's live
+    server is forked from the test process): that pool's threads did not come
+    along, and multiprocessing's fork server belongs to the parent (its pid is
+    no child of ours: every task failed with BrokenProcessPool). Forget both;
+    the first task here starts its own."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+    # multiprocessing keeps one fork server per process in this module-level
+    # object and has no public way to start another (Python 3.11's
+    # multiprocessing/forkserver.py).
+    server: Any = forkserver._forkserver
+    if server._forkserver_alive_fd is not None:
+        # Our copy of the parent's "alive" pipe would keep its server running.
+        with contextlib.suppress(OSError):
+            os.close(server._forkserver_alive_fd)
+    server._forkserver_address = None
+    server._forkserver_alive_fd = None
+    server._forkserver_pid = None
+    server._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 atexit.register(close)
 
 __all__ = ["Exhausted", "Pool", "close", "default"]

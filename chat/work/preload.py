@@ -4,8 +4,13 @@ costs a fork, not their imports."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
+
+# The modules whose functions run here, named rather than imported: the seam
+# imports nothing of the packages that call it (tests/test_layers.py).
+READERS = ("chat.files", "chat.transfer.detect")
 
 logger = logging.getLogger(__name__)
 
@@ -19,7 +24,7 @@ try:
     from PIL import Image
 
     Image.init()  # every format plugin, not only the ones loaded lazily
-
-    import chat.files  # noqa: F401
+    for name in READERS:
+        importlib.import_module(name)
 except Exception:  # a task imports what failed here, and reports that
     logger.exception("the work fork server could not preload")

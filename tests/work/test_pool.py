@@ -5,6 +5,8 @@ does not hold up another's task."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -166,3 +168,26 @@ async def test_a_closed_pool_leaves_no_process(tmp_path: Path) -> None:
     ]
     made.close()
     await until(lambda: all(gone(pid) for pid in pids), "the workers end")
+
+
+def test_a_process_forked_after_the_pool_started_runs_tasks_in_its_own(
+    tmp_path: Path,
+) -> None:
+    """A test's live server is forked from a process whose pool had started:
+    the parent's pool threads and fork server are not the child's (every task
+    there failed with BrokenProcessPool)."""
+    assert work.run_sync(tasks.pid, owner="parent", budget=QUICK) != os.getpid()
+    found = tmp_path / "found"
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the forked child reports through `found`)
+        signal.alarm(120)  # never outlives the test, whatever happens here
+        try:
+            found.write_text(str(work.run_sync(tasks.pid, owner="child", budget=QUICK)))
+        except BaseException as error:
+            found.write_text(f"failed: {error!r}")
+        finally:
+            os._exit(0)
+    until_sync(lambda: found.exists() and found.read_text(), "the child's task")
+    os.waitpid(child, 0)
+    assert found.read_text().isdigit(), found.read_text()
+    assert int(found.read_text()) not in (os.getpid(), child)
