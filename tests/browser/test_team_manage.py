@@ -33,21 +33,27 @@ def test_a_team_admin_invites_by_link_and_adds_a_colleague(
     assert (invitation.team, invitation.email) == (team, "dan@example.org")
 
     page.get_by_label("Username").fill("bob")
-    page.get_by_role("button", name="Add to the team").click()
-    page.get_by_role("status").filter(has_text="bob is on the team.").wait_for()
-    assert team.members.filter(pk=bob.pk).exists()
+    page.get_by_role("button", name="Invite to the team").click()
+    page.get_by_role("status").filter(has_text="bob is invited").wait_for()
+    assert not team.members.filter(pk=bob.pk).exists()  # not without consent
     assert page.get_by_label("Invitation link").count() == 0  # shown once
 
     page.get_by_label("Username").fill("nobody")
-    page.get_by_role("button", name="Add to the team").click()
+    page.get_by_role("button", name="Invite to the team").click()
     page.get_by_role("alert").filter(has_text="No account is named").wait_for()
     assert violations(page, manage) == []
+
+    login(page, bob)
+    assert violations(page, live_server_url + reverse("team_home")) == []
+    page.get_by_role("button", name="Join Research").click()
+    page.get_by_role("status").filter(has_text="You are on Research.").wait_for()
+    assert team.members.filter(pk=bob.pk).exists()
 
     login(page, admin_user)
     audit = live_server_url + reverse("admin_audit_log")
     assert violations(page, audit + "?user=alice") == []
-    table = page.locator(".audit-table").inner_text()
-    assert "Invitation created" in table and "Team membership changed" in table
-    assert (
-        AuditEvent.objects.filter(kind=AuditEvent.Kind.INVITATION_CREATED).count() == 1
-    )
+    assert "Invitation created" in page.locator(".audit-table").inner_text()
+    assert violations(page, audit + "?user=bob") == []  # who joined
+    assert "Team membership changed" in page.locator(".audit-table").inner_text()
+    invitations = AuditEvent.objects.filter(kind=AuditEvent.Kind.INVITATION_CREATED)
+    assert invitations.count() == Invitation.objects.count()
