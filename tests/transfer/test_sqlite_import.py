@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from tests.daphnes import ROOT, Daphne, frames_until, open_socket, send
+from tests.transfer.conftest import open_webui_chats
 from tests.waiting import until
 
 CHATS = 2000  # ten messages each: about 8 MB of Open WebUI export
@@ -46,29 +47,6 @@ for user in (alice, bob):
     sessions[user.username] = client.cookies["sessionid"].value
 print(json.dumps({"conversation": asked.pk, **sessions}))
 """
-
-
-def export(chats: int) -> bytes:
-    """An Open WebUI export of `chats` chats of ten messages."""
-    items = []
-    for n in range(chats):
-        tree: dict[str, dict[str, object]] = {}
-        parent = None
-        for m in range(10):
-            node = f"{n}-{m}"
-            tree[node] = {
-                "id": node,
-                "parentId": parent,
-                "role": "user" if m % 2 == 0 else "assistant",
-                "content": f"message {m} of chat {n} " * 20,
-                "timestamp": 1_700_000_000 + m,
-            }
-            parent = node
-        history = {"currentId": parent, "messages": tree}
-        items.append(
-            {"id": f"c{n}", "title": f"Chat {n}", "chat": {"history": history}}
-        )
-    return json.dumps(items).encode()
 
 
 @pytest.fixture
@@ -132,7 +110,7 @@ async def importing(sqlite_site: SimpleNamespace) -> AsyncIterator[asyncio.Task]
 async def _storing(
     site: SimpleNamespace, alice: httpx.AsyncClient
 ) -> asyncio.Task[httpx.Response]:
-    raw = await asyncio.to_thread(export, CHATS)
+    raw = await asyncio.to_thread(open_webui_chats, CHATS)
     await alice.get("/account/")  # the CSRF cookie
     upload = asyncio.create_task(
         alice.post(
