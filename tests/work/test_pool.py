@@ -5,6 +5,10 @@ does not hold up another's task."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +18,7 @@ import pytest
 from django.utils import translation
 
 from chat import work
+from tests.daphnes import ROOT
 from tests.waiting import until, until_sync
 from tests.work import tasks
 
@@ -159,3 +164,36 @@ async def test_a_closed_pool_leaves_no_process(tmp_path: Path) -> None:
     ]
     made.close()
     await until(lambda: all(gone(pid) for pid in pids), "the workers end")
+
+
+# In a process of its own: the fork server is one per process, and this one's
+# is up already.
+FIRST_SUBMIT = """
+import json, os, psutil
+from chat import work
+from tests.work import tasks
+pool = work.Pool(processes=2, per_owner=1)
+budget = work.Budget(seconds=60, memory_bytes=256 * 1024 * 1024)
+done = pool.submit(tasks.pid, (), "a", budget)
+me = psutil.Process()
+workers = [p for p in me.children(recursive=True) if p.ppid() != me.pid]
+print(json.dumps({"workers": len(workers), "ran_in": done.result(), "me": me.pid}))
+pool.close()
+"""
+
+
+def test_the_first_submit_does_not_wait_for_the_worker_processes() -> None:
+    """Starting them (the fork server's preload first) takes seconds: from
+    `work.run` on the event loop, that held every socket of the process."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()\n" + FIRST_SUBMIT],
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "chatsite.settings"},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["workers"] == 0  # submit returned before any was forked
+    assert found["ran_in"] != found["me"]
