@@ -1,7 +1,8 @@
 """An import on the zero-config SQLite site (one file, one writer at a time)
 leaves everyone else's questions answered while it is stored (issue 40: an
 import made other users' questions wait 5-8 s). A Daphne process of its own
-on a SQLite file, whatever the suite's database."""
+on a SQLite file, whatever the suite's database (so not `smoke`: the SQLite
+rerun would only repeat it)."""
 
 from __future__ import annotations
 
@@ -129,7 +130,6 @@ async def _storing(
     return upload
 
 
-@pytest.mark.smoke
 async def test_another_users_question_is_answered_while_an_import_is_stored(
     sqlite_site, importing
 ):
@@ -150,7 +150,6 @@ async def test_another_users_question_is_answered_while_an_import_is_stored(
     )
 
 
-@pytest.mark.smoke
 async def test_an_import_whose_requester_goes_away_removes_what_it_stored(
     sqlite_site, importing
 ):
