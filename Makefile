@@ -9,7 +9,9 @@
 #   make lint / format / bench / vendor / clean / distclean
 #
 # Variables: HOST, PORT, RUNSITE_ARGS (run), e.g. RUNSITE_ARGS=--no-simulator;
-# PYTEST_ARGS (test), e.g. make test PYTEST_ARGS="-x -k ws"; PYTEST_WORKERS (test,
+# PYTEST_ARGS (test, test-real), e.g. make test PYTEST_ARGS="-x -k ws" (every test
+# has a timeout from pyproject.toml, docs/testing.md G12: --timeout 0 turns it off);
+# PYTEST_WORKERS (test,
 # default one more than the cores: pytest-xdist processes; 0 runs it in one); LOAD_ARGS (bench's
 # load scenario), e.g. LOAD_ARGS="--seconds 10"; PYTHON (makes .venv).
 
@@ -109,6 +111,7 @@ bench: venv chromium nginx
 	$(PY) -m bench.processes
 	$(PY) -m bench.request_path
 	$(PY) -m bench.load $(LOAD_ARGS)
+	$(PY) -m bench.expensive_input
 	$(PY) -m bench.browser
 	$(PY) -m bench.rendering
 	$(PY) -m bench.pages

@@ -50,7 +50,15 @@ from typing import Any
 
 import httpx
 
-from bench.common import deployed, free_port, manage, percentile, spawn, wait_until_up
+from bench.common import (
+    SHELL_SIGN_IN,
+    deployed,
+    free_port,
+    manage,
+    percentile,
+    spawn,
+    wait_until_up,
+)
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -416,16 +424,13 @@ class Site:
         wait_until_up(self.floor_url)
         self.session_key = self.shell(
             "from django.contrib.auth.models import User;"
-            "from django.contrib.sessions.backends.db import SessionStore;"
-            "from chat.models import ModelProfile, SiteDefaults;"
+            + SHELL_SIGN_IN
+            + "from chat.models import ModelProfile, SiteDefaults;"
             "u = User.objects.create_user('bench', password='x');"
             # One user streams every answer: no per-user limit.
             "SiteDefaults(generations_per_user=0).save();"
             f"ModelProfile.objects.create(tag={MODEL!r}, base_url={self.sim_url!r});"
-            "s = SessionStore(); s['_auth_user_id'] = str(u.pk);"
-            "s['_auth_user_backend'] = 'django.contrib.auth.backends.ModelBackend';"
-            "s['_auth_user_hash'] = u.get_session_auth_hash(); s.create();"
-            "print(s.session_key)"
+            "print(signed_in(u))"
         )
 
     def pids(self) -> set[int]:

@@ -9,6 +9,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -24,6 +25,23 @@ def deployed() -> dict[str, str]:
         "SECRET_KEY": secrets.token_urlsafe(50),
         "ALLOWED_HOSTS": "127.0.0.1",
     }
+
+
+def signed_in(user: Any) -> str:
+    """A new session of `user`, signed in: its key (the `sessionid` cookie).
+    Called in the benched site's Django, from `manage.py shell` (SHELL_SIGN_IN)."""
+    from django.contrib.sessions.backends.db import SessionStore
+
+    session = SessionStore()
+    session["_auth_user_id"] = str(user.pk)
+    session["_auth_user_backend"] = "django.contrib.auth.backends.ModelBackend"
+    session["_auth_user_hash"] = user.get_session_auth_hash()
+    session.create()
+    return str(session.session_key)
+
+
+# The import that gives a `manage.py shell` script `signed_in`.
+SHELL_SIGN_IN = "from bench.common import signed_in;"
 
 
 def free_port() -> int:

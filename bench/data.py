@@ -29,6 +29,7 @@ import sys
 import time
 import unicodedata
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -120,8 +121,14 @@ def _row_values(
     return columns, values
 
 
-def seed(users: int, conversations: int, messages: int) -> list[int]:
-    """The users' ids; their conversations and messages written with COPY."""
+def seed(
+    users: int,
+    conversations: int,
+    messages: int,
+    text: Callable[[random.Random], str] = _text,
+) -> list[int]:
+    """The users' ids; their conversations and messages (each `text`) written
+    with COPY."""
     from django.contrib.auth import get_user_model
 
     model = get_user_model()
@@ -129,11 +136,16 @@ def seed(users: int, conversations: int, messages: int) -> list[int]:
         [model(username=f"reader{n}") for n in range(users)]
     )
     ids = [owner.pk for owner in owners]
-    add_conversations(ids, conversations, messages // conversations)
+    add_conversations(ids, conversations, messages // conversations, text)
     return ids
 
 
-def add_conversations(owners: list[int], count: int, per: int) -> None:
+def add_conversations(
+    owners: list[int],
+    count: int,
+    per: int,
+    text: Callable[[random.Random], str] = _text,
+) -> None:
     """`count` conversations of `per` messages each, dealt out to `owners`, last
     active at random over two years; written with COPY (ids after the last)."""
     from django.db import connection
@@ -178,7 +190,7 @@ def add_conversations(owners: list[int], count: int, per: int) -> None:
                         "id": pk,
                         "conversation_id": conversation,
                         "role": "user" if n % 2 == 0 else "assistant",
-                        "content": _text(rng),
+                        "content": text(rng),
                         "created_at": at,
                         "updated_at": at,
                         "shown_at": at,
@@ -226,13 +238,15 @@ def _get(client: Any, url: str, **params: str) -> Callable[[], Any]:
     return call
 
 
-def measure_search(owners: list[int], rounds: int) -> dict[str, list[float]]:
+def measure_search(
+    owners: list[int], rounds: int, queries: tuple[str, ...] = QUERIES
+) -> dict[str, list[float]]:
     from django.urls import reverse
 
     rng = random.Random(SEED + 1)
     url = reverse("search")
     times: dict[str, list[float]] = {}
-    for query in QUERIES:
+    for query in queries:
         calls = [
             _get(_client_for(rng.choice(owners)), url, q=query) for _ in range(rounds)
         ]
@@ -274,6 +288,27 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         )
 
 
+@contextmanager
+def throwaway_postgres(bench: str) -> Iterator[None]:
+    """A PostgreSQL of its own (tests/servers.py), the site migrated into it
+    and Django set up on it, for as long as the block runs."""
+    from tests import servers
+
+    servers.start_servers()
+    if servers.STATE.postgres is None:
+        raise SystemExit(f"{bench} needs PostgreSQL: " + "; ".join(servers.STATE.notes))
+    try:
+        import psycopg
+
+        if servers.STATE.postgres.managed:
+            with psycopg.connect(servers.STATE.postgres.dsn, autocommit=True) as db:
+                db.execute(f"CREATE DATABASE {servers.PG_DB_NAME}")
+        _setup(os.environ["DATABASE_URL"])
+        yield
+    finally:
+        servers.stop_servers()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=100)
@@ -283,20 +318,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=40, help="requests per query")
     args = parser.parse_args()
 
-    from tests import servers
-
-    servers.start_servers()
-    if servers.STATE.postgres is None:
-        raise SystemExit(
-            "bench.data needs PostgreSQL: " + "; ".join(servers.STATE.notes)
-        )
-    try:
-        import psycopg
-
-        if servers.STATE.postgres.managed:
-            with psycopg.connect(servers.STATE.postgres.dsn, autocommit=True) as db:
-                db.execute(f"CREATE DATABASE {servers.PG_DB_NAME}")
-        _setup(os.environ["DATABASE_URL"])
+    with throwaway_postgres("bench.data"):
         started = time.perf_counter()
         owners = seed(args.users, args.conversations, args.messages)
         seeded = time.perf_counter() - started
@@ -310,8 +332,6 @@ def main() -> None:
             rows.append(_row(f"search “{query}”", times, SEARCH_BUDGET_MS))
         rows += measure_sidebar(owners, args.rounds)
         rows += measure_import(args.imports, args.rounds)
-    finally:
-        servers.stop_servers()
     print_table(rows)
     out = Path(__file__).resolve().parent / "results"
     out.mkdir(exist_ok=True)

@@ -40,6 +40,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from bench.common import (
     ROOT,
+    SHELL_SIGN_IN,
     free_port,
     manage,
     spawn_simulator,
@@ -151,19 +152,15 @@ class Site:
         script = (
             "import json;"
             "from django.contrib.auth.models import User;"
-            "from django.contrib.sessions.backends.db import SessionStore;"
-            "from chat.models import Conversation, ModelProfile;"
+            + SHELL_SIGN_IN
+            + "from chat.models import Conversation, ModelProfile;"
             "p = ModelProfile.objects.create(tag='llama-demo:3b', "
             f"base_url='http://127.0.0.1:{self.sim_port}');"
             "team = {};\n"
             f"for n in range({users}):\n"
             "    u = User.objects.create_user(f'load{n}', password='x')\n"
-            "    s = SessionStore(); s['_auth_user_id'] = str(u.pk)\n"
-            "    s['_auth_user_backend'] = "
-            "'django.contrib.auth.backends.ModelBackend'\n"
-            "    s['_auth_user_hash'] = u.get_session_auth_hash(); s.create()\n"
             "    new = lambda: Conversation.objects.create(owner=u, model_profile=p)\n"
-            "    team[n] = ['sessionid=' + s.session_key, "
+            "    team[n] = ['sessionid=' + signed_in(u), "
             f"[new().pk for _ in range({SOCKETS_PER_USER})]]\n"
             "print(json.dumps(team))"
         )

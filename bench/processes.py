@@ -18,6 +18,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -112,20 +114,28 @@ async def measure(
     return rows, summary
 
 
-def main(processes: int, streams: int, ramp: bool) -> None:
+@contextmanager
+def postgres_and_redis(bench: str) -> Iterator[tuple[str, str]]:
+    """A PostgreSQL with an empty database and a Redis, started like the test
+    suite's (tests/servers.py) and stopped after: their URLs."""
     from tests import servers
 
     servers.start_servers()  # exports DATABASE_URL and REDIS_URL
     if servers.STATE.postgres is None or servers.STATE.redis is None:
         raise SystemExit(
-            "bench.processes needs PostgreSQL and Redis: "
-            + "; ".join(servers.STATE.notes)
+            f"{bench} needs PostgreSQL and Redis: " + "; ".join(servers.STATE.notes)
         )
     try:
         if servers.STATE.postgres.managed:
             with psycopg.connect(servers.STATE.postgres.dsn, autocommit=True) as db:
                 db.execute(f"CREATE DATABASE {servers.PG_DB_NAME}")
-        database_url, redis_url = os.environ["DATABASE_URL"], os.environ["REDIS_URL"]
+        yield os.environ["DATABASE_URL"], os.environ["REDIS_URL"]
+    finally:
+        servers.stop_servers()
+
+
+def main(processes: int, streams: int, ramp: bool) -> None:
+    with postgres_and_redis("bench.processes") as (database_url, redis_url):
         results: dict[str, Any] = {}
         for count in sorted({1, processes}):
             site = SharedSite(count, database_url, redis_url)
@@ -138,8 +148,6 @@ def main(processes: int, streams: int, ramp: bool) -> None:
             finally:
                 site.stop()
             results[str(count)] = {"scenarios": rows, "ramp": summary}
-    finally:
-        servers.stop_servers()
     print(
         "Added latency per token (ms), several server processes on one port "
         "(runsite --processes) on PostgreSQL and Redis, against one process on "

@@ -32,6 +32,7 @@ from websockets.exceptions import InvalidHandshake
 
 from bench import api
 from bench.common import (
+    SHELL_SIGN_IN,
     StreamResult,
     answer_text,
     assign_arrivals,
@@ -183,20 +184,28 @@ class Site:
         key of theirs."""
         script = (
             "from django.contrib.auth.models import User;"
-            "from django.contrib.sessions.backends.db import SessionStore;"
-            "from chat.models import ApiKey, ModelProfile, SiteDefaults;"
+            + SHELL_SIGN_IN
+            + "from chat.models import ApiKey, ModelProfile, SiteDefaults;"
             "u = User.objects.create_user('bench', password='x');"
             # One user streams every answer: no per-user limit.
             "SiteDefaults(generations_per_user=0).save();"
             "ModelProfile.objects.create(tag='llama-demo:3b', "
             f"backend='{self.backend}', base_url='{self.profile_url}');"
-            "s = SessionStore(); s['_auth_user_id'] = str(u.pk);"
-            "s['_auth_user_backend'] = 'django.contrib.auth.backends.ModelBackend';"
-            "s['_auth_user_hash'] = u.get_session_auth_hash(); s.create();"
-            "print(s.session_key, ApiKey.issue(u, 'bench')[1])"
+            "print(signed_in(u), ApiKey.issue(u, 'bench')[1])"
         )
         session, key = manage(self.env, "shell", "-v", "0", "-c", script).split()
         return "sessionid=" + session, key
+
+    def sign_in(self, names: list[str]) -> list[str]:
+        """New users of these names, each signed in: their session cookies."""
+        script = (
+            "from django.contrib.auth.models import User;"
+            + SHELL_SIGN_IN
+            + "print(' '.join(signed_in(User.objects.create_user(n, password='x')) "
+            f"for n in {names!r}))"
+        )
+        keys = manage(self.env, "shell", "-v", "0", "-c", script).split()
+        return ["sessionid=" + key for key in keys]
 
     def new_conversations(self, count: int) -> list[int]:
         script = (
@@ -256,23 +265,25 @@ async def through_chatsite(
 
 async def read_answer(ws: Any, result: StreamResult, ends: list[int]) -> dict[str, Any]:
     """The answer's content frames, into `result`, up to its last frame ("done"
-    or "error"), which is returned."""
+    or "error"), which is returned. Cancelled, what arrived is in `result`."""
     chunks: list[tuple[float, int]] = []
     received = 0
     end: dict[str, Any] = {}
-    async for raw in ws:
-        now = time.time()
-        frame = json.loads(raw)
-        if frame["type"] == "content":
-            received += len(frame["delta"])
-            chunks.append((now, received))
-            result.frames += 1
-            if result.first_token is None:
-                result.first_token = now
-        elif frame["type"] in ("done", "error"):
-            end = frame
-            break
-    result.arrivals = assign_arrivals(ends, chunks)
+    try:
+        async for raw in ws:
+            now = time.time()
+            frame = json.loads(raw)
+            if frame["type"] == "content":
+                received += len(frame["delta"])
+                chunks.append((now, received))
+                result.frames += 1
+                if result.first_token is None:
+                    result.first_token = now
+            elif frame["type"] in ("done", "error"):
+                end = frame
+                break
+    finally:
+        result.arrivals = assign_arrivals(ends, chunks)
     return end
 
 
@@ -399,9 +410,10 @@ def cmdline(pid: int) -> bytes:
         return b""
 
 
-def rss_mib(pid: int) -> float:
+def rss_mib(pid: int, field: str = "VmRSS") -> float:
+    """The process's resident memory (VmHWM: its peak) from Linux's /proc."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return float("nan")
 

@@ -132,26 +132,15 @@ def _sqlite_rows(samples: int) -> list[dict[str, Any]]:
 
 
 def _postgres_rows(samples: int) -> list[dict[str, Any]]:
-    import psycopg
+    from bench.processes import SharedSite, postgres_and_redis
 
-    from bench.processes import SharedSite
-    from tests import servers
-
-    servers.start_servers()  # exports DATABASE_URL and REDIS_URL
-    if servers.STATE.postgres is None or servers.STATE.redis is None:
-        raise SystemExit("PostgreSQL and Redis: " + "; ".join(servers.STATE.notes))
-    try:
-        if servers.STATE.postgres.managed:
-            with psycopg.connect(servers.STATE.postgres.dsn, autocommit=True) as db:
-                db.execute(f"CREATE DATABASE {servers.PG_DB_NAME}")
-        site = SharedSite(1, os.environ["DATABASE_URL"], os.environ["REDIS_URL"])
+    with postgres_and_redis("bench.request_path") as (database_url, redis_url):
+        site = SharedSite(1, database_url, redis_url)
         site.start()
         try:
             return _rows(site, "PostgreSQL + Redis", samples)
         finally:
             site.stop()
-    finally:
-        servers.stop_servers()
 
 
 def verdict(row: dict[str, Any]) -> str:

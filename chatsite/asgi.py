@@ -14,19 +14,21 @@ django_asgi_app = get_asgi_application()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from chat.sockets.daphne_protocol import (  # noqa: E402
+    bound_request_bodies,
     close_with_a_code,
     write_through,
 )
 from chat.sockets.origins import SameOriginValidator  # noqa: E402
 from chat.sockets.routing import websocket_urlpatterns  # noqa: E402
 from chat.sockets.wsauth import SessionUserMiddleware  # noqa: E402
-from chat.web.upload_limit import UploadLimit  # noqa: E402
+from chat.work import warm  # noqa: E402
 
 close_with_a_code()
 write_through()
+bound_request_bodies()  # after write_through: its connections write through too
 application = ProtocolTypeRouter(
     {
-        "http": UploadLimit(django_asgi_app),
+        "http": django_asgi_app,
         "websocket": SameOriginValidator(
             SessionUserMiddleware(URLRouter(websocket_urlpatterns))  # type: ignore[arg-type]
         ),
@@ -38,3 +40,7 @@ application = ProtocolTypeRouter(
 # event loop (and every stream) for tens of milliseconds.
 gc.collect()
 gc.freeze()
+
+# The processes that read attachments, started while the site serves: the first
+# file does not wait for them (`chat.work.warm`).
+warm()

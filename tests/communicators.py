@@ -3,12 +3,76 @@ application): the owner's conversation socket and a shared link's viewer."""
 
 from __future__ import annotations
 
-from channels.testing import WebsocketCommunicator
+import asyncio
+import contextlib
+from typing import Any
+
+from channels import testing
 from django.contrib.auth.models import AnonymousUser
 
 from chat.models import Message
 from chatsite.asgi import application
+from tests.timeouts import task_stack
 from tests.waiting import DEADLINE
+
+
+class WebsocketCommunicator(testing.WebsocketCommunicator):  # type: ignore[misc]
+    """Channels' communicator, whose waits all end. Past a wait's timeout,
+    channels' cancels the application and then waits for it without a bound:
+    an application that does not end when cancelled (a read of Redis that
+    swallowed its cancellation, chat/live/layer.py) hung the suite there. This
+    one gives it `ENDING_SECONDS` and fails with where it is stuck.
+
+    And a wait for the application's answer lasts `DEADLINE` unless the test
+    says otherwise: channels' 1 s failed handshakes beside CPU-burning
+    processes (its first event closes stale database connections in a thread
+    and connects to Redis)."""
+
+    async def connect(self, timeout: float = DEADLINE) -> Any:
+        return await super().connect(timeout)
+
+    async def receive_from(self, timeout: float = DEADLINE) -> Any:
+        return await super().receive_from(timeout)
+
+    async def receive_json_from(self, timeout: float = DEADLINE) -> Any:
+        return await super().receive_json_from(timeout)
+
+    async def wait(self, timeout: float = 1) -> None:
+        done, _ = await asyncio.wait([self.future], timeout=timeout)
+        if done:
+            with contextlib.suppress(asyncio.CancelledError):
+                self.future.result()
+        else:
+            await self._end()
+
+    async def receive_output(self, timeout: float = DEADLINE) -> Any:
+        if self.future.done():
+            self.future.result()
+        try:
+            async with asyncio.timeout(timeout):
+                return await self.output_queue.get()
+        except TimeoutError:
+            if self.future.done():
+                self.future.result()
+            else:
+                await self._end()
+            raise
+
+    async def _end(self) -> None:
+        """Cancel the application, and wait a bounded time for it to end."""
+        self.future.cancel()
+        done, _ = await asyncio.wait([self.future], timeout=ENDING_SECONDS)
+        if not done:
+            raise AssertionError(
+                f"the application did not end {ENDING_SECONDS:g} s after its"
+                f" cancellation:\n{task_stack(self.future)}"
+            )
+        with contextlib.suppress(asyncio.CancelledError):
+            self.future.result()
+
+
+# Seconds an application gets to end once cancelled.
+ENDING_SECONDS = DEADLINE
 
 # Channels' origin check refuses a socket without one (docs/testing.md, G4).
 ORIGIN = (b"origin", b"http://127.0.0.1")

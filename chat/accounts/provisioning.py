@@ -20,6 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
+from chat.accounts import usernames
 from chat.models import AuditEvent, ExternalAccount, GroupRule
 
 if TYPE_CHECKING:
@@ -122,16 +123,24 @@ def _account(identity: Identity) -> tuple[User, bool]:
                 )
                 % {"domains": ", ".join(settings.CHATSITE_ALLOWED_EMAIL_DOMAINS)}
             )
-        if users.filter(username=identity.username).exists():
+        # Refused rather than renamed: a name beside one it looks like is
+        # what an impersonation needs, and the person is most often the
+        # same, whose accounts an admin links (README, "Sign-in").
+        username = usernames.normalise(identity.username)
+        if usernames.look_alike(username) is not None:
             raise Refused(
                 gettext(
-                    "An account named “%(username)s” already exists here and is not "
-                    "linked to your sign-in. Ask an admin to link or rename it."
+                    "An account named “%(username)s” (or one that looks like it) "
+                    "already exists here and is not linked to your sign-in. Ask "
+                    "an admin to link or rename it."
                 )
-                % {"username": identity.username}
+                % {"username": username}
             )
+        unsafe = usernames.mixed_scripts(username)
+        if unsafe:
+            raise Refused(unsafe)
         user = users.create_user(
-            username=identity.username,
+            username=username,
             email=identity.email,
             first_name=identity.first_name[:150],
             last_name=identity.last_name[:150],

@@ -183,7 +183,7 @@ def _pdf_text(
             if read > max_chars:
                 note = _beginning(max_chars)
                 break
-    except Refused:
+    except (Refused, MemoryError):  # (past the worker's budget: `chat.work`)
         raise
     except Exception:  # pypdf raises many kinds on a damaged file
         raise Refused(
@@ -210,6 +210,8 @@ def _docx_text(name: str, data: bytes) -> tuple[str, str]:
         )
     try:
         document = docx.Document(io.BytesIO(data))
+    except MemoryError:  # past the worker's budget (`chat.work`)
+        raise
     except Exception:  # python-docx and lxml raise many kinds on a damaged file
         raise Refused(
             _("%(name)s could not be read: the document is damaged.") % {"name": name}

@@ -5,7 +5,11 @@ all in one trip to the database thread (docs/latency.md, rule 5): a task and a
 connection per answer cost 100 connections a second with 100 answers streaming,
 and their thread's hold on the GIL delayed the relay. The relay never awaits it.
 Each save is also a heartbeat telling other processes the answer is alive; the
-orphan sweep (`sweep`, run by every process) marks the answers that lost theirs.
+orphan sweep (run by every process) marks the answers that lost theirs. With
+Redis, the owner's word through Redis (`chat.live.liveness`) decides, as it
+outlives a database outage (`sweep_silent`); without, the last save (`sweep`).
+A save that fails is retried each round with the whole text, which the owner
+keeps in memory until the database takes it.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from channels.db import database_sync_to_async
+from channels.layers import BaseChannelLayer
 from django.db import (
     DatabaseError,
     InterfaceError,
@@ -28,6 +33,8 @@ from django.db import (
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
+from chat.live import liveness
+from chat.live.fanout import spans_processes
 from chat.live.generation import Generation
 from chat.models import Message
 
@@ -35,11 +42,15 @@ logger = logging.getLogger(__name__)
 
 # Coupled intervals. An answer's owner proves it alive with a checkpoint every
 # CHECKPOINT_SECONDS; the orphan sweep (every SWEEP_SECONDS, on every process)
-# calls it orphaned when that proof is older than ORPHAN_AFTER. While the
-# database is away no proof can land, however alive the owner: so a sweep only
-# judges once its own process has reached the database for ORPHAN_AFTER without
-# a failed sweep (`Runner._trusted_since`), which gives the owner's heartbeat as
-# long to land after an outage. An outage too short for any sweep to see (under
+# calls it orphaned when that proof is older than ORPHAN_AFTER, and, with
+# Redis, its owner's word through Redis (`chat.live.liveness`) has lapsed too:
+# that one does not depend on the database, which the owner may reach later
+# than the sweeper after an outage (`sweep_silent`). Without Redis (one
+# process) the database is all there is: while it is away no proof can land,
+# however alive the owner, so a sweep only judges once its own process has
+# reached the database for ORPHAN_AFTER without a failed sweep
+# (`Runner._trusted_since`), which gives the owner's heartbeat as long to land
+# after an outage. An outage too short for any sweep to see (under
 # SWEEP_SECONDS) delays a heartbeat by less than SWEEP_SECONDS +
 # CHECKPOINT_SECONDS, which must stay below ORPHAN_AFTER. (ORPHAN_AFTER is a
 # fact about stored answers, defined beside them: the pages use it too.)
@@ -51,23 +62,38 @@ Row = tuple[int, str | None, str | None]
 
 
 async def run(
-    generations: Mapping[int, Generation], let_go: Callable[[Generation], None]
+    generations: Mapping[int, Generation],
+    let_go: Callable[[Generation], None],
+    layer: BaseChannelLayer | None = None,
+    owner: str = "",
 ) -> None:
     """Save the partial answers about once a second, until none is running.
 
     Each save is also a heartbeat that tells other processes the answer is
     alive (see `sweep`), so unchanged answers still get one. `generations` is
     the runner's live registry; `let_go` unregisters one whose task ended.
+    With a layer that spans processes (Redis), the answers' heartbeat through
+    it runs beside, in a task of its own: a save can wait out the database's
+    pool timeout, a heartbeat must not (`chat.live.liveness`).
     """
-    while generations:
-        await asyncio.sleep(CHECKPOINT_SECONDS)
-        # Only a running task's answer gets a heartbeat: one without would
-        # look alive to the orphan sweep for ever. A generation whose task
-        # ended without unregistering it is let go.
-        for g in list(generations.values()):
-            if g.task is None or g.task.done():
-                let_go(g)
-        await save(generations.values())
+    beats = None
+    if layer is not None and spans_processes(layer):
+        beats = asyncio.create_task(
+            liveness.run(generations, layer, owner), name="heartbeat"
+        )
+    try:
+        while generations:
+            await asyncio.sleep(CHECKPOINT_SECONDS)
+            # Only a running task's answer gets a heartbeat: one without would
+            # look alive to the orphan sweep for ever. A generation whose task
+            # ended without unregistering it is let go.
+            for g in list(generations.values()):
+                if g.task is None or g.task.done():
+                    let_go(g)
+            await save(generations.values())
+    finally:
+        if beats is not None:
+            beats.cancel()
 
 
 async def save(generations: Iterable[Generation]) -> None:
@@ -104,16 +130,54 @@ async def sweep(
     lasted ORPHAN_AFTER, long enough for live owners to have checkpointed;
     `own`, this process's answers, are alive by definition. Raises when the
     database is away (the caller then trusts it no more)."""
-    now = time.monotonic()
-    if trusted_since is None or now - trusted_since <= ORPHAN_AFTER.total_seconds():
+    if (
+        trusted_since is None
+        or time.monotonic() - trusted_since <= ORPHAN_AFTER.total_seconds()
+    ):
         await database_sync_to_async(_reach_database)()  # raises if away
-        return (now if trusted_since is None else trusted_since), []
+        # Trusted from the answer, not from the question: the trip may have
+        # waited out the pool's timeout (DATABASES in chatsite/settings.py)
+        # while the database came back, and trust counted from before that
+        # ended the owners' grace up to that timeout early.
+        return (time.monotonic() if trusted_since is None else trusted_since), []
+    return trusted_since, await _interrupt(own, None)
+
+
+async def sweep_silent(
+    silences: liveness.Silences, own: Sequence[int], layer: BaseChannelLayer
+) -> list[Message]:
+    """With Redis: the answers with no save for ORPHAN_AFTER whose owner has
+    been silent through Redis for as long (`chat.live.liveness`), marked
+    interrupted (their text kept); returns them (for their viewers). An
+    owner's silence does not depend on the database: one that reaches it
+    later than this process after an outage keeps its answers. Raises when
+    the database or Redis is away (nothing is judged then)."""
+    stale = await database_sync_to_async(_stale)(own)
+    silent_for = ORPHAN_AFTER.total_seconds() - liveness.EXPIRES_SECONDS
+    lapsed = await silences.lapsed(layer, stale, max(silent_for, 0.0))
+    heard = [pk for pk in stale if pk not in silences.missing_since]
+    if heard:
+        # The database is away for their owners (or was, and their pools are
+        # reconnecting): they keep the text until it is back.
+        logger.info(
+            "answers %s: no save for %s, their owners alive", heard, ORPHAN_AFTER
+        )
+    return await _interrupt(own, lapsed) if lapsed else []
+
+
+def _stale(own: Sequence[int]) -> list[int]:
+    """Streaming answers of other processes with no save for ORPHAN_AFTER."""
+    orphans = Message.objects.orphans(older_than=ORPHAN_AFTER).exclude(pk__in=own)
+    return list(orphans.values_list("pk", flat=True))
+
+
+async def _interrupt(own: Sequence[int], among: Sequence[int] | None) -> list[Message]:
     orphans = await database_sync_to_async(Message.objects.interrupt_orphans)(
-        older_than=ORPHAN_AFTER, keep=own
+        older_than=ORPHAN_AFTER, keep=own, among=among
     )
     for message in orphans:
         logger.warning("answer %s was orphaned: marked interrupted", message.pk)
-    return trusted_since, orphans
+    return orphans
 
 
 def _reach_database() -> None:

@@ -1,5 +1,6 @@
-"""The end of an answer: its final save and final frames, or, when the save
-fails, the answer marked failed with the text of its last checkpoint.
+"""The end of an answer: its final save and final frames, or, when the database
+refuses the save, the answer marked failed with the text of its last checkpoint.
+A database that is away is waited for: the save is retried until it succeeds.
 
 The runner (`Runner._run`) calls these once the relay ended, then frees the
 conversation and sends the frames on to other processes' sockets.
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 
 from channels.db import database_sync_to_async
-from django.db import DatabaseError
+from django.db import DatabaseError, InterfaceError, OperationalError
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
@@ -29,6 +30,11 @@ logger = logging.getLogger(__name__)
 
 # This process's sockets of the answer's conversation (`Runner.subscribe`).
 Viewers = Callable[[], AbstractSet[Sink]]
+
+# The final save while the database is away: tried again after RETRY_SECONDS,
+# doubled up to RETRY_MAX_SECONDS, until it succeeds or the process stops.
+RETRY_SECONDS = 0.5
+RETRY_MAX_SECONDS = 5.0
 
 SAVE_FAILED = gettext_noop(
     "The answer could not be saved; its text up to the last save (about a second "
@@ -92,7 +98,7 @@ async def save(
         message.error_code, message.error_detail = error.code, error.detail
     for name, value in generation.figures().items():
         setattr(message, name, value)
-    await _save_message(message)
+    await _save_when_reachable(message)
     answer_finished(message)  # counters only: no I/O
     # A long answer's markdown is rendered in a helper process first; a short
     # one here, on the loop (in a worker thread it would hold the GIL in 5 ms
@@ -145,6 +151,28 @@ async def learn_token_ratio(profile: ModelProfile, message: Message) -> None:
         await database_sync_to_async(profile.learn_from)(message)
     except DatabaseError:
         logger.warning("calibrating %s failed", profile.tag, exc_info=True)
+
+
+async def _save_when_reachable(message: Message) -> None:
+    """Save the whole answer, retried for as long as the database is away (or
+    the pool has no connection for it yet): the text is in memory, and its
+    generation stays registered meanwhile, so the heartbeat goes on and no
+    other process takes the answer for an orphan (`chat.live.liveness`). Any
+    other refusal is raised (`unsaved`)."""
+    delay = RETRY_SECONDS
+    while True:
+        try:
+            await _save_message(message)
+            return
+        except (OperationalError, InterfaceError) as exc:
+            logger.warning(
+                "answer %s: its final save failed (%s), tried again in %g s",
+                message.pk,
+                exc,
+                delay,
+            )
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, RETRY_MAX_SECONDS)
 
 
 @database_sync_to_async

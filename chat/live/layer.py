@@ -13,6 +13,8 @@ back whenever Redis lost them or a call failed (see `Memberships.watch`).
 for a free connection: redis-py's own pool allows 100 and then raises "Too many
 connections" at the 101st concurrent call, which under load failed sockets'
 `group_add`.
+
+Its `receive` ends when it is cancelled, every time: see `RedisChannelLayer.receive`.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ WATCH_SECONDS = 1.0
 RETRY_SECONDS = 1.0
 # The marker's expiry: when it runs out the process re-joins once, harmlessly.
 MARKER_SECONDS = 86400
+# How long a cancelled read gets to end before it is cancelled again.
+RECANCEL_SECONDS = 0.05
 
 
 class RedisChannelLayer(BaseRedisChannelLayer):  # type: ignore[misc]
@@ -49,6 +53,34 @@ class RedisChannelLayer(BaseRedisChannelLayer):  # type: ignore[misc]
         if "address" not in host:
             return super().create_pool(index)
         return BlockingConnectionPool.from_url(host.pop("address"), **host)
+
+    async def receive(self, channel: str) -> Any:
+        """channels-redis' read of `channel`, which ends when it is cancelled.
+
+        A socket that ends cancels its read (channels' `await_many_dispatch`).
+        On Python 3.11 that cancellation can be lost: redis-py sends each
+        command through `asyncio.wait_for` (it does when `socket_timeout` is
+        set, as chatsite/settings.py sets it), which returns the send's result
+        instead of raising when the cancellation lands as the send completes
+        (redis/redis-py#2028; `wait_for` keeps it since 3.12). The read then
+        pops its channel forever, 5 s at a time, and the socket's consumer
+        waits for it forever: a leaked consumer holding a pooled connection in
+        a server, a hung test in the suite (tests/live/test_layer.py). So the
+        read runs as a task of its own, shielded, and is cancelled again until
+        it has ended; only then does the cancellation go on."""
+        read = asyncio.ensure_future(super().receive(channel))
+        try:
+            return await asyncio.shield(read)
+        except asyncio.CancelledError:
+            try:
+                while not read.done():
+                    read.cancel()
+                    await asyncio.wait([read], timeout=RECANCEL_SECONDS)
+            finally:
+                read.cancel()
+                if read.done() and not read.cancelled():
+                    read.exception()  # retrieved: the read failed as it ended
+            raise
 
     async def elsewhere(self, group: str) -> bool:
         """Whether `group` holds a channel of another process: channels-redis

@@ -33,6 +33,7 @@ from chat.live import (
     finish,
     frames,
     layer,
+    liveness,
     loop_state,
     remote,
 )
@@ -64,6 +65,8 @@ class Runner:
         # Since when (monotonic) this process's sweeps have reached the database
         # without a failure; None after a failure (see ORPHAN_AFTER).
         self._trusted_since: float | None = None
+        # With Redis: since when other processes' answers have been silent there.
+        self._silences = liveness.Silences()
 
     # The layer, the runner's channel and its own tasks belong to the running
     # event loop: they live in its `chat.live.loop_state.LoopState`.
@@ -408,7 +411,13 @@ class Runner:
         """Answers left streaming by a dead process: marked interrupted, and
         their viewers told (see `chat.live.checkpoints.sweep`)."""
         own = [g.message_id for g in self._generations.values() if g.message.pk]
-        self._trusted_since, orphans = await checkpoints.sweep(self._trusted_since, own)
+        if fanout.spans_processes(self._layer):
+            assert self._layer is not None
+            orphans = await checkpoints.sweep_silent(self._silences, own, self._layer)
+        else:
+            self._trusted_since, orphans = await checkpoints.sweep(
+                self._trusted_since, own
+            )
         for message in orphans:
             await self.broadcast(message.conversation_id, frames.message(message))
 
@@ -423,7 +432,7 @@ class Runner:
             )
 
     async def _checkpoint_loop(self) -> None:
-        await checkpoints.run(self._generations, self._ended)
+        await checkpoints.run(self._generations, self._ended, self._layer, self.id)
 
     # The generation's task.
 

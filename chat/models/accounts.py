@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -98,8 +98,15 @@ def _token_hash(token: str) -> str:
 class InvitationQuerySet(models.QuerySet["Invitation"]):
     def by_token(self, token: str) -> Invitation | None:
         """The invitation whose link holds `token`, used or not (the caller says
-        why one cannot be used)."""
-        return self.filter(token_hash=_token_hash(token)).first()
+        why one cannot be used). An invitation of an existing account has no
+        link (`pending_for`)."""
+        return self.filter(token_hash=_token_hash(token), invitee=None).first()
+
+    def pending_for(self, user: Any) -> InvitationQuerySet:
+        """The team invitations `user` may still accept or decline."""
+        return self.filter(
+            invitee_id=user.pk, used_at=None, expires_at__gt=timezone.now()
+        ).select_related("team", "created_by")
 
 
 class Invitation(models.Model):
@@ -131,6 +138,16 @@ class Invitation(models.Model):
         related_name="invitations",
         help_text=_("The invitee joins this team."),
         verbose_name=_("team"),
+    )
+    # An existing account asked to join `team` (`Team.invite_member`): no link,
+    # the person answers on their team page (`answer`). Blank: a sign-up link.
+    invitee = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="team_invitations",
+        verbose_name=_("invitee"),
     )
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
     expires_at = models.DateTimeField(verbose_name=_("expires at"))
@@ -257,6 +274,42 @@ class Invitation(models.Model):
             )
         self.used_at, self.used_by = locked.used_at, user
         return user
+
+    def answer(self, user: Any, *, join: bool, address: str = "") -> bool:
+        """`user`, the invitee, joins the team (`join`) or declines; the
+        invitation is spent either way. False: it was not theirs to answer, or
+        no longer usable (answered in another tab, expired)."""
+        with transaction.atomic():
+            locked = (
+                Invitation.objects.select_for_update()
+                .filter(pk=self.pk, invitee_id=user.pk, team__isnull=False)
+                .first()
+            )
+            if locked is None or locked.team is None or not locked.usable:
+                return False
+            team = locked.team
+            locked.used_at, locked.used_by = timezone.now(), user
+            locked.save(update_fields=["used_at", "used_by"])
+            if not join:
+                return True
+            _membership, created = Membership.objects.get_or_create(
+                team=team, user=user
+            )
+            if created:
+                AuditEvent.record(
+                    AuditEvent.Kind.MEMBERSHIP_CHANGED,
+                    actor=user,
+                    subject=user,
+                    address=address,
+                    method="invitation",
+                    team=team.name,
+                    team_id=team.pk,
+                    joined=True,
+                    invited_by=locked.created_by.get_username()
+                    if locked.created_by
+                    else None,
+                )
+        return True
 
 
 class ExternalAccount(models.Model):

@@ -5,6 +5,12 @@ Only a key's SHA-256 is stored: a key is 256 random bits, so a fast hash is as
 safe as a slow one, and it lets every request find its key with one indexed
 query. That query runs on every request (nothing is cached), so a revoked key,
 an expired one or a switched-off account is refused at once in every process.
+
+A key is a credential made under its owner's password: a new password (set by
+the owner, an admin or `manage.py changepassword`) and a switched-off account
+revoke every key of theirs (`_revoke_keys_of_changed_accounts`), as they end
+the owner's other sessions (`chat.sockets.session_sockets`). A switched-off
+account's keys stay revoked when it is switched on again.
 """
 
 from __future__ import annotations
@@ -16,9 +22,10 @@ from ipaddress import ip_address
 from typing import TYPE_CHECKING, Any, Final
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import models, transaction
-from django.db.models.signals import pre_delete
+from django.db.models.signals import post_save, pre_delete, pre_save
 from django.dispatch import receiver
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -246,6 +253,10 @@ class ApiKey(models.Model):
         )
         if api_key is None:
             raise cls.Refused("That API key is not valid.")
+        # First: switching an account off revokes its keys too, and this
+        # says why.
+        if not api_key.user.is_active:
+            raise cls.Refused("The account of that API key is switched off.")
         if api_key.revoked_at is not None:
             raise cls.Refused("That API key was revoked.")
         now = timezone.now()
@@ -253,8 +264,6 @@ class ApiKey(models.Model):
             raise cls.Refused(
                 f"That API key expired on {api_key.expires_at:%d %b %Y at %H:%M} UTC."
             )
-        if not api_key.user.is_active:
-            raise cls.Refused("The account of that API key is switched off.")
         if not api_access_for(api_key.user):
             raise cls.Refused(
                 "API access is not open to you on this site.", forbidden=True
@@ -305,3 +314,57 @@ def _revoke_keys_left_without_a_model(
         if api_key.profiles.exclude(pk=instance.pk).exists():
             continue
         api_key.revoke()
+
+
+def revoke_all_of(
+    user: Any, *, method: str, actor: Any = None, address: str = ""
+) -> int:
+    """Revoke every key of `user` still in force; how many were."""
+    revoked = 0
+    for api_key in ApiKey.objects.active().filter(user_id=user.pk):
+        revoked += api_key.revoke(actor=actor, address=address, method=method)
+    return revoked
+
+
+# What `_credentials_changing` saw before a user's save, for `_revoke_...`.
+_CHANGED = "_chat_credentials_changed"
+
+
+@receiver(pre_save, sender=settings.AUTH_USER_MODEL)
+def _credentials_changing(
+    sender: Any, instance: Any, update_fields: Any = None, **kwargs: Any
+) -> None:
+    """Note whether this save gives the user a new password or switches them
+    off. A new password is one set by `set_password` (Django keeps the raw one
+    in `_password` until the save, `AbstractBaseUser.save`) or made unusable;
+    a hash Django upgrades at sign-in (`check_password`'s setter) is the same
+    password, and keeps the keys."""
+    if instance.pk is None:
+        return
+    if update_fields is not None and not {"password", "is_active"} & set(update_fields):
+        return
+    before = (
+        get_user_model()
+        ._default_manager.filter(pk=instance.pk)
+        .values("password", "is_active")
+        .first()
+    )
+    if before is None:
+        return
+    new_password = before["password"] != instance.password and (
+        getattr(instance, "_password", None) is not None
+        or not instance.has_usable_password()
+    )
+    switched_off = before["is_active"] and not instance.is_active
+    reason = "password" if new_password else "disabled" if switched_off else ""
+    setattr(instance, _CHANGED, reason)
+
+
+@receiver(post_save, sender=settings.AUTH_USER_MODEL)
+def _revoke_keys_of_changed_accounts(
+    sender: Any, instance: Any, created: bool, **kwargs: Any
+) -> None:
+    reason = getattr(instance, _CHANGED, "")
+    if reason:
+        setattr(instance, _CHANGED, "")
+        revoke_all_of(instance, method=reason)

@@ -448,7 +448,7 @@ class Conversation(models.Model):
 
         if teams is None:
             teams = quotas.lock(self.owner, user_locked=locked)
-        quotas.check(self.owner, site=site, teams=teams)
+        left = quotas.check(self.owner, site=site, teams=teams)
         if earlier_rows is None:
             earlier_rows = EARLIER.rows(self.pk)
         earlier: list[Sendable] = [SentRow(*row) for row in earlier_rows]
@@ -499,15 +499,11 @@ class Conversation(models.Model):
             **prompt.figures(),
         )
         answer.files_with_question = len(question.files)
+        options = self.request_options(profile)
+        # Before `placed`: the model server may be asked from there.
+        quotas.reserve(answer, profile, options, left)
         titled = not self.title
-        turn = Turn(
-            question,
-            answer,
-            profile,
-            prompt.messages,
-            titled,
-            self.request_options(profile),
-        )
+        turn = Turn(question, answer, profile, prompt.messages, titled, options)
         # The answer's place in line is decided before its rows are written
         # (docs/latency.md, rule 8): the model server may be asked meanwhile.
         then = placed(turn, line) if placed is not None else None
@@ -565,7 +561,7 @@ class Conversation(models.Model):
                 % {"model": profile.tag}
             )
         quotas.lock(owner)
-        quotas.check(owner)
+        left = quotas.check(owner)
         system = [m["content"] for m in messages if m["role"] == "system"]
         turns = [m for m in messages if m["role"] != "system"]
         questions = [m for m in turns if m["role"] == "user"]
@@ -595,7 +591,8 @@ class Conversation(models.Model):
             ]
         )
         chars = sum(message_chars(m["content"]) for m in messages)
-        answer = conversation.messages.create(
+        answer = Message(
+            conversation=conversation,
             parent=rows[-1] if rows else None,
             role=Message.Role.ASSISTANT,
             status=Message.Status.STREAMING,
@@ -611,6 +608,9 @@ class Conversation(models.Model):
             ),
             context_tokens=profile.context_length,
         )
+        options = dict(options)
+        quotas.reserve(answer, profile, options, left)
+        answer.save()
         question = rows[-1] if rows else answer
         return Turn(question, answer, profile, messages, False, options)
 

@@ -61,11 +61,18 @@ class MessageQuerySet(models.QuerySet["Message"]):
         return self.orphans(older_than=older_than).update(**_interrupted())
 
     def interrupt_orphans(
-        self, *, older_than: timedelta, keep: Iterable[int] = ()
+        self,
+        *,
+        older_than: timedelta,
+        keep: Iterable[int] = (),
+        among: Iterable[int] | None = None,
     ) -> list[Message]:
         """Mark orphans interrupted, keeping their text; return those marked.
-        `keep`: answers known to be alive (the sweeping process's own)."""
+        `keep`: answers known to be alive (the sweeping process's own);
+        `among`: only these (those whose owner is known to be gone)."""
         orphans = self.orphans(older_than=older_than).exclude(pk__in=list(keep))
+        if among is not None:
+            orphans = orphans.filter(pk__in=list(among))
         ids = list(orphans.values_list("pk", flat=True))
         if not ids:
             return []
@@ -171,6 +178,12 @@ class Message(models.Model):
     load_ms = models.FloatField(null=True, verbose_name=gettext_lazy("load ms"))
     done_reason = models.CharField(
         max_length=20, blank=True, verbose_name=gettext_lazy("done reason")
+    )
+    # Output tokens held for the answer by the quotas while it runs: what it
+    # may use, asked of the model server as its limit (`chat.models.quotas`;
+    # 0: no token quota applied).
+    reserved_tokens = models.PositiveIntegerField(
+        default=0, verbose_name=gettext_lazy("reserved tokens")
     )
     # Characters of the server's text that could not be stored (NUL, lone
     # surrogates), kept as U+FFFD (`chat.upstream.events.cleaned`).

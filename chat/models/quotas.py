@@ -7,8 +7,16 @@ whatever its end, except one refused or failed before its first word. Its
 tokens are the server's own count when it sent one, else the estimate the
 throughput page uses (characters of answer and thinking over four).
 
-Checked at admission, before the model is asked (`Conversation.begin_turn`): an
-answer already running is never cut short by its own tokens.
+Checked at admission, before the model is asked (`Conversation.begin_turn`),
+with the user's row (and their teams') locked, so turns begin one at a time
+(`lock`). A running answer's own tokens are not known yet: under a token limit
+it reserves what it may use as it is admitted (`reserve`: its `num_predict`,
+else what its context leaves, at most what the limits leave), the model server
+is asked for no more, and until it ends the quotas count the reservation (or
+what it wrote, if more). Its end settles it: the real count replaces the
+reservation, whatever the end (done, stopped, failed, or interrupted by the
+orphan sweep when its process died), so answers asked at once cannot overrun a
+limit, and a dead process's reservations do not outlive its answers.
 """
 
 from __future__ import annotations
@@ -19,8 +27,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
-from django.db.models import Case, F, FloatField, Q, Sum, Value, When
-from django.db.models.functions import Cast, Coalesce, Length
+from django.db.models import Case, Exists, F, FloatField, OuterRef, Q, Sum, Value, When
+from django.db.models.functions import Cast, Coalesce, Greatest, Length
 from django.utils import timezone
 from django.utils.formats import date_format, number_format
 from django.utils.translation import gettext as _
@@ -29,10 +37,12 @@ from django.utils.translation import pgettext
 from chat.models.messages import Message
 from chat.models.quota_periods import QuotaPeriod
 from chat.models.site import SiteDefaults
-from chat.models.teams import Team
+from chat.models.teams import Membership, Team
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
+
+    from chat.models.profiles import ModelProfile
 
 CHARS_PER_TOKEN = 4.0
 # Shown near the composer from this share of a limit on.
@@ -124,11 +134,17 @@ class Limit:
 
 
 def answer_tokens() -> Any:
-    """An answer's output tokens: the server's count, else the estimate."""
+    """An answer's output tokens: the server's count, else the estimate; while
+    it runs, its reservation (or the estimate of what it wrote, if more)."""
     estimate = Cast(Length("content") + Length("thinking"), FloatField()) / Value(
         CHARS_PER_TOKEN
     )
     return Case(
+        When(
+            status=Message.Status.STREAMING,
+            reserved_tokens__gt=0,
+            then=Greatest(Cast(F("reserved_tokens"), FloatField()), estimate),
+        ),
         When(output_tokens__gt=0, then=Cast(F("output_tokens"), FloatField())),
         default=estimate,
         output_field=FloatField(),
@@ -143,6 +159,17 @@ def counted_answers(start: datetime, end: datetime) -> Any:
         .filter(created_at__gte=start, created_at__lt=end)
         .exclude(refused)
     )
+
+
+def members_answers(team: Team, start: datetime, end: datetime) -> Any:
+    """The answers a team counts: its present members', each from when they
+    joined it (`Membership.joined_at`; blank: all)."""
+    joined = Membership.objects.filter(
+        Q(joined_at=None) | Q(joined_at__lte=OuterRef("created_at")),
+        team=team,
+        user_id=OuterRef("conversation__owner_id"),
+    )
+    return counted_answers(start, end).filter(Exists(joined))
 
 
 def _used(answers: Any) -> tuple[int, int]:
@@ -195,10 +222,7 @@ def limits_for(
         )
 
         def team_answers(start: datetime, end: datetime, team: Team = team) -> Any:
-            members = team.memberships.values("user_id")
-            return counted_answers(start, end).filter(
-                conversation__owner_id__in=members
-            )
+            return members_answers(team, start, end)
 
         add(
             f"team {team.name}",
@@ -230,12 +254,38 @@ def check(
     *,
     site: SiteDefaults | None = None,
     teams: Iterable[Team] | None = None,
-) -> None:
+) -> int | None:
     """Raise QuotaReached, naming the first limit used up and when it resets
-    (`site`, `teams`: as `limits_for`)."""
+    (`site`, `teams`: as `limits_for`); else the output tokens the user's
+    token limits leave, the least of them (None: no token limit), for
+    `reserve`."""
+    left: int | None = None
     for limit in limits_for(user, now, site=site, teams=teams):
         if limit.reached:
             raise QuotaReached(limit.message(), limit.resets_at)
+        if limit.kind == TOKENS:
+            free = limit.allowed - limit.used
+            left = free if left is None else min(left, free)
+    return left
+
+
+def reserve(
+    answer: Message, profile: ModelProfile, options: dict[str, Any], left: int | None
+) -> None:
+    """Reserve for the new `answer`, in the transaction that `check`ed and
+    stores it, what it may use: its `num_predict` when `options` (the request's)
+    set one, else what the model's context leaves after its prompt (at least
+    the answer's share that history trimming keeps free), and at most `left`
+    (`check`'s). The reservation becomes its `num_predict`: the model server
+    writes no more. Nothing under no token limit (`left` None)."""
+    if left is None:
+        return
+    wanted = options.get("num_predict")
+    if not isinstance(wanted, int) or isinstance(wanted, bool) or wanted <= 0:
+        prompt = answer.prompt_tokens_estimate or 0
+        wanted = max(profile.context_length - prompt, profile.answer_reserve_tokens())
+    answer.reserved_tokens = max(1, min(wanted, left))
+    options["num_predict"] = answer.reserved_tokens
 
 
 def warnings(user: AbstractBaseUser, now: datetime | None = None) -> list[Limit]:
@@ -280,9 +330,7 @@ def team_usage(team: Team, now: datetime | None = None) -> TeamUsage:
     memberships = list(
         team.memberships.select_related("user").order_by("user__username")
     )
-    answered = counted_answers(start, end).filter(
-        conversation__owner_id__in=[m.user_id for m in memberships]
-    )
+    answered = members_answers(team, start, end)
     answers, tokens = _used(answered)  # the team's limit's own figures
     per_owner = {
         row["conversation__owner_id"]: row

@@ -10,9 +10,12 @@ punctuation are only text.
 - A term with Chinese, Japanese or Korean characters is matched as a substring
   (those languages do not separate words with spaces): on PostgreSQL with
   ILIKE over the pg_trgm index, on SQLite with the FTS5 trigram table. Both
-  need three characters to use an index; a shorter term (most Chinese words
-  are two characters) is checked row by row within the user's own messages,
-  which the owner's conversations bound.
+  need three characters to use an index. A shorter term (most Chinese words
+  are two characters): on PostgreSQL, the messages that have its characters
+  (one, or two side by side) come from the index of CJK grams that
+  chat/migrations/0022_short_cjk_search.py makes, and ILIKE checks them; on
+  SQLite it is checked row by row within the user's own messages, which the
+  owner's conversations bound.
 - Any other term: its words, each as the start of a word (so "fibo" finds
   "fibonacci") on PostgreSQL's tsvector, ranked by ts_rank; on SQLite as a
   trigram substring, ranked by bm25.
@@ -32,6 +35,8 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext
 
+from chat.models.messages import Message
+
 MAX_QUERY_CHARS: Final = 200
 MAX_TERMS: Final = 10
 SNIPPET_CHARS: Final = 160
@@ -40,6 +45,12 @@ CJK = re.compile(
     "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
 )
 WORD = re.compile(r"[^\W_]+")
+# The characters whose grams chat_cjk_grams indexes (the GRAM_CLASS of
+# chat/migrations/0022_short_cjk_search.py: they must agree).
+GRAM_CLASS: Final = (
+    "[\u3040-\u30ff\u3100-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]"
+)
+GRAMS = re.compile(GRAM_CLASS + "+")
 
 
 class QueryTooLong(ValueError):
@@ -208,10 +219,33 @@ def _tsquery(query: Query) -> str:
     return " & ".join(f"'{w}':*{weight}" for w in words)
 
 
-def _postgres_hits(owner_id: int, query: Query, limit: int) -> list[Hit]:
+def short_grams(query: Query) -> list[str]:
+    """What chat_cjk_grams gives every text that has the query's CJK terms
+    under three characters (pg_trgm's reach): each run of indexed characters
+    in them, one or two characters long, is one of its grams."""
+    return [
+        gram
+        for term in query.terms
+        if term.cjk and len(term.text) < 3
+        for gram in GRAMS.findall(term.text)
+    ]
+
+
+def _postgres_sql(owner_id: int, query: Query, limit: int) -> tuple[str, list[Any]]:
     tsquery = _tsquery(query)
     cjk = [term.text for term in query.terms if term.cjk]
     where, params = _owned_messages(owner_id, query, cjk, "ILIKE")
+    grams = short_grams(query)
+    if grams and not query.thinking:  # the index is of the text alone
+        # Its index leaves out streaming answers (0022_short_cjk_search.py):
+        # those are looked at as they are. The status is written out, not a
+        # parameter, so that the planner sees the index's own condition.
+        streaming = Message.Status.STREAMING.value
+        where.append(
+            f"(m.status = '{streaming}' OR (m.status <> '{streaming}' "
+            "AND chat_cjk_grams(m.content) @> %s::text[]))"
+        )
+        params.append(grams)
     if tsquery:
         where.append("m.search_vector @@ to_tsquery('simple', %s)")
         params.append(tsquery)
@@ -221,7 +255,11 @@ def _postgres_hits(owner_id: int, query: Query, limit: int) -> list[Hit]:
         f"WHERE {' AND '.join(where)} "
         "ORDER BY rank DESC, m.id DESC LIMIT %s"
     )
-    return _fetch(sql, ([tsquery] if tsquery else []) + params + [limit], query)
+    return sql, ([tsquery] if tsquery else []) + params + [limit]
+
+
+def _postgres_hits(owner_id: int, query: Query, limit: int) -> list[Hit]:
+    return _fetch(*_postgres_sql(owner_id, query, limit), query)
 
 
 def _fts5_phrase(text: str) -> str:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import models, transaction
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from chat.models.audit import AuditEvent
@@ -107,7 +108,12 @@ class Team(models.Model):
         )
 
     @transaction.atomic
-    def add_member(self, username: str, *, by: User, address: str = "") -> Membership:
+    def invite_member(self, username: str, *, by: User, address: str = "") -> Any:
+        """Ask an existing account to join: the person accepts or declines on
+        their team page (`Invitation.answer`). Nobody is put on a team, where
+        its admins see their usage, without saying yes."""
+        from chat.models.accounts import Invitation  # accounts imports teams
+
         username = username.strip()
         if not username:
             raise Team.Refused(_("Type the username of the person to add."))
@@ -125,13 +131,30 @@ class Team(models.Model):
                 _("The account “%(username)s” is switched off.")
                 % {"username": username}
             )
-        membership, created = Membership.objects.get_or_create(team=self, user=user)
-        if not created:
+        # The team's row first: two admins inviting the same person at once
+        # make one invitation.
+        Team.objects.select_for_update().filter(pk=self.pk).first()
+        if self.memberships.filter(user=user).exists():
             raise Team.Refused(
                 _("“%(username)s” is already on this team.") % {"username": username}
             )
-        self._audit(AuditEvent.Kind.MEMBERSHIP_CHANGED, by, user, address, joined=True)
-        return membership
+        if Invitation.objects.pending_for(user).filter(team=self).exists():
+            raise Team.Refused(
+                _("“%(username)s” is invited already and has not answered yet.")
+                % {"username": username}
+            )
+        invitation, _token = Invitation.create_with_token(
+            created_by=by, team=self, invitee=user
+        )
+        self._audit(
+            AuditEvent.Kind.INVITATION_CREATED,
+            by,
+            user,
+            address,
+            invitation=invitation.pk,
+            expires_at=invitation.expires_at.isoformat(),
+        )
+        return invitation
 
     @transaction.atomic
     def remove_member(
@@ -254,6 +277,13 @@ class Membership(models.Model):
         default=False,
         help_text=_("Added by a sign-in group rule."),
         verbose_name=_("synced"),
+    )
+    # The team counts the member's answers from here (`chat.models.quotas`):
+    # what they asked before joining is none of its admins' business. Blank
+    # for memberships older than this column (migration 0020): all counted,
+    # as before.
+    joined_at = models.DateTimeField(
+        null=True, blank=True, default=timezone.now, verbose_name=_("joined at")
     )
 
     class Meta:

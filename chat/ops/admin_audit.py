@@ -10,12 +10,14 @@ from typing import Any, ClassVar
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.db.models import QuerySet
 from django.forms import BaseInlineFormSet, ModelForm
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
 from django.utils.translation import gettext_lazy as _
 
+from chat.accounts.usernames import LookAlikeRefused
 from chat.models import AuditEvent, Membership, Team
 from chat.web.client_address import client_address
 from chat.web.transfer import staff_export
@@ -157,6 +159,14 @@ class AuditedTeamAdmin(AuditedAdmin):
         )
 
 
+class _AddUserForm(LookAlikeRefused, AdminUserCreationForm):  # type: ignore[type-arg]
+    pass
+
+
+class _ChangeUserForm(LookAlikeRefused, UserChangeForm):  # type: ignore[type-arg]
+    pass
+
+
 class AuditedUserAdmin(AuditedAdmin, UserAdmin):  # type: ignore[type-arg]
     """Django's user admin, without Groups (teams are the one grouping:
     `chat.admin`), its staff and superuser switches audited as role changes
@@ -174,6 +184,9 @@ class AuditedUserAdmin(AuditedAdmin, UserAdmin):  # type: ignore[type-arg]
     )
     filter_horizontal = ("user_permissions",)
     list_filter = ("is_staff", "is_superuser", "is_active")
+    # No username that looks like another account's (chat.accounts.usernames).
+    add_form = _AddUserForm
+    form = _ChangeUserForm
     actions = ["export_conversations"]
 
     @admin.action(

@@ -45,6 +45,11 @@ class Feed:
         self.remote: dict[int, RemoteView] = {}
         # Catch-ups waiting for their reply, by message id (`ask_catchup`).
         self.catchups: dict[int, asyncio.Task[None]] = {}
+        # Answers streamed elsewhere whose resume was refused (`bad_offset`):
+        # none of their text is sent here until the page resumes them again
+        # (their next deltas would land after text the page wrongly holds, or
+        # a catch-up from their start after it); their end still comes.
+        self.refused: set[int] = set()
 
     @property
     def group(self) -> str:
@@ -78,6 +83,7 @@ class Feed:
 
     async def resume(self, message_id: int, offset: int, thinking_offset: int) -> None:
         """Send what the page misses of a message after the offsets it has."""
+        self.refused.discard(message_id)
         resumed = await runner.resume(
             self.socket,
             message_id,
@@ -132,6 +138,7 @@ class Feed:
                 self.remote[frame["message_id"]] = RemoteView()
             elif frame["type"] == "message":
                 self.remote.pop(frame["message"]["id"], None)
+                self.refused.discard(frame["message"]["id"])
             elif frame["type"] == "removed":  # a turn taken back, or replaced
                 for message_id in frame["message_ids"]:
                     self.remote.pop(message_id, None)
@@ -141,6 +148,8 @@ class Feed:
         if event["origin"] == runner.id:
             return
         message_id = event["message_id"]
+        if message_id in self.refused:
+            return
         view = self.remote.setdefault(message_id, RemoteView())
         delta = (event["kind"], event["start"], event["text"], event.get("tokens", 1))
         if view.resuming:
@@ -152,6 +161,7 @@ class Feed:
         message_id = event["message_id"]
         if "refused" in event:  # a resume from beyond the text
             self.remote.pop(message_id, None)
+            self.refused.add(message_id)
             await self.socket.send_frame(event["refused"])
             return
         view = self.remote.setdefault(message_id, RemoteView())

@@ -22,9 +22,11 @@ from django.utils.decorators import method_decorator
 from django.utils.functional import SimpleLazyObject
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods
 
 from chat.models import (
+    ApiKey,
     AuditEvent,
     ModelProfile,
     SiteDefaults,
@@ -176,6 +178,10 @@ class ThrottledPasswordChangeForm(PasswordChangeForm):
         return old
 
 
+def _active_keys(user: Any) -> int:
+    return ApiKey.objects.active().filter(user_id=user.pk).count()
+
+
 @method_decorator(login_required, name="dispatch")
 class ChangePasswordView(PasswordChangeView):
     """Django's own (old password, new one twice, the password validators;
@@ -193,7 +199,13 @@ class ChangePasswordView(PasswordChangeView):
             raise Http404("This account's password is kept by its provider.")
         return super().dispatch(request, *args, **kwargs)
 
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        keys = _active_keys(self.request.user)
+        return {**super().get_context_data(**kwargs), "active_api_keys": keys}
+
     def form_valid(self, form: PasswordChangeForm) -> HttpResponse:
+        # The save revokes the keys (chat.models.api_keys): counted before it.
+        keys = _active_keys(self.request.user)
         response = super().form_valid(form)
         AuditEvent.record(
             AuditEvent.Kind.PASSWORD_CHANGED,
@@ -203,6 +215,18 @@ class ChangePasswordView(PasswordChangeView):
             method="password",
         )
         messages.success(self.request, _("Your password is changed."))
+        if keys:
+            messages.warning(
+                self.request,
+                ngettext(
+                    "Your API key was revoked with your old password: make a new "
+                    "one below for your scripts.",
+                    "Your %(count)d API keys were revoked with your old password: "
+                    "make new ones below for your scripts.",
+                    keys,
+                )
+                % {"count": keys},
+            )
         return response
 
 

@@ -24,7 +24,6 @@ from django.http import (
     StreamingHttpResponse,
 )
 from django.http.response import HttpResponseBase
-from django.middleware.csrf import CsrfViewMiddleware
 from django.shortcuts import get_object_or_404
 from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
@@ -36,7 +35,7 @@ from chat.models import Attachment, Conversation, ModelProfile, ShareLink
 from chat.models.teams import team_conversations
 from chat.web.conversations import SignedInRequest
 from chat.web.streamed import streamed
-from chat.web.transfer import FORM_OVERHEAD, LimitedUpload
+from chat.web.transfer import LimitedUpload, uploaded_files
 
 # What one read of a stored file takes: a socket's worth, not the whole file.
 FILE_PIECE = 256 * 1024
@@ -63,13 +62,9 @@ async def upload(request: HttpRequest) -> HttpResponse:
     Async: the body is parsed in a worker thread of its own, never in the one
     thread that runs every sync view and database call of the process (the
     sockets' too); the file is read (Pillow, pypdf) in a worker process under
-    a budget (`chat.files.reading`), which ends if this request is abandoned."""
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
-    if length > settings.ATTACHMENT_MAX_BYTES + FORM_OVERHEAD:
-        return too_large()
+    a budget (`chat.files.reading`), which ends if this request is abandoned.
+    A body over the limit, or sent without a session cookie, never gets here:
+    the server refuses it before it is read (`chat.web.request_bodies`)."""
     user = await request.auser()
     handler = AttachmentUpload(request)
     request.upload_handlers = [handler]
@@ -143,21 +138,16 @@ def _received(
 ) -> HttpResponse | tuple[str, bytes]:
     """The CSRF check (which reads the form), then the file's name and bytes;
     or the refusal. Touches no database."""
-    # (`_no_view`, not `upload`: the check skips views marked csrf_exempt.)
-    refused = CsrfViewMiddleware(_no_view).process_view(request, _no_view, (), {})
-    if refused is not None:
-        return refused
-    upload_file = request.FILES.get("file")
+    files = uploaded_files(request, refusal)
+    if isinstance(files, HttpResponse):
+        return files
+    upload_file = files.get("file")
     if handler.too_large:
         return too_large()
     if upload_file is None:
         return refusal(_("Choose a file to attach."), 400)
     with upload_file:
         return upload_file.name or "", upload_file.read()
-
-
-def _no_view(request: HttpRequest) -> HttpResponse:
-    raise AssertionError("the CSRF check only decides")  # never called
 
 
 def _chosen(

@@ -8,10 +8,11 @@ from django.contrib.auth.forms import UserCreationForm
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
+from chat.accounts.usernames import LookAlikeRefused
 from chat.models import Conversation, HistoryPolicy, ModelProfile
 
 
-class FirstAdminForm(UserCreationForm):  # type: ignore[type-arg]
+class FirstAdminForm(LookAlikeRefused, UserCreationForm):  # type: ignore[type-arg]
     """Creates the site's first account, which administers it."""
 
     def save(self, commit: bool = True):  # type: ignore[no-untyped-def]

@@ -22,6 +22,7 @@ from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods
 
+from chat.accounts.usernames import LookAlikeRefused
 from chat.models import Invitation
 from chat.models.accounts import WRONG_EMAIL
 from chat.web.client_address import client_address
@@ -39,7 +40,7 @@ NO_LOCAL_SIGNIN = gettext_noop(
 USERNAME_TAKEN = gettext_noop("That username was just taken. Choose another.")
 
 
-class AcceptInvitationForm(UserCreationForm):  # type: ignore[type-arg]
+class AcceptInvitationForm(LookAlikeRefused, UserCreationForm):  # type: ignore[type-arg]
     """Username, email, the password twice (Django's password validators,
     `AUTH_PASSWORD_VALIDATORS`). Does not save: `Invitation.accept` does."""
 

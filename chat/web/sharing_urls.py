@@ -43,6 +43,11 @@ urlpatterns = [
         name="shared_message_source",
     ),
     path("team/", teams.team_home, name="team_home"),
+    path(
+        "team/invitations/<int:pk>/",
+        teams.answer_invitation,
+        name="team_answer_invitation",
+    ),
     # The team's admins manage it (chat.web.team_admin).
     path("team/<int:pk>/manage/", team_admin.team_manage, name="team_manage"),
     path("team/<int:pk>/members/", team_admin.add_member, name="team_add_member"),

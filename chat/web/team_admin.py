@@ -1,8 +1,9 @@
-"""The team page's management: a team's admins (and staff) add and remove
+"""The team page's management: a team's admins (and staff) invite people
+who have an account (they join by accepting, `chat.web.teams`), remove
 members, change roles, see the team's usage this period, and make invitation
 links for the team. Everyone else is told nothing: a 404 to those off the team,
 a 403 to its plain members. The rules and the audit live on the model
-(`Team.add_member`, `remove_member`, `set_role`)."""
+(`Team.invite_member`, `remove_member`, `set_role`)."""
 
 from __future__ import annotations
 
@@ -78,6 +79,9 @@ def _page(
     context = {
         "team": team,
         "usage": team_usage(team),
+        "invited": Invitation.objects.filter(
+            team=team, invitee__isnull=False, used_at=None
+        ).select_related("invitee"),
         "add_form": context.pop("add_form", None) or AddMemberForm(),
         "invite_form": context.pop("invite_form", None) or InviteForm(),
         "roles": Membership.Role.choices,
@@ -125,7 +129,7 @@ def add_member(request: SignedInRequest, team: Team) -> HttpResponse:
     if not form.is_valid():
         return _page(request, team, status=400, add_form=form)
     try:
-        membership = team.add_member(
+        invitation = team.invite_member(
             form.cleaned_data["username"],
             by=request.user,
             address=client_address(request),
@@ -134,8 +138,8 @@ def add_member(request: SignedInRequest, team: Team) -> HttpResponse:
         return _page(request, team, status=400, add_form=form, error=str(refusal))
     messages.success(
         request,
-        _("%(username)s is on the team.")
-        % {"username": membership.user.get_username()},
+        _("%(username)s is invited: they join when they accept on their team page.")
+        % {"username": invitation.invitee.get_username()},
     )
     return redirect("team_manage", pk=team.pk)
 

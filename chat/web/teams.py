@@ -1,14 +1,18 @@
-"""Conversations shared with my teams: read them, continue them in a copy."""
+"""Conversations shared with my teams: read them, continue them in a copy;
+and the invitations to join a team, accepted or declined here."""
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
-from chat.models import Conversation, Team
+from chat.models import Conversation, Invitation, Team
 from chat.models.teams import copy_conversation, team_conversations
+from chat.web.client_address import client_address
 from chat.web.conversations import SignedInRequest
 from chat.web.sharing import author_name, read_only_page, source_of
 
@@ -30,8 +34,27 @@ def team_home(request: SignedInRequest) -> HttpResponse:
         # The teams whose page links their management (chat.web.team_admin).
         "managed": {team.pk for team in teams if team.managed_by(request.user)},
         "shared": team_conversations(request.user).order_by("-updated_at"),
+        "invitations": Invitation.objects.pending_for(request.user),
     }
     return render(request, "chat/team_home.html", context)
+
+
+@login_required
+@require_POST
+def answer_invitation(request: SignedInRequest, pk: int) -> HttpResponse:
+    invitation = get_object_or_404(Invitation.objects.pending_for(request.user), pk=pk)
+    join = request.POST.get("answer") == "join"
+    answered = invitation.answer(
+        request.user, join=join, address=client_address(request)
+    )
+    team = invitation.team.name if invitation.team else ""
+    if not answered:
+        messages.error(request, _("That invitation was answered already."))
+    elif join:
+        messages.success(request, _("You are on %(team)s.") % {"team": team})
+    else:
+        messages.success(request, _("You declined to join %(team)s.") % {"team": team})
+    return redirect("team_home")
 
 
 @login_required

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
@@ -15,12 +16,15 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import SuspiciousOperation
 from django.core.files.uploadedfile import TemporaryUploadedFile
 from django.core.files.uploadhandler import StopUpload, TemporaryFileUploadHandler
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http.multipartparser import MultiPartParserError
 from django.middleware.csrf import CsrfViewMiddleware
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.utils.datastructures import MultiValueDict
 from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -114,8 +118,8 @@ def staff_export(request: HttpRequest, user: Any) -> StreamingHttpResponse:
 
 class LimitedUpload(TemporaryFileUploadHandler):
     """Django's upload to a temporary file (never into memory), stopped once
-    it passes the import limit: a request that did not say its length, or
-    said less than it sent."""
+    the file passes its limit: the body is held to the limit and the form
+    around it (`chat.web.request_bodies`), the file to the limit itself."""
 
     too_large = False
     limit_setting = "TRANSFER_IMPORT_MAX_BYTES"
@@ -130,9 +134,8 @@ class LimitedUpload(TemporaryFileUploadHandler):
 @csrf_exempt  # checked in `_received`, after the upload handler is set
 @require_POST
 async def import_conversations(request: HttpRequest) -> HttpResponse:
-    """The import of an uploaded export. Refused before anything is read when
-    the request says it is over the limit (chatsite/asgi.py refuses it even
-    before Django reads the body).
+    """The import of an uploaded export. A body over the limit never gets
+    here: the server refuses it before it is read (`chat.web.request_bodies`).
 
     Async, and nothing of it in the one thread that runs every sync view and
     database call of the process (the sockets' too): the form is read and
@@ -140,14 +143,6 @@ async def import_conversations(request: HttpRequest) -> HttpResponse:
     batch per transaction, each a call of its own in that thread so others'
     go between. When the requester goes away, the import stops after its
     current batch and removes what it stored."""
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
-    if length > settings.TRANSFER_IMPORT_MAX_BYTES + FORM_OVERHEAD:
-        return await sync_to_async(_result)(
-            request, error=too_large_message(), status=413
-        )
     user = await request.auser()
     handler = LimitedUpload(request)
     request.upload_handlers = [handler]
@@ -185,17 +180,39 @@ def _received(
     """The token first, then who is asking (a POST without one is a 403 like
     every other, signed in or not: tests/web/test_security.py), then the
     file; or the refusal."""
-    refused = CsrfViewMiddleware(_no_view).process_view(request, _no_view, (), {})
-    if refused is not None:
-        return refused
+    files = uploaded_files(
+        request, lambda message, status: _result(request, error=message, status=status)
+    )
+    if isinstance(files, HttpResponse):
+        return files
     if not user.is_authenticated:
         return redirect_to_login(request.get_full_path())
-    upload = request.FILES.get("file")
+    upload = files.get("file")
     if handler.too_large:
         return _result(request, error=too_large_message(), status=413)
     if not isinstance(upload, TemporaryUploadedFile):  # LimitedUpload makes one
         return _result(request, error=_("Choose a file to import."), status=422)
     return upload
+
+
+def uploaded_files(
+    request: HttpRequest, refuse: Callable[[str, int], HttpResponse]
+) -> HttpResponse | MultiValueDict[str, Any]:
+    """An upload's form read (by the request's upload handlers) and its CSRF
+    token checked: the files, or the refusal, the CSRF check's 403 or
+    `refuse(message, 400)` for a form Django cannot read (a part's headers
+    over its 1,024 bytes: a file name of thousands of characters; too many
+    fields or files). For the import and an attachment's upload alike."""
+    try:
+        # (`_no_view`, not the view: the check skips views marked csrf_exempt.)
+        refused = CsrfViewMiddleware(_no_view).process_view(request, _no_view, (), {})
+        return refused if refused is not None else request.FILES
+    except (MultiPartParserError, SuspiciousOperation):
+        message = _(
+            "The upload could not be read. If the file's name is very long, "
+            "rename the file and try again."
+        )
+        return refuse(message, 400)
 
 
 def _no_view(request: HttpRequest) -> HttpResponse:

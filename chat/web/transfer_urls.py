@@ -6,7 +6,7 @@ from django.urls import path
 
 from chat.web import transfer
 
-# chatsite/asgi.py refuses an upload over the limit here before Django reads it.
+# chat.web.request_bodies: the route of the import's upload.
 IMPORT_PATH = "account/import/"
 
 urlpatterns = [

@@ -14,6 +14,9 @@ Exceptions the function raises reach the caller as they are (they must pickle).
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -21,6 +24,8 @@ from chat.work.budgets import Budget, Exhausted, OutOfMemory, TimedOut
 from chat.work.pool import Pool, close, default
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 
 async def run(func: Callable[..., T], /, *args: Any, owner: str, budget: Budget) -> T:
@@ -34,6 +39,21 @@ def run_sync(func: Callable[..., T], /, *args: Any, owner: str, budget: Budget) 
     return default().submit(func, args, owner, budget).result()
 
 
+def warm() -> None:
+    """Start the fork server and the first workers now, in the background, not
+    with the first file (it sets Django up: about 3 s). For a serving process
+    (`chatsite.asgi`): it serves meanwhile."""
+    threading.Thread(target=_warm, name="work-warm", daemon=True).start()
+
+
+def _warm() -> None:
+    budget = Budget(seconds=60, memory_bytes=64 * 1024 * 1024)
+    try:
+        default().submit(os.getpid, (), "", budget).result()
+    except Exception:  # the first file reports what fails here
+        logger.exception("the work processes could not be started ahead")
+
+
 __all__ = [
     "Budget",
     "Exhausted",
@@ -43,4 +63,5 @@ __all__ = [
     "close",
     "run",
     "run_sync",
+    "warm",
 ]

@@ -8,6 +8,13 @@ once; each owner has a queue, the queues take turns, and at most `per_owner`
 of one owner's tasks run at once: a user's seven slow files wait behind each
 other, not in front of everyone else's.
 
+A cancelled task's process is killed here, by the pid it reported when it
+started (`chat.work.child`), at once. pebble would end it too, but only from
+its manager thread, every 0.1 s, when it can take its workers' lock without
+waiting, and with a SIGTERM its worker handles in Python (not inside a parser's
+C code), waiting 3 s before a SIGKILL: seconds during which that thread ends
+no other task. pebble still ends its side of the task (it sees its worker dead).
+
 Per process, not per event loop (its threads serve any loop, and `run_sync`
 from worker threads): this module is its one owner.
 """
@@ -16,8 +23,10 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import itertools
 import logging
 import multiprocessing
+import os
 import signal
 import threading
 from collections import OrderedDict, deque
@@ -29,6 +38,7 @@ from concurrent.futures import (
     ThreadPoolExecutor,
 )
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
 import pebble
@@ -55,6 +65,8 @@ class _Task:
     language: str | None
     result: Future[Any] = field(default_factory=Future)
     running: Future[Any] | None = None  # pebble's, once handed over
+    token: int = field(default_factory=itertools.count(1).__next__)
+    pid: int | None = None  # the worker's, once it reported
 
 
 class Pool:
@@ -68,14 +80,18 @@ class Pool:
         self._waiting: OrderedDict[str, deque[_Task]] = OrderedDict()
         self._running: dict[str, int] = {}
         self._busy = 0
-        self._started: set[_Task] = set()
+        self._started: dict[int, _Task] = {}  # by token
         self._workers: pebble.ProcessPool | None = None
+        # Where workers report which task they run (`chat.work.child.listen`).
+        self._reports: Connection | None = None
         self._closed = False
         # Tasks are handed to pebble from a thread of the pool's own, never
         # the submitter's: the first hand-over starts the fork server and the
         # worker processes, and waits for them (the preload imports Django:
-        # 3.2 s on a loaded 2-core machine), which from `run` held the event
-        # loop and every socket on it (issue 40, finding 8).
+        # 3.2 s on a loaded 2-core machine), and so does any hand-over while
+        # that is under way (`chat.work.warm`'s, at the site's start) or after
+        # a broken pool is made again. From `run` that held the event loop
+        # and every socket on it (issue 40, finding 8).
         self._starter = ThreadPoolExecutor(1, thread_name_prefix="work-start")
 
     def submit(
@@ -97,7 +113,7 @@ class Pool:
         with self._lock:
             self._closed = True
             waiting = [task for queue in self._waiting.values() for task in queue]
-            waiting += self._started
+            waiting += self._started.values()
             self._waiting.clear()
             workers, self._workers = self._workers, None
         for task in waiting:
@@ -113,7 +129,7 @@ class Pool:
             while self._busy < self.processes and (task := self._next()) is not None:
                 self._busy += 1
                 self._running[task.owner] = self._running.get(task.owner, 0) + 1
-                self._started.add(task)
+                self._started[task.token] = task
                 started.append(task)
         for task in started:
             self._starter.submit(self._start, task)
@@ -142,6 +158,7 @@ class Pool:
             running: Future[Any] = self._pebble().schedule(
                 child.call,
                 args=(
+                    task.token,
                     task.func,
                     task.args,
                     task.language,
@@ -157,7 +174,7 @@ class Pool:
         task.running = running
         running.add_done_callback(lambda done: self._finished(task, done))
         if task.result.cancelled():  # while it was being handed over
-            running.cancel()
+            self._cancelled(task)
 
     def _pebble(self) -> pebble.ProcessPool:
         with self._lock:
@@ -168,12 +185,37 @@ class Pool:
                 # "__main__" (Daphne's script, the test runner) once in the
                 # fork server, else every worker would run it again.
                 context.set_forkserver_preload(["__main__", "chat.work.preload"])
+                self._reports, reports = context.Pipe(duplex=False)
                 self._workers = pebble.ProcessPool(
-                    max_workers=self.processes, max_tasks=1, context=context
+                    max_workers=self.processes,
+                    max_tasks=1,
+                    initializer=child.listen,
+                    initargs=(reports,),
+                    context=context,
                 )
             return self._workers
 
+    def pids(self, owner: str) -> list[int]:
+        """The processes running `owner`'s tasks (those that reported yet)."""
+        with self._lock:
+            self._read_reports()
+            return [
+                task.pid
+                for task in self._started.values()
+                if task.owner == owner and task.pid is not None
+            ]
+
+    def _read_reports(self) -> None:
+        """Note the pids workers reported (under `_lock`). Read at each task's
+        end too, so the pipe holds no more than the running tasks' reports."""
+        while self._reports is not None and self._reports.poll(0):
+            token, pid = self._reports.recv()
+            if (task := self._started.get(token)) is not None:
+                task.pid = pid
+
     def _finished(self, task: _Task, done: Future[Any]) -> None:
+        with self._lock:
+            self._read_reports()
         self._release(task)
         try:
             task.result.set_result(done.result())
@@ -188,7 +230,7 @@ class Pool:
 
     def _release(self, task: _Task) -> None:
         with self._lock:
-            self._started.discard(task)
+            self._started.pop(task.token, None)
             self._busy -= 1
             left = self._running[task.owner] - 1
             if left:
@@ -201,7 +243,8 @@ class Pool:
         if not task.result.cancelled():
             return
         if task.running is not None:
-            task.running.cancel()  # pebble kills its process
+            self._kill(task)
+            task.running.cancel()
             return
         with self._lock:
             queue = self._waiting.get(task.owner)
@@ -209,6 +252,20 @@ class Pool:
                 queue.remove(task)
                 if not queue:
                     del self._waiting[task.owner]
+
+    def _kill(self, task: _Task) -> None:
+        """End the process running `task`: SIGTERM, which kills it at once while
+        the task runs and waits while it hands a result over
+        (`chat.work.child.call`). Only once pebble saw the task start (its
+        future running): a worker it finds dead before that is one it cannot
+        match to a task, and it would declare the whole pool broken."""
+        with self._lock:
+            self._read_reports()
+            running = task.running
+            if task.pid is None or running is None or not running.running():
+                return  # pebble ends it when it sees it start
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(task.pid, signal.SIGTERM)
 
 
 def _outcome(exc: BaseException, budget: Budget) -> BaseException:

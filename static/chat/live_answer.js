@@ -282,6 +282,25 @@ class LiveAnswer {
     this.renderer.append(content);
     this.renderer.finish();
   }
+
+  // The server refused to resume from what this page holds (`bad_offset`: more
+  // than the answer has, so its next text would land in the wrong place): the
+  // page drops its text, to be sent again from the start (socket.js).
+  restart() {
+    this.thinkingNode.data = "";
+    this.thinkingNode.parentNode.replaceChildren(this.thinkingNode);
+    this.details.hidden = true;
+    this.answer.replaceChildren();
+    this.renderer = markdownAvailable ? new IncrementalMarkdown(this.answer) : null;
+    this.textNode = this.renderer ? null : this.answer.appendChild(document.createTextNode(""));
+    this.pendingThinking = this.pendingContent = "";
+    this.thinkingLength = this.contentLength = 0;
+    this.answering = false;
+    this.fresh = false; // begun earlier: its timings are not this page's
+    this.deltas = this.pendingDeltas = this.shownTokens = this.checkpointTokens = 0;
+    this.firstDeltaAt = null;
+    this.setFigures("");
+  }
 }
 
 function articleFor(messageId) {

@@ -147,6 +147,10 @@ function showModel(frame) {
 }
 
 function showRefusal(frame) {
+  if (frame.code === "bad_offset") {
+    resumeFromStart(frame.message_id);
+    return;
+  }
   // An answer's failure is shown in its footer (the stored message follows);
   // the banner is for what no message shows: a refused frame.
   if (frame.message_id !== null) return;
@@ -197,6 +201,17 @@ function resumeStreaming() {
       thinking_offset: state.thinkingLength,
     });
   }
+}
+
+// A resume this page asked for was refused (`bad_offset`): it holds more of the
+// answer than the server has written, and the server sends nothing more for
+// that resume. The page asks again from the start, its copy dropped: the text
+// comes whole, then live.
+function resumeFromStart(messageId) {
+  const state = liveAnswer(messageId);
+  if (!state || !isOpen()) return; // ended meanwhile (its stored message came), or reconnecting: resumed then
+  state.restart();
+  sendFrame({ type: "resume", message_id: messageId, offset: 0, thinking_offset: 0 });
 }
 
 // A shared page's socket first sends what came after the page's messages

@@ -61,6 +61,34 @@ def test_an_existing_local_account_of_that_name_is_not_taken_over(alice: Any) ->
     assert AuditEvent.objects.get().kind == "sign_in_failed"
 
 
+@pytest.mark.parametrize(
+    "username", ["PV_LOCAL", "pv_local ", "pv_loсal", "ｐｖ_local"]
+)
+def test_a_name_that_looks_like_a_local_account_s_is_refused(
+    django_user_model: Any, username: str
+) -> None:
+    """Upper case, a trailing space, a Cyrillic с, full-width letters: an
+    identity gets no account beside one it could pass for."""
+    django_user_model.objects.create_user("pv_local")
+    with pytest.raises(Refused, match="or one that looks like it"):
+        provision(_identity(username=username))
+    assert list(django_user_model.objects.values_list("username", flat=True)) == [
+        "pv_local"
+    ]
+    assert not ExternalAccount.objects.exists()
+
+
+def test_a_name_mixing_scripts_to_pass_for_another_is_refused() -> None:
+    with pytest.raises(Refused, match="mixes scripts"):
+        provision(_identity(username="pаypal"))  # a Cyrillic а
+    assert not get_user_model().objects.exists()
+
+
+def test_a_new_name_is_stored_normalised() -> None:
+    assert provision(_identity(username=" ｃａｒｏｌ ")).username == "carol"
+    assert provision(_identity(subject="s-2", username="张三")).username == "张三"
+
+
 def test_unverified_email_is_refused_with_nothing_made() -> None:
     with pytest.raises(Refused, match="not verified"):
         provision(_identity(email_verified=False))

@@ -7,6 +7,9 @@ from typing import Any
 
 from playwright.sync_api import expect
 
+from chat.models import Message
+from tests.waiting import until_sync
+
 
 def open_conversation(page, login, live_server_url, conversation, user):
     login(page, user)
@@ -26,6 +29,22 @@ def ask_from_home(page, text):
     page.fill("#home-input", text)
     page.press("#home-input", "Enter")
     page.wait_for_url("**/c/*/")
+
+
+def ask_until_checkpointed(page, login, live_server_url, conversation, user) -> Any:
+    """Open the conversation, ask, and return the answer once a checkpoint of
+    its text has landed (a page loaded now starts from stored text)."""
+    open_conversation(page, login, live_server_url, conversation, user)
+    ask(page, "Count slowly")
+    expect(page.locator(".answer.streaming")).not_to_have_text("", timeout=15_000)
+    return until_sync(
+        lambda: (
+            Message.objects.filter(role="assistant", status="streaming")
+            .exclude(content="")
+            .first()
+        ),
+        "no checkpoint landed",
+    )
 
 
 def wait_until_done(page, count=1):

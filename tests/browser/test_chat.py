@@ -12,6 +12,7 @@ from tests.browser.chat_page import (
     WATCH_SOCKETS,
     ask,
     ask_from_home,
+    ask_until_checkpointed,
     dom_words,
     numbered_paragraphs,
     open_conversation,
@@ -100,21 +101,8 @@ def test_reload_mid_answer_resumes_without_losing_or_doubling_text(
     simulator.config.think_tokens = 5
     simulator.config.answer_text = numbered_paragraphs(90)
     conversation = Conversation.objects.create(owner=alice, model_profile=demo_profile)
-    login(page, alice)
-    page.goto(live_server_url + conversation.get_absolute_url())
-    expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
-    page.fill("#composer-input", "Count slowly")
-    page.press("#composer-input", "Enter")
-    expect(page.locator(".answer.streaming")).not_to_have_text("", timeout=15_000)
     # A checkpoint has landed, so the reloaded page starts from stored text.
-    until_sync(
-        lambda: (
-            Message.objects.filter(role="assistant", status="streaming")
-            .exclude(content="")
-            .exists()
-        ),
-        "no checkpoint landed",
-    )
+    ask_until_checkpointed(page, login, live_server_url, conversation, alice)
     page.add_init_script(CAPTURE_CHECKPOINT)
     page.reload()
     expect(page.locator("#chat")).to_have_attribute("data-connected", "1")

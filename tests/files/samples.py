@@ -4,6 +4,7 @@ built with the same libraries that read them."""
 from __future__ import annotations
 
 import io
+import zipfile
 
 import docx
 from PIL import Image
@@ -96,4 +97,57 @@ def zip_without_word() -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as archive:
         archive.writestr("hello.txt", "not a word document")
+    return out.getvalue()
+
+
+def shared_stream_pdf(pages: int = 60, operators: int = 40_000) -> bytes:
+    """A PDF of a few kilobytes whose `pages` pages all draw one compressed
+    content stream of `operators` text operators: read page by page, it is
+    parsed `pages` times."""
+    writer = PdfWriter()
+    font = DictionaryObject(
+        {
+            NameObject("/Type"): NameObject("/Font"),
+            NameObject("/Subtype"): NameObject("/Type1"),
+            NameObject("/BaseFont"): NameObject("/Helvetica"),
+        }
+    )
+    fonts = DictionaryObject({NameObject("/F1"): writer._add_object(font)})
+    stream = DecodedStreamObject()
+    stream.set_data(b"BT /F1 1 Tf " + b"1 0 Td (x) Tj " * operators + b"ET")
+    shared = writer._add_object(stream.flate_encode())
+    for _ in range(pages):
+        page = writer.add_blank_page(612, 792)
+        page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): fonts})
+        page[NameObject("/Contents")] = shared
+    return _written(writer)
+
+
+def docx_bomb(paragraphs: int = 1_500_000) -> bytes:
+    """A DOCX of some tens of kilobytes whose document unpacks to about 40
+    bytes a paragraph (60 MB), under the unpacked-size check."""
+    out = io.BytesIO()
+    docx.Document().save(out)
+    source = zipfile.ZipFile(io.BytesIO(out.getvalue()))
+    bomb = io.BytesIO()
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as target:
+        for entry in source.infolist():
+            if entry.filename != "word/document.xml":
+                target.writestr(entry, source.read(entry))
+                continue
+            head, tail = source.read(entry).split(b"<w:body>")
+            with target.open("word/document.xml", "w", force_zip64=True) as part:
+                part.write(head + b"<w:body>")
+                run = b"<w:p><w:r><w:t>a</w:t></w:r></w:p>" * 10_000
+                for _ in range(paragraphs // 10_000):
+                    part.write(run)
+                part.write(tail)
+    return bomb.getvalue()
+
+
+def big_png(side: int = 7000) -> bytes:
+    """A PNG of about 190 kB that decodes to `side`² RGBA pixels (49 MP: under
+    the default pixel cap)."""
+    out = io.BytesIO()
+    Image.new("RGBA", (side, side)).save(out, "PNG")
     return out.getvalue()

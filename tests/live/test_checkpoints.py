@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
 from django.db import connection
 from django.utils import timezone
 
-from chat.live import checkpoints
+from chat.live import checkpoints, liveness
+from chat.live.fanout import spans_processes
 from chat.live.generation import Generation
-from chat.models import Message
+from chat.models import Conversation, Message
 from chat.upstream import Delta
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -178,3 +181,93 @@ async def test_an_answer_whose_row_is_not_written_yet_is_left_for_the_next_round
     await checkpoints.save([unwritten, written])
     assert (await stored(answer)).content == "abc"
     assert unwritten.checkpointed == (0, 0)
+
+
+async def test_trust_in_the_database_counts_from_its_answer(conversation, monkeypatch):
+    """A sweep's trip may wait out the pool's timeout while the database comes
+    back: trust counted from before it would end the owners' grace that much
+    early (issue 40, finding 6)."""
+    reach = checkpoints._reach_database
+
+    def slow() -> None:
+        time.sleep(0.3)  # stands for the pool's wait for a connection
+        reach()
+
+    monkeypatch.setattr(checkpoints, "_reach_database", slow)
+    asked = time.monotonic()
+    trusted, _ = await checkpoints.sweep(None, [])
+    assert trusted is not None and trusted - asked >= 0.3
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def redis() -> Any:
+    layer = get_channel_layer()
+    if not spans_processes(layer):
+        pytest.skip("needs Redis")
+    return layer
+
+
+SILENT_FOR = checkpoints.ORPHAN_AFTER.total_seconds() - liveness.EXPIRES_SECONDS
+
+
+async def test_an_owner_heard_through_redis_keeps_an_answer_with_no_recent_save(
+    conversation,
+):
+    """The database was away for the owner (its saves failed): its word
+    through Redis keeps its answer, however long the sweeps look."""
+    layer = redis()
+    answer = await streaming(conversation, "kept")
+    clock = Clock()
+    silences = liveness.Silences(clock)
+    for _ in range(3):
+        await liveness.beat(layer, [answer.pk], "owner")
+        assert await checkpoints.sweep_silent(silences, [], layer) == []
+        clock.now += SILENT_FOR + 1
+    assert (await stored(answer)).status == Message.Status.STREAMING
+
+
+async def test_a_silent_owner_s_answer_is_interrupted_with_its_last_save(conversation):
+    layer = redis()
+    answer = await streaming(conversation, "last checkpoint")
+    other = await Conversation.objects.acreate(
+        owner_id=conversation.owner_id, model_profile_id=conversation.model_profile_id
+    )
+    kept = await streaming(other, "its own")
+    clock = Clock()
+    silences = liveness.Silences(clock)
+    assert await checkpoints.sweep_silent(silences, [kept.pk], layer) == []
+    clock.now += SILENT_FOR / 2
+    assert await checkpoints.sweep_silent(silences, [kept.pk], layer) == []
+    clock.now += SILENT_FOR / 2
+    marked = await checkpoints.sweep_silent(silences, [kept.pk], layer)
+    assert [m.pk for m in marked] == [answer.pk]
+    row = await stored(answer)
+    assert (row.status, row.content) == (Message.Status.INTERRUPTED, "last checkpoint")
+    assert (await stored(kept)).status == Message.Status.STREAMING
+
+
+async def test_a_word_from_the_owner_starts_its_silence_again(conversation):
+    """As when Redis restarted empty: the key is missing until the owner's next
+    beat, which it gets within a second; the silence counts from after that."""
+    layer = redis()
+    answer = await streaming(conversation)
+    clock = Clock()
+    silences = liveness.Silences(clock)
+    assert await checkpoints.sweep_silent(silences, [], layer) == []  # missing
+    clock.now += SILENT_FOR / 2
+    await liveness.beat(layer, [answer.pk], "owner")
+    assert await checkpoints.sweep_silent(silences, [], layer) == []  # heard
+    await layer.connection(0).delete(f"{liveness.PREFIX}{answer.pk}")  # expired
+    clock.now += SILENT_FOR / 2
+    assert await checkpoints.sweep_silent(silences, [], layer) == []  # missing again
+    clock.now += SILENT_FOR
+    assert [m.pk for m in await checkpoints.sweep_silent(silences, [], layer)] == [
+        answer.pk
+    ]

@@ -411,3 +411,29 @@ class CountingLayer(RedisChannelLayer):
     async def group_send(self, group: str, message: dict) -> None:
         self.group_sends += 1
         await super().group_send(group, message)
+
+
+async def test_a_cancelled_read_ends_wherever_the_cancellation_lands(
+    settings, test_mode
+):
+    """A socket that ends cancels its channel read. Cancelled at each step of
+    its start (the pool's connection, its handshake, the clean-up script, the
+    pop), the read ends: on Python 3.11 redis-py's `wait_for` around a send
+    could swallow the cancellation, and the read then popped forever (the
+    consumer with it, and the suite hung in tests/sockets/test_origins.py)."""
+    redis_layer(settings, test_mode)
+    config = settings.CHANNEL_LAYERS["default"]["CONFIG"]
+    layer = RedisChannelLayer(**config)
+    try:
+        for steps in range(60):
+            read = asyncio.ensure_future(layer.receive(await layer.new_channel()))
+            for _ in range(steps):
+                await asyncio.sleep(0)
+            read.cancel()
+            done, _ = await asyncio.wait([read], timeout=10)
+            assert done, f"a read cancelled after {steps} steps kept reading"
+            assert read.cancelled()
+            await layer.close_pools()  # the next read connects afresh
+    finally:
+        await layer.flush()
+        await layer.close_pools()

@@ -5,6 +5,7 @@ through it as the model writes it; a proxy that buffers must be caught."""
 from __future__ import annotations
 
 import json
+import socket
 
 import httpx
 import pytest
@@ -122,3 +123,35 @@ async def test_sockets_health_and_static_files_pass_through_nginx(
         await ws.close()
     assert frames[-1]["status"] == "done"
     assert any(f["type"] == "content" for f in frames)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/account/import/",
+        "/attachments/",
+        "/v1/chat/completions",
+        "/api/chat",
+        "/login/",
+    ],
+)
+def test_nginx_takes_the_same_body_limit_as_daphne_on_each_route(start_nginx, path):
+    """nginx answers `Expect: 100-continue` itself: 100 for a declared length it
+    takes, 413 at once for one it does not. Its limit must be Daphne's
+    (chat.web.request_bodies), not more (the body would cross to Daphne only to
+    be refused) nor less."""
+    from chat.web.request_bodies import route
+
+    nginx = start_nginx()
+    limit = route(path).limit
+
+    def first_line(length: int) -> bytes:
+        with socket.create_connection(("127.0.0.1", nginx.port), timeout=10) as sock:
+            sock.sendall(
+                f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                f"Content-Length: {length}\r\nExpect: 100-continue\r\n\r\n".encode()
+            )
+            return sock.recv(4096).split(b"\r\n", 1)[0]
+
+    assert first_line(limit).endswith(b" 100 Continue")
+    assert b" 413 " in first_line(limit + 1)

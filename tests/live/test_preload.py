@@ -4,11 +4,16 @@ import asyncio
 from typing import Any
 
 import pytest
-from channels.testing import WebsocketCommunicator
 
 from chat.live import frames, loop_state
 from chat.models import Message, ModelProfile
-from tests.communicators import answer_of, connect, frames_until, send
+from tests.communicators import (
+    WebsocketCommunicator,
+    answer_of,
+    connect,
+    frames_until,
+    send,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,13 +11,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from channels.testing import WebsocketCommunicator
 from playwright.sync_api import expect
 
 from chat.models import Message, Ticket
 from chat.sockets.consumers import NOT_STORED
 from tests.browser.chat_page import ask, open_conversation, wait_until_done
-from tests.communicators import connect, frames_until, send
+from tests.communicators import WebsocketCommunicator, connect, frames_until, send
 from tests.refusals import refused, writes_held
 from tests.waiting import idle, until
 
@@ -253,7 +252,7 @@ def test_concurrent_sends_on_the_sqlite_default_are_all_stored(tmp_path):
         capture_output=True,
         text=True,
         check=True,
-        timeout=600,
+        timeout=240,  # below the suite's per-test timeout (pyproject.toml)
     )
     summary = json.loads(done.stdout.splitlines()[-1])
     assert summary == {"stored": 80, "errors": []}

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from chat.models import ApiKey, AuditEvent, Membership, ModelProfile, SiteDefaults, Team
 from chat.models.api_keys import api_access_for
+from tests.conftest import PASSWORDS
 
 pytestmark = pytest.mark.django_db
 
@@ -179,6 +180,57 @@ def test_the_key_of_a_switched_off_account_is_refused(alice):
     alice.save()
     with pytest.raises(Refused, match="switched off"):
         ApiKey.authenticate(key)
+
+
+@pytest.mark.parametrize("how", ["set_password", "set_unusable_password"])
+def test_a_new_password_revokes_every_key_of_its_owner(alice, bob, how):
+    """However it is set (the account page, the admin, `changepassword` all
+    call set_password): the keys were made under the old one."""
+    _, key = ApiKey.issue(alice, "laptop")
+    _, other = ApiKey.issue(alice, "ci")
+    _, bobs = ApiKey.issue(bob, "bob's")
+    if how == "set_password":
+        alice.set_password("a-long-new-password-7")
+    else:
+        alice.set_unusable_password()
+    alice.save()
+    for revoked in (key, other):
+        with pytest.raises(Refused, match="revoked"):
+            ApiKey.authenticate(revoked)
+    assert ApiKey.authenticate(bobs).user == bob
+    events = AuditEvent.objects.filter(kind=AuditEvent.Kind.API_KEY_REVOKED)
+    assert sorted(e.detail["key"] for e in events) == ["ci", "laptop"]
+    assert {e.method for e in events} == {"password"}
+
+
+def test_other_changes_and_an_upgraded_hash_keep_the_keys(alice, settings):
+    """Django rehashes a password at sign-in when its hasher changed (a new
+    Django, more iterations): the same password, so the keys stay."""
+    _, key = ApiKey.issue(alice, "laptop")
+    alice.first_name = "Alice"
+    alice.save()
+    alice.save(update_fields=["last_login"])
+    settings.PASSWORD_HASHERS = [
+        "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
+        *settings.PASSWORD_HASHERS,
+    ]
+    before = alice.password
+    assert alice.check_password(PASSWORDS["alice"])
+    alice.refresh_from_db()
+    assert alice.password != before  # rehashed and saved
+    assert ApiKey.authenticate(key).user == alice
+
+
+def test_switching_an_account_off_revokes_its_keys_for_good(alice):
+    _, key = ApiKey.issue(alice, "k")
+    alice.is_active = False
+    alice.save()
+    alice.is_active = True
+    alice.save()
+    with pytest.raises(Refused, match="revoked"):
+        ApiKey.authenticate(key)
+    event = AuditEvent.objects.get(kind=AuditEvent.Kind.API_KEY_REVOKED)
+    assert event.method == "disabled"
 
 
 def test_every_key_is_refused_while_the_site_has_the_api_off(alice):

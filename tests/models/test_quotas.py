@@ -3,7 +3,7 @@ the model is asked), refused with when they reset, warned of from 80 %."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.urls import reverse
@@ -22,6 +22,7 @@ from chat.models import (
 pytestmark = pytest.mark.django_db
 
 NOW = datetime(2026, 3, 14, 15, 9, tzinfo=UTC)
+DAY = timedelta(days=1)
 
 
 @pytest.fixture
@@ -118,13 +119,28 @@ def test_other_peoples_answers_do_not_count_for_a_user(alice, bob, profile):
 
 def test_a_team_quota_counts_every_members_answers(alice, bob, profile):
     team = Team.objects.create(name="GPU", team_answers=2)
-    team.members.add(alice, bob)
+    # On the team before NOW: a team counts its members' answers from when
+    # they joined (test_a_team_quota_counts_from_joining).
+    team.members.add(alice, bob, through_defaults={"joined_at": NOW - DAY})
     answered(conversation_of(alice, profile))
     quotas.check(bob, NOW)
     answered(conversation_of(bob, profile))
     for user in (alice, bob):
         with pytest.raises(quotas.QuotaReached, match="Your team GPU's quota"):
             quotas.check(user, NOW)
+
+
+def test_a_team_quota_counts_from_joining(alice, bob, profile):
+    team = Team.objects.create(name="GPU", team_answers=1)
+    team.members.add(alice, through_defaults={"joined_at": NOW - DAY})
+    hour = timedelta(hours=1)
+    team.members.add(bob, through_defaults={"joined_at": NOW - hour})
+    # The same day, before bob joined: not the team's.
+    answered(conversation_of(bob, profile), at=NOW - 2 * hour)
+    quotas.check(alice, NOW)
+    answered(conversation_of(bob, profile))
+    with pytest.raises(quotas.QuotaReached, match="Your team GPU's quota"):
+        quotas.check(alice, NOW)
 
 
 def test_a_team_member_limit_applies_to_each_member(alice, bob, profile):
@@ -232,6 +248,109 @@ def test_over_quota_there_is_no_next_model_to_preload(over_quota, profile):
     assert Conversation.next_model(over_quota.pk) is None
     SiteDefaults.objects.update(user_answers=0)
     assert Conversation.next_model(over_quota.pk) == profile
+
+
+# Reserved at admission, settled at the end: a running answer's tokens are not
+# known yet, so it holds what it may use (and asks the model for no more).
+
+
+def test_a_running_answer_holds_what_the_limit_leaves(alice, profile):
+    site_limits(user_output_tokens=1000)
+    answered(conversation_of(alice, profile), tokens=100, at=datetime.now(UTC))
+    turn = conversation_of(alice, profile).begin_turn("Hello")
+    assert turn.answer.reserved_tokens == 900
+    assert turn.options is not None and turn.options["num_predict"] == 900
+    [limit] = quotas.limits_for(alice)
+    assert (limit.used, limit.allowed) == (1000, 1000)
+    with pytest.raises(quotas.QuotaReached, match=r"\(1,000 of 1,000 output tokens\)"):
+        conversation_of(alice, profile).begin_turn("Meanwhile")
+
+
+def test_an_answer_asked_for_fewer_tokens_holds_only_those(alice, profile):
+    site_limits(user_output_tokens=1000)
+    profile.options = {"num_predict": 300}
+    profile.save()
+    for _ in range(3):
+        turn = conversation_of(alice, profile).begin_turn("Hello")
+        assert turn.answer.reserved_tokens == 300
+    last = conversation_of(alice, profile).begin_turn("The rest")
+    assert last.answer.reserved_tokens == 100
+    assert last.options is not None and last.options["num_predict"] == 100
+    with pytest.raises(quotas.QuotaReached):
+        conversation_of(alice, profile).begin_turn("One too many")
+
+
+def test_an_answer_holds_no_more_than_its_context_leaves(alice, profile):
+    """Under a large limit an answer does not hold it all: other answers of
+    the user (or their team) still begin beside it."""
+    site_limits(user_output_tokens=10**6)
+    turn = conversation_of(alice, profile).begin_turn("Hello")
+    prompt = turn.answer.prompt_tokens_estimate
+    assert prompt and turn.answer.reserved_tokens == profile.context_length - prompt
+    assert conversation_of(alice, profile).begin_turn("Beside it").answer.pk
+
+
+def test_the_tightest_limit_sets_the_reservation(alice, bob, profile):
+    site_limits(user_output_tokens=1000)
+    team = Team.objects.create(name="GPU", team_output_tokens=500)
+    Membership.objects.create(team=team, user=alice)
+    Membership.objects.create(team=team, user=bob)
+    answered(conversation_of(bob, profile), tokens=200, at=datetime.now(UTC))
+    turn = conversation_of(alice, profile).begin_turn("Hello")
+    assert turn.answer.reserved_tokens == 300
+    with pytest.raises(quotas.QuotaReached, match="team GPU"):
+        conversation_of(bob, profile).begin_turn("Hello")
+
+
+def test_without_a_token_limit_nothing_is_reserved(alice, profile):
+    site_limits(user_answers=5)
+    turn = conversation_of(alice, profile).begin_turn("Hello")
+    assert turn.answer.reserved_tokens == 0
+    assert turn.options is not None and "num_predict" not in turn.options
+
+
+@pytest.mark.parametrize(
+    ("end", "used"),
+    [
+        ({"status": Message.Status.DONE, "output_tokens": 120}, 120),
+        ({"status": Message.Status.STOPPED, "content": "x" * 40}, 10),
+        ({"status": Message.Status.ERROR, "content": "x" * 80}, 20),
+    ],
+    ids=["done", "stopped", "failed"],
+)
+def test_the_end_settles_at_what_the_answer_used(alice, profile, end, used):
+    site_limits(user_output_tokens=1000)
+    turn = conversation_of(alice, profile).begin_turn("Hello")
+    Message.objects.filter(pk=turn.answer.pk).update(content="x" * 8)
+    # While it runs: the reservation, however little it wrote.
+    assert quotas.limits_for(alice)[0].used == 1000
+    Message.objects.filter(pk=turn.answer.pk).update(**end)
+    assert quotas.limits_for(alice)[0].used == used
+    assert conversation_of(alice, profile).begin_turn("Next").answer.reserved_tokens
+
+
+def test_a_dead_process_answer_gives_its_reservation_back(alice, profile):
+    """The orphan sweep (`Runner.sweep_orphans`) marks the answer a dead
+    process left streaming interrupted: it counts what it wrote, no more."""
+    site_limits(user_output_tokens=1000)
+    turn = conversation_of(alice, profile).begin_turn("Hello")
+    Message.objects.filter(pk=turn.answer.pk).update(content="x" * 400)
+    assert quotas.limits_for(alice)[0].used == 1000
+    assert Message.objects.mark_orphans_interrupted(older_than=timedelta(0)) == 1
+    assert quotas.limits_for(alice)[0].used == 100
+
+
+def test_a_running_answer_that_wrote_more_than_it_held_counts_what_it_wrote(
+    alice, profile
+):
+    """A model server that ignores the limit it was given: counted as written."""
+    site_limits(user_output_tokens=1000)
+    profile.options = {"num_predict": 10}
+    profile.save()
+    turn = conversation_of(alice, profile).begin_turn("Hello")
+    assert turn.answer.reserved_tokens == 10
+    Message.objects.filter(pk=turn.answer.pk).update(content="x" * 400)
+    assert quotas.limits_for(alice)[0].used == 100
 
 
 # The quiet line near the composer.

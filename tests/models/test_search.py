@@ -26,6 +26,19 @@ def _conversation(owner: Any, title: str, *texts: str) -> Conversation:
     return conversation
 
 
+def _answer(conversation: Conversation, content: str, **fields: Any) -> None:
+    Message.objects.append_branch(
+        [
+            Message(
+                conversation=conversation,
+                role=Message.Role.ASSISTANT,
+                content=content,
+                **fields,
+            )
+        ]
+    )
+
+
 def _found(owner: Any, text: str, **options: Any) -> list[tuple[str, str]]:
     hits = finder.search(owner, finder.parse(text, **options))
     return [(hit.title, hit.text) for hit in hits]
@@ -115,16 +128,7 @@ def test_another_users_conversations_are_never_found(alice: Any, library: Any) -
 
 def test_thinking_is_searched_only_when_asked(alice: Any) -> None:
     conversation = _conversation(alice, "Plans", "plan a trip")
-    Message.objects.append_branch(
-        [
-            Message(
-                conversation=conversation,
-                role=Message.Role.ASSISTANT,
-                content="Go to Lisbon.",
-                thinking="They might like trams and 蛋挞",
-            )
-        ]
-    )
+    _answer(conversation, "Go to Lisbon.", thinking="They might like trams and 蛋挞")
     assert _found(alice, "trams") == []
     assert _found(alice, "蛋挞") == []
     assert _found(alice, "trams", thinking=True) == [
@@ -158,11 +162,14 @@ def test_replaced_versions_are_not_found(alice: Any) -> None:
 def test_a_message_edited_after_is_found_by_its_new_text(
     alice: Any, library: Any
 ) -> None:
-    answer = library["sea"].messages.get(role=Message.Role.ASSISTANT)
-    answer.content = "Squids have beaks."
-    answer.save()
+    for name, text in (("sea", "Squids have beaks."), ("chinese", "不是，鲨鱼是鱼。")):
+        answer = library[name].messages.get(role=Message.Role.ASSISTANT)
+        answer.content = text
+        answer.save()
     assert _found(alice, "octopuses") == []
     assert [t for t, _ in _found(alice, "squids")] == ["Sea life"]
+    assert _found(alice, "哺乳") == [("海洋", "鲸鱼是哺乳动物吗？")]
+    assert _found(alice, "鲨鱼") == [("海洋", "不是，鲨鱼是鱼。")]
 
 
 def test_a_deleted_conversation_leaves_nothing_behind(alice: Any, library: Any) -> None:
@@ -279,3 +286,127 @@ def test_the_index_is_kept_by_the_database(alice: Any) -> None:
             )
             names = {row[0] for row in cursor.fetchall()}
         assert {"chat_message_search", "chat_message_trigram"} <= names
+
+
+# Short CJK terms (one or two characters, below a trigram): on PostgreSQL the
+# index of CJK grams finds the candidates (chat/migrations/0022_short_cjk_search.py).
+
+RUN = "是的，鲸鱼是哺乳动物，用肺呼吸。"
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("鲸", True),  # a run's first character
+        ("吸", True),  # the text's last
+        ("乳", True),  # inside a run
+        ("鲸鱼", True),  # a pair from a run's start
+        ("哺乳", True),
+        ("乳动", True),  # a pair at an odd place in the run, across two words
+        ("鱼是", True),
+        ("呼吸", True),  # the text's last two
+        ("动肺", False),  # both there, not side by side
+        ("物用", False),  # on each side of a comma
+        ("鲲", False),
+        ("鲲鹏", False),
+    ],
+)
+def test_one_or_two_chinese_characters_inside_longer_runs(
+    alice: Any, bob: Any, text: str, found: bool
+) -> None:
+    _conversation(alice, "Run", RUN)
+    _conversation(alice, "Other", "鲨鱼呢？", "鲨鱼是鱼。")
+    _conversation(bob, "Bob's", RUN)
+    hits = _found(alice, text)
+    assert (("Run", RUN) in hits) == found
+    assert ("Bob's", RUN) not in hits
+
+
+def test_short_terms_at_a_boundary_with_latin_letters(alice: Any, library: Any) -> None:
+    question = ("GPU", "怎么用GPU加速推理？")
+    assert _found(alice, "用加") == []  # "GPU" between them: not side by side
+    assert _found(alice, "u加") == [question]  # a letter and a character
+    assert _found(alice, "用g") == [question]
+    assert _found(alice, "用x") == []
+    assert _found(alice, "加速") == [question]
+
+
+def test_short_chinese_terms_with_english_words(alice: Any, library: Any) -> None:
+    assert _found(alice, "gpu 加") == [("GPU", "怎么用GPU加速推理？")]
+    assert _found(alice, "cuda 显") == [("GPU", "把模型放进显存，然后用CUDA内核运行。")]
+    assert _found(alice, "cuda 加") == []  # each in another message
+    assert _found(alice, "鲸 哺乳 肺") == [("海洋", "是的，鲸鱼是哺乳动物，用肺呼吸。")]
+    assert _found(alice, "鲸 显存") == []
+
+
+def test_short_japanese_and_korean_terms(alice: Any) -> None:
+    _conversation(alice, "Kana", "クジラは哺乳類です", "고래는 포유류입니다")
+    assert [t for t, _ in _found(alice, "ジラ")] == ["Kana"]
+    assert [t for t, _ in _found(alice, "は")] == ["Kana"]
+    assert [t for t, _ in _found(alice, "고래")] == ["Kana"]
+    assert _found(alice, "래고") == []
+
+
+def test_a_streaming_answer_is_found_by_a_short_term(alice: Any) -> None:
+    conversation = _conversation(alice, "Live", "讲讲章鱼")
+    _answer(conversation, "章鱼有三颗心脏", status=Message.Status.STREAMING)
+    assert {text for _, text in _found(alice, "心脏")} == {"章鱼有三颗心脏"}
+    assert len(_found(alice, "章鱼")) == 2
+    # Once it ends, it is found the same.
+    Message.objects.filter(status=Message.Status.STREAMING).update(
+        status=Message.Status.DONE, content="章鱼有三颗心脏和蓝色的血"
+    )
+    assert {text for _, text in _found(alice, "蓝色")} == {"章鱼有三颗心脏和蓝色的血"}
+    assert _found(alice, "心脏")[0][1] == "章鱼有三颗心脏和蓝色的血"
+
+
+def _postgres_only() -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's index (the PostgreSQL run has this test)")
+
+
+def test_every_short_term_of_a_text_has_its_grams_in_the_index(alice: Any) -> None:
+    """The index's function and the query's grams agree: for every one or two
+    characters of a text, the text's grams hold the query's, so the index
+    never hides a message that has the term."""
+    _postgres_only()
+    text = "用GPU加速,鲸鱼是哺乳动物 クジラ 고래는。ａ中ｂ人々x"
+    terms = {text[i : i + n].lower() for n in (1, 2) for i in range(len(text))}
+    queries = [finder.parse(term) for term in sorted(terms)]
+    wanted = [finder.short_grams(q) for q in queries if finder.short_grams(q)]
+    assert ["鲸鱼"] in wanted and ["用"] in wanted
+    with connection.cursor() as cursor:
+        for grams in wanted:
+            cursor.execute("SELECT chat_cjk_grams(%s) @> %s::text[]", [text, grams])
+            assert cursor.fetchone() == (True,), grams
+        cursor.execute("SELECT chat_cjk_grams(%s) @> %s::text[]", [text, ["用加"]])
+        assert cursor.fetchone() == (False,)
+
+
+@pytest.mark.parametrize("text", ["鲸", "鲸鱼", "鲸鱼 模型"])
+def test_a_short_chinese_term_is_read_from_the_grams_index(
+    alice: Any, library: Any, text: str
+) -> None:
+    _postgres_only()
+    # Enough of the owner's messages without the term for the statistics to
+    # tell that it is rare, and an English word in all of them (so "gpu" is
+    # no help); bench/short_cjk.py has the real sizes.
+    conversations = Conversation.objects.bulk_create(
+        [Conversation(owner=alice, title=f"c{n}") for n in range(100)]
+    )
+    Message.objects.bulk_create(
+        [
+            Message(conversation=c, role="user", content=f"GPU 模型的回答 {n}")
+            for c in conversations
+            for n in range(20)
+        ]
+    )
+    sql, params = finder._postgres_sql(alice.pk, finder.parse(text), 20)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE chat_message")
+        cursor.execute("ANALYZE chat_conversation")
+        # Still a small table: a sequential scan would win.
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN " + sql, params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "chat_message_cjk_grams" in plan, plan

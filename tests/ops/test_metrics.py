@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.testing import WebsocketCommunicator
 from django.core.exceptions import ImproperlyConfigured
 from django.test import AsyncClient
 from prometheus_client.parser import text_string_to_metric_families
@@ -14,7 +13,7 @@ from chat.models import Conversation, Message, Ticket
 from chat.ops.metrics import REGISTRY, observe_answer, queue_length
 from chatsite.asgi import application
 from chatsite.env import env_token
-from tests.communicators import ORIGIN
+from tests.communicators import ORIGIN, WebsocketCommunicator
 
 TOKEN = "metrics-token-0123456789"
 MODEL = "qwen3-demo:8b"

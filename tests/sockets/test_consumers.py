@@ -6,13 +6,20 @@ import threading
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.testing import WebsocketCommunicator
 from django.test import AsyncClient
 from django.urls import reverse
 
 from chat.models import Conversation, Message, ModelProfile
 from chatsite.asgi import application
-from tests.communicators import ORIGIN, answer_of, connect, frames_until, send, text_of
+from tests.communicators import (
+    ORIGIN,
+    WebsocketCommunicator,
+    answer_of,
+    connect,
+    frames_until,
+    send,
+    text_of,
+)
 from tests.waiting import DEADLINE, idle, settled
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -16,14 +16,13 @@ import os
 from typing import Any
 
 import pytest
-from channels.testing import WebsocketCommunicator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chat.live.runner import runner
 from chat.models import Conversation, Message
 from chatsite.asgi import application
-from tests.communicators import ORIGIN, connect, frames_until
+from tests.communicators import ORIGIN, WebsocketCommunicator, connect, frames_until
 from tests.waiting import generations_ended, until
 
 pytestmark = pytest.mark.django_db(transaction=True)

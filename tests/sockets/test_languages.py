@@ -5,10 +5,9 @@ browser's Accept-Language, else English; the answers its turns render too."""
 from __future__ import annotations
 
 import pytest
-from channels.testing import WebsocketCommunicator
 
 from chatsite.asgi import application
-from tests.communicators import ORIGIN, frames_until, send
+from tests.communicators import ORIGIN, WebsocketCommunicator, frames_until, send
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,10 +7,10 @@ import asyncio
 import json
 
 import pytest
-from channels.testing import WebsocketCommunicator
 
 from chat.models import Conversation
 from chatsite.asgi import application
+from tests.communicators import WebsocketCommunicator
 
 # Channels' consumers close stale database connections between events.
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -10,7 +10,6 @@ import json
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.test import Client
@@ -19,7 +18,7 @@ from websockets.exceptions import ConnectionClosed
 
 from chat.models import Message, ShareLink
 from chatsite.asgi import application
-from tests.communicators import ORIGIN
+from tests.communicators import ORIGIN, WebsocketCommunicator
 from tests.threads import in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,7 +9,6 @@ from datetime import timedelta
 import pytest
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
-from channels.testing import WebsocketCommunicator
 from django.test import AsyncClient
 from django.urls import reverse
 from django.utils import timezone
@@ -18,7 +17,14 @@ from chat.live.events import conversation_group
 from chat.live.fanout import COALESCE_SECONDS
 from chat.models import Conversation, Message, ShareLink, SiteDefaults
 from chat.sockets.close_codes import CLOSE_GONE, CLOSE_NOT_FOUND, CLOSE_SIGNED_OUT
-from tests.communicators import connect, frames_until, open_viewer, send, text_of
+from tests.communicators import (
+    WebsocketCommunicator,
+    connect,
+    frames_until,
+    open_viewer,
+    send,
+    text_of,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.testing import WebsocketCommunicator
 
 from chatsite.asgi import application
+from tests.communicators import WebsocketCommunicator
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,6 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from chat.models import (
+    ApiKey,
     AuditEvent,
     Conversation,
     ExternalAccount,
@@ -226,6 +227,20 @@ def test_changing_the_password_signs_out_the_other_sessions(alice, alice_client)
     assert _change(alice_client, PASSWORDS["alice"]).status_code == 302
     assert elsewhere.get(reverse("account")).status_code == 302
     assert alice_client.get(reverse("account")).status_code == 200
+
+
+def test_changing_the_password_revokes_the_api_keys_and_says_so(alice, alice_client):
+    _, key = ApiKey.issue(alice, "laptop")
+    ApiKey.issue(alice, "ci")
+    page = _text(alice_client.get(reverse("change_password")))
+    assert "A new password revokes your 2 API keys" in page
+    assert _change(alice_client, PASSWORDS["alice"]).status_code == 302
+    page = _text(alice_client.get(reverse("account")))
+    assert "Your 2 API keys were revoked with your old password" in page
+    with pytest.raises(ApiKey.Refused, match="revoked"):
+        ApiKey.authenticate(key)
+    # Nothing more to revoke, nothing more said.
+    assert "revokes your" not in _text(alice_client.get(reverse("change_password")))
 
 
 @pytest.mark.parametrize(

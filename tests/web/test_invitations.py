@@ -276,6 +276,9 @@ def test_a_bad_password_is_refused(client, invite, password1, password2, error):
     [
         ("alice", "carol@example.org", "A user with that username already exists"),
         ("ALICE", "carol@example.org", "A user with that username already exists"),
+        ("aliсe", "carol@example.org", "looks like the existing account “alice”"),
+        ("a1ice", "carol@example.org", "looks like the existing account “alice”"),
+        ("pаypal", "carol@example.org", "mixes scripts"),
         ("bad name!", "carol@example.org", "Enter a valid username"),
         ("", "carol@example.org", "This field is required"),
         ("carol", "", "This field is required"),

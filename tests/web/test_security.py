@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 import websockets
-from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
@@ -28,7 +27,7 @@ from chat.models import Conversation, Message
 from chat.sockets.close_codes import CLOSE_RATE_LIMITED
 from chat.sockets.routing import websocket_urlpatterns
 from chatsite.asgi import application
-from tests.communicators import ORIGIN, connect, frames_until
+from tests.communicators import ORIGIN, WebsocketCommunicator, connect, frames_until
 from tests.conftest import PASSWORDS
 from tests.daphnes import frames_until as process_frames_until
 from tests.threads import in_thread

@@ -10,7 +10,14 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from chat.models import AuditEvent, Conversation, Invitation, Membership, Team
+from chat.models import (
+    AuditEvent,
+    Conversation,
+    Invitation,
+    Membership,
+    Team,
+    quotas,
+)
 from tests.conftest import PASSWORDS
 
 pytestmark = pytest.mark.django_db
@@ -120,7 +127,7 @@ def test_staff_manage_any_team_without_being_on_it(admin_user, team, carol):
     client = client_of(admin_user)
     assert client.get(url("team_manage", team)).status_code == 200
     client.post(url("team_add_member", team), {"username": "carol"})
-    assert team.members.filter(pk=carol.pk).exists()
+    assert Invitation.objects.get(invitee=carol).created_by == admin_user
 
 
 def test_an_admin_of_another_team_gets_404(django_user_model, team):
@@ -155,16 +162,79 @@ def test_a_membership_of_another_team_is_404(admin_of_team, team, bob):
 # --- Adding ---
 
 
-def test_adding_a_member_by_username_is_audited(admin_of_team, alice, team, carol):
+def test_adding_a_member_by_username_invites_them(admin_of_team, alice, team, carol):
+    """Nobody is put on a team, where its admins see their usage, without
+    saying yes: the admin's form makes an invitation, audited."""
     response = admin_of_team.post(url("team_add_member", team), {"username": " carol "})
     assert response.status_code == 302 and response.url == url("team_manage", team)
-    added = membership(team, carol)
-    assert (added.role, added.synced) == (Membership.Role.MEMBER, False)
-    [event] = events(Kind.MEMBERSHIP_CHANGED)
+    assert not team.members.filter(pk=carol.pk).exists()
+    invitation = Invitation.objects.get(invitee=carol)
+    assert (invitation.team, invitation.created_by) == (team, alice)
+    assert not events(Kind.MEMBERSHIP_CHANGED)
+    [event] = events(Kind.INVITATION_CREATED)
     assert (event.actor, event.subject, event.address) == (alice, carol, ADDRESS)
-    assert event.detail["team"] == "Research" and event.detail["joined"] is True
+    assert event.detail["team"] == "Research"
     page = admin_of_team.get(response.url).content.decode()
-    assert "carol is on the team." in page
+    assert "carol is invited: they join when they accept on their team page." in page
+    assert "Invited, not answered yet: carol" in page
+
+
+def test_the_invited_person_joins_by_accepting(admin_of_team, alice, team, carol):
+    admin_of_team.post(url("team_add_member", team), {"username": "carol"})
+    invitation = Invitation.objects.get(invitee=carol)
+    carols = client_of(carol)
+    page = carols.get(reverse("team_home")).content.decode()
+    assert "alice invites you to the team Research." in page
+    assert "see how many answers and output tokens you use" in page
+    answer_url = reverse("team_answer_invitation", args=[invitation.pk])
+    # Nobody else can answer it: not even the admin who made it.
+    assert admin_of_team.post(answer_url, {"answer": "join"}).status_code == 404
+    response = carols.post(answer_url, {"answer": "join"}, REMOTE_ADDR=ADDRESS)
+    assert response.status_code == 302 and response.url == reverse("team_home")
+    joined = membership(team, carol)
+    assert (joined.role, joined.synced) == (Membership.Role.MEMBER, False)
+    [event] = events(Kind.MEMBERSHIP_CHANGED)
+    assert (event.actor, event.subject) == (carol, carol)
+    assert event.detail["joined"] is True and event.detail["invited_by"] == "alice"
+    page = carols.get(reverse("team_home")).content.decode()
+    assert "You are on Research." in page and "invites you" not in page
+    # Spent: a second answer (another tab) is a 404, and changes nothing.
+    assert carols.post(answer_url, {"answer": "decline"}).status_code == 404
+    assert team.members.filter(pk=carol.pk).exists()
+
+
+def test_the_invited_person_may_decline(admin_of_team, team, carol):
+    admin_of_team.post(url("team_add_member", team), {"username": "carol"})
+    invitation = Invitation.objects.get(invitee=carol)
+    carols = client_of(carol)
+    answer_url = reverse("team_answer_invitation", args=[invitation.pk])
+    assert carols.post(answer_url, {"answer": "decline"}).status_code == 302
+    assert not team.members.filter(pk=carol.pk).exists()
+    assert (
+        "You declined to join Research."
+        in carols.get(reverse("team_home")).content.decode()
+    )
+    # Asked again later: a new invitation.
+    response = admin_of_team.post(url("team_add_member", team), {"username": "carol"})
+    assert response.status_code == 302
+
+
+def test_an_account_invitation_has_no_link_that_signs_up(admin_of_team, team, carol):
+    admin_of_team.post(url("team_add_member", team), {"username": "carol"})
+    invitation = Invitation.objects.get(invitee=carol)
+    assert Invitation.objects.by_token("anything") is None
+    assert not Invitation.objects.filter(invitee=None).exists()
+    assert invitation.used_at is None
+
+
+def test_inviting_twice_is_refused_until_answered(admin_of_team, team, carol):
+    admin_of_team.post(url("team_add_member", team), {"username": "carol"})
+    response = admin_of_team.post(url("team_add_member", team), {"username": "carol"})
+    assert response.status_code == 400
+    assert "“carol” is invited already and has not answered yet." in (
+        response.content.decode()
+    )
+    assert Invitation.objects.filter(invitee=carol).count() == 1
 
 
 @pytest.mark.parametrize(
@@ -183,6 +253,7 @@ def test_adding_is_refused_with_a_clear_message(admin_of_team, team, username, e
     assert error in response.content.decode()
     assert team.memberships.count() == 2
     assert not events(Kind.MEMBERSHIP_CHANGED)
+    assert not Invitation.objects.exists()
 
 
 def test_adding_a_switched_off_account_is_refused(admin_of_team, team, carol):
@@ -191,13 +262,13 @@ def test_adding_a_switched_off_account_is_refused(admin_of_team, team, carol):
     response = admin_of_team.post(url("team_add_member", team), {"username": "carol"})
     assert response.status_code == 400
     assert "The account “carol” is switched off." in response.content.decode()
-    assert not team.members.filter(pk=carol.pk).exists()
+    assert not Invitation.objects.exists()
 
 
 def test_usernames_are_matched_exactly(admin_of_team, team, carol):
     response = admin_of_team.post(url("team_add_member", team), {"username": "Carol"})
     assert response.status_code == 400
-    assert not team.members.filter(pk=carol.pk).exists()
+    assert not Invitation.objects.exists()
 
 
 # --- Removing ---
@@ -406,6 +477,34 @@ def test_usage_this_period_per_member_and_for_the_team(
     assert "<td>2</td>" in bob_row and "<td>32 <span" in bob_row
     assert "of 500" in bob_row
     assert not re.search(r"\b999\b", html)  # as a number: not in a CSRF token
+
+
+def test_a_member_s_usage_counts_from_when_they_joined(
+    admin_of_team, team, demo_profile, carol
+):
+    """What someone asked before joining (for another team, or alone) is not
+    the team's: its admins see only what came after, and its quota counts
+    the same."""
+    team.team_answers = 10
+    team.save()
+    carols = Conversation.objects.create(owner=carol, model_profile=demo_profile)
+    answer(carols, 999)  # before joining
+    admin_of_team.post(url("team_add_member", team), {"username": "carol"})
+    invitation = Invitation.objects.get(invitee=carol)
+    assert invitation.answer(carol, join=True)
+    answer(carols, 40)
+    html = admin_of_team.get(url("team_manage", team)).content.decode()
+    rows = html.split("<tbody>")[1].split("</tbody>")[0].split("<tr>")[1:]
+    [carol_row] = [row for row in rows if "carol" in row]
+    assert "<td>1</td>" in carol_row and "<td>40" in carol_row
+    assert "<strong>1</strong> answer of 10" in html
+    assert not re.search(r"\b999\b", html) and not re.search(r"\b1039\b", html)
+    [limit] = [
+        limit
+        for limit in quotas.limits_for(carol)
+        if limit.scope == "team Research" and limit.kind == quotas.ANSWERS
+    ]
+    assert limit.used == 1
 
 
 def test_usage_without_limits_says_so(admin_of_team, team):

@@ -21,6 +21,7 @@ from chat import work
 from tests.daphnes import ROOT
 from tests.waiting import until, until_sync
 from tests.work import tasks
+from tests.work.watching import gone
 
 QUICK = work.Budget(seconds=30, memory_bytes=256 * 1024 * 1024)
 
@@ -30,14 +31,6 @@ def pool() -> Iterator[work.Pool]:
     made = work.Pool(processes=2, per_owner=1)
     yield made
     made.close()
-
-
-def gone(pid: int) -> bool:
-    """No such process any more (a zombie not yet reaped counts as gone)."""
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
 
 
 def started_pid(path: Path) -> int:
@@ -101,6 +94,20 @@ async def test_a_cancelled_await_kills_the_process(tmp_path: Path) -> None:
     await until(lambda: gone(pid), "the abandoned worker is killed")
 
 
+async def test_a_cancelled_task_inside_c_code_is_killed_at_once(
+    pool: work.Pool, tmp_path: Path
+) -> None:
+    # pebble's own kill is a SIGTERM its worker handles in Python, then a
+    # SIGKILL 3 s later: the pool's is at once.
+    started = tmp_path / "started"
+    running = pool.submit(tasks.hash_for_ages, (str(started),), "c", QUICK)
+    pid = started_pid(started)
+    assert await until(lambda: pool.pids("c"), "the pool knows its worker") == [pid]
+    running.cancel()
+    await until(lambda: gone(pid), "the worker is killed", timeout=2)
+    assert await asyncio.wrap_future(pool.submit(tasks.pid, (), "c", QUICK))
+
+
 async def test_an_owners_queue_does_not_hold_up_another_owner(
     pool: work.Pool, tmp_path: Path
 ) -> None:
@@ -113,7 +120,8 @@ async def test_an_owners_queue_does_not_hold_up_another_owner(
     try:
         await asyncio.wait_for(asyncio.wrap_future(quick), 60)
         assert not any(future.done() for future in slow)
-        assert (tmp_path / "a0").exists()
+        # Handed over before B's, but its process may start after B's ended.
+        await until(lambda: (tmp_path / "a0").exists(), "A's first task started")
         assert not (tmp_path / "a1").exists()  # A's share: one at a time
     finally:
         release.touch()
