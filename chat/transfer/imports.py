@@ -49,10 +49,14 @@ from chat.transfer.incoming import (
     Summary,
 )
 
-# A batch: a transaction of its own, its rows in a few bulk queries. Small,
-# so that it holds SQLite's write lock for tens of milliseconds at most.
-BATCH = 50
-BATCH_MESSAGES = 1000
+# A batch: a transaction of its own, its rows in a few bulk queries. Small:
+# each of another user's database calls may wait for one batch (they share
+# the process's database thread, and SQLite's one write lock). On a loaded
+# 2-core machine 50 conversations of ten messages took 210 ms a batch, and a
+# question asked meanwhile up to 4 s; 10 take 50 ms, the question up to 1.3 s
+# and the whole import no longer (tests/transfer/test_sqlite_import.py).
+BATCH = 10
+BATCH_MESSAGES = 200
 _ROWS = 1000
 _DELETE = 200
 

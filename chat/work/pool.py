@@ -31,7 +31,12 @@ import signal
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from concurrent.futures import CancelledError, Future, InvalidStateError
+from concurrent.futures import (
+    CancelledError,
+    Future,
+    InvalidStateError,
+    ThreadPoolExecutor,
+)
 from dataclasses import dataclass, field
 from multiprocessing import forkserver
 from multiprocessing.connection import Connection
@@ -86,6 +91,14 @@ class Pool:
         # Where workers report which task they run (`chat.work.child.listen`).
         self._reports: Connection | None = None
         self._closed = False
+        # Tasks are handed to pebble from a thread of the pool's own, never
+        # the submitter's: the first hand-over starts the fork server and the
+        # worker processes, and waits for them (the preload imports Django:
+        # 3.2 s on a loaded 2-core machine), and so does any hand-over while
+        # that is under way (`chat.work.warm`'s, at the site's start) or after
+        # a broken pool is made again. From `run` that held the event loop
+        # and every socket on it (issue 40, finding 8).
+        self._starter = ThreadPoolExecutor(1, thread_name_prefix="work-start")
 
     def submit(
         self, func: Callable[..., T], args: tuple[Any, ...], owner: str, budget: Budget
@@ -111,6 +124,7 @@ class Pool:
             workers, self._workers = self._workers, None
         for task in waiting:
             task.result.cancel()
+        self._starter.shutdown()  # what it still hands over is cancelled
         if workers is not None:
             workers.stop()  # type: ignore[no-untyped-call]  # (pebble: untyped)
             workers.join()
@@ -124,7 +138,7 @@ class Pool:
                 self._started[task.token] = task
                 started.append(task)
         for task in started:
-            self._start(task)
+            self._starter.submit(self._start, task)
 
     def _next(self) -> _Task | None:
         """The next owner's oldest task, among owners under their share; that

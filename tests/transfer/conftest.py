@@ -1,6 +1,6 @@
 """Fixtures of the transfer tests: a conversation with everything an export
 must keep (versions on two branches, thinking, figures, settings, a folder, a
-pin, a settings notice), and a way to read a ZIP response."""
+pin, a settings notice), a way to read a ZIP response, and a large export."""
 
 from __future__ import annotations
 
@@ -72,3 +72,26 @@ def zip_document(content: bytes) -> tuple[dict[str, Any], dict[str, str]]:
             if name.endswith(".md")
         }
     return document, markdown
+
+
+def open_webui_chats(chats: int) -> bytes:
+    """An Open WebUI export of `chats` chats of ten messages."""
+    items = []
+    for n in range(chats):
+        tree: dict[str, dict[str, object]] = {}
+        parent = None
+        for m in range(10):
+            node = f"{n}-{m}"
+            tree[node] = {
+                "id": node,
+                "parentId": parent,
+                "role": "user" if m % 2 == 0 else "assistant",
+                "content": f"message {m} of chat {n} " * 20,
+                "timestamp": 1_700_000_000 + m,
+            }
+            parent = node
+        history = {"currentId": parent, "messages": tree}
+        items.append(
+            {"id": f"c{n}", "title": f"Chat {n}", "chat": {"history": history}}
+        )
+    return json.dumps(items).encode()

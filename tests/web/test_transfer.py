@@ -15,10 +15,11 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from chat.models import AuditEvent, Conversation
+from chat.models import AuditEvent, Conversation, Message
 from chat.transfer.export import document_pieces, zip_stream
+from tests.refusals import refused
 from tests.transfer import conftest as transfer_fixtures
-from tests.transfer.conftest import SAMPLES, zip_document
+from tests.transfer.conftest import SAMPLES, open_webui_chats, zip_document
 
 pytestmark = pytest.mark.django_db
 
@@ -206,6 +207,22 @@ def test_without_the_script_the_result_is_a_notice_on_the_user_page(alice_client
         "Imported from Open WebUI: 7 conversations, 20 messages."
         in response.content.decode()
     )
+
+
+def test_a_database_error_mid_import_removes_what_was_stored(alice_client, alice):
+    """The 25th of 30 conversations holds a message the database refuses (a
+    real trigger): the two batches stored before it are removed."""
+    chats = json.loads(open_webui_chats(30))
+    chats[24]["chat"]["history"]["messages"]["24-3"]["content"] = "refused"
+    with refused("refuse_import", "INSERT", "chat_message", "content", "refused"):
+        response = upload(alice_client, json.dumps(chats).encode())
+    assert response.status_code == 422
+    assert (
+        "The file holds a value this site cannot store; nothing was imported."
+        in response.content.decode()
+    )
+    assert not Conversation.objects.filter(owner=alice).exists()
+    assert not Message.objects.exists()
 
 
 def test_an_upload_over_the_limit_is_stopped_while_it_is_received(

@@ -5,8 +5,11 @@ does not hold up another's task."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +19,7 @@ import pytest
 from django.utils import translation
 
 from chat import work
+from tests.daphnes import ROOT
 from tests.waiting import until, until_sync
 from tests.work import tasks
 from tests.work.watching import gone
@@ -117,7 +121,8 @@ async def test_an_owners_queue_does_not_hold_up_another_owner(
     try:
         await asyncio.wait_for(asyncio.wrap_future(quick), 60)
         assert not any(future.done() for future in slow)
-        assert (tmp_path / "a0").exists()
+        # Handed over before B's, but its process may start after B's ended.
+        await until(lambda: (tmp_path / "a0").exists(), "A's first task started")
         assert not (tmp_path / "a1").exists()  # A's share: one at a time
     finally:
         release.touch()
@@ -191,3 +196,36 @@ def test_a_process_forked_after_the_pool_started_runs_tasks_in_its_own(
     os.waitpid(child, 0)
     assert found.read_text().isdigit(), found.read_text()
     assert int(found.read_text()) not in (os.getpid(), child)
+
+
+# In a process of its own: the fork server is one per process, and this one's
+# is up already.
+FIRST_SUBMIT = """
+import json, os, psutil
+from chat import work
+from tests.work import tasks
+pool = work.Pool(processes=2, per_owner=1)
+budget = work.Budget(seconds=60, memory_bytes=256 * 1024 * 1024)
+done = pool.submit(tasks.pid, (), "a", budget)
+me = psutil.Process()
+workers = [p for p in me.children(recursive=True) if p.ppid() != me.pid]
+print(json.dumps({"workers": len(workers), "ran_in": done.result(), "me": me.pid}))
+pool.close()
+"""
+
+
+def test_the_first_submit_does_not_wait_for_the_worker_processes() -> None:
+    """Starting them (the fork server's preload first) takes seconds: from
+    `work.run` on the event loop, that held every socket of the process."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()\n" + FIRST_SUBMIT],
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "chatsite.settings"},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["workers"] == 0  # submit returned before any was forked
+    assert found["ran_in"] != found["me"]
