@@ -419,5 +419,9 @@ async def test_a_killed_owner_is_interrupted_by_the_other_process(
     assert kept is not None
     status, content = kept
     assert answer.stored() == ("interrupted", content)
-    assert content and text_of(answer.theirs, "content").startswith(content)
+    # The checkpoint and what the other process's viewer was relayed agree as
+    # far as both go: the owner died between a checkpoint and the relay of its
+    # last tokens to the other process, or the other way round.
+    seen = text_of(answer.theirs, "content")
+    assert content and (seen.startswith(content) or content.startswith(seen))
     assert answer.theirs[-1]["message"]["content"] == content
