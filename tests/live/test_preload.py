@@ -82,8 +82,13 @@ async def test_preload_is_asked_of_the_server_once_a_minute(
     communicator = await connect(alice, conversation)
     for _ in range(3):
         await preload(communicator)
-    await frames_until(communicator, "model")
-    await communicator.receive_nothing(timeout=0.3)
+    states: list[str] = []
+    while "ready" not in states:
+        frame = await communicator.receive_json_from(timeout=10)
+        if frame["type"] == "model":
+            states.append(frame["state"])
+    assert states == ["loading", "ready"]
+    assert await communicator.receive_nothing(timeout=0.3)  # the others: ignored
     await communicator.disconnect()
     assert len(simulator.loads) == 1
 
@@ -134,7 +139,7 @@ async def test_preload_of_an_openai_compatible_model_asks_nothing(alice, convers
     await profile.asave()
     communicator = await connect(alice, conversation)
     await preload(communicator)
-    await communicator.receive_nothing(timeout=0.3)
+    assert await communicator.receive_nothing(timeout=0.3)
     await communicator.disconnect()
 
 
@@ -143,7 +148,7 @@ async def test_preload_without_a_model_set_up_is_ignored(
 ):
     communicator = await connect(alice, db_conversation_without_model)
     await preload(communicator)
-    await communicator.receive_nothing(timeout=0.3)
+    assert await communicator.receive_nothing(timeout=0.3)
     await communicator.disconnect()
 
 
@@ -170,7 +175,7 @@ async def test_preload_of_a_deleted_conversation_is_ignored(alice, conversation)
     communicator = await connect(alice, conversation)
     await conversation.adelete()
     await preload(communicator)
-    await communicator.receive_nothing(timeout=0.3)
+    assert await communicator.receive_nothing(timeout=0.3)
     await communicator.disconnect()
 
 
