@@ -95,6 +95,7 @@ def test_two_teammates_share_a_conversation_and_one_continues_it(
     conversation.messages.create(role="assistant", content="Start with **Raft**.")
     login(page, alice)
     page.goto(live_server_url + conversation.get_absolute_url())
+    expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
     page.click("#share-button")
     team_box = page.locator("#share-dialog").get_by_label("Research can read it")
     with page.expect_response(lambda r: r.url.endswith("/share/team/")) as saved:
@@ -179,6 +180,9 @@ def test_a_reopened_share_dialog_offers_no_stale_buttons_until_it_is_fresh(
     conversation = Conversation.objects.create(owner=alice, model_profile=demo_profile)
     login(page, alice)
     page.goto(live_server_url + conversation.get_absolute_url())
+    # The page's modules are running (a click before share.js listens opens
+    # nothing: failed once beside two CPU burners).
+    expect(page.locator("#chat")).to_have_attribute("data-connected", "1")
     dialog = page.locator("#share-dialog")
     page.click("#share-button")
     dialog.locator("button:has-text('Create link')").click()
