@@ -87,8 +87,9 @@ async def test_preload_is_asked_of_the_server_once_a_minute(
         frame = await communicator.receive_json_from(timeout=10)
         if frame["type"] == "model":
             states.append(frame["state"])
-    assert states == ["loading", "ready"]
-    assert await communicator.receive_nothing(timeout=0.3)  # the others: ignored
+    # The others joined that load (a "loading" each, if they came while it
+    # ran) or found it done: the server was asked once.
+    assert set(states[:-1]) == {"loading"}
     await communicator.disconnect()
     assert len(simulator.loads) == 1
 
