@@ -370,16 +370,11 @@ def test_a_streaming_answer_is_found_by_a_short_term(alice: Any) -> None:
     assert _found(alice, "心脏")[0][1] == "章鱼有三颗心脏和蓝色的血"
 
 
-def _postgres_only() -> None:
-    if connection.vendor != "postgresql":
-        pytest.skip("PostgreSQL's index (the PostgreSQL run has this test)")
-
-
+@pytest.mark.postgres
 def test_every_short_term_of_a_text_has_its_grams_in_the_index(alice: Any) -> None:
     """The index's function and the query's grams agree: for every one or two
     characters of a text, the text's grams hold the query's, so the index
     never hides a message that has the term."""
-    _postgres_only()
     text = "用GPU加速,鲸鱼是哺乳动物 クジラ 고래는。ａ中ｂ人々x"
     terms = {text[i : i + n].lower() for n in (1, 2) for i in range(len(text))}
     queries = [finder.parse(term) for term in sorted(terms)]
@@ -394,10 +389,10 @@ def test_every_short_term_of_a_text_has_its_grams_in_the_index(alice: Any) -> No
 
 
 @pytest.mark.parametrize("text", ["鲸", "鲸鱼", "鲸鱼 模型"])
+@pytest.mark.postgres
 def test_a_short_chinese_term_is_read_from_the_grams_index(
     alice: Any, library: Any, text: str
 ) -> None:
-    _postgres_only()
     # Enough of the owner's messages without the term for the statistics to
     # tell that it is rare, and an English word in all of them (so "gpu" is
     # no help); bench/short_cjk.py has the real sizes.
