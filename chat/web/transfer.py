@@ -137,12 +137,13 @@ async def import_conversations(request: HttpRequest) -> HttpResponse:
     """The import of an uploaded export. A body over the limit never gets
     here: the server refuses it before it is read (`chat.web.request_bodies`).
 
-    Async, and nothing of it in the one thread that runs every sync view and
-    database call of the process (the sockets' too): the form is read and
-    the file read in a worker process (`chat.transfer.imports`), and stored a
-    batch per transaction, each a call of its own in that thread so others'
-    go between. When the requester goes away, the import stops after its
-    current batch and removes what it stored."""
+    Async: the form is read in a worker thread of its own and the file in a
+    worker process under a budget (`chat.transfer.imports`, `chat.work`);
+    only the storing uses the one thread that runs every sync view and
+    database call of the process (the sockets' too), a batch per transaction
+    and a call each, so others' calls go between. When the requester goes
+    away, the import stops after its current batch and removes what it
+    stored."""
     user = await request.auser()
     handler = LimitedUpload(request)
     request.upload_handlers = [handler]
