@@ -303,7 +303,11 @@ async def streaming_answer(
             if daphne.running:
                 assert daphne.process is not None
                 daphne.process.send_signal(signal.SIGCONT)
-            daphne.stop()
+        # Stopped from threads: the owner's way to the database (`owners_path`)
+        # is served by this loop, and a process ending still talks to it.
+        await asyncio.gather(
+            *(asyncio.to_thread(d.stop) for d in (owner_daphne, viewer_daphne))
+        )
         if owners_path is not None:
             await owners_path.close()
 
