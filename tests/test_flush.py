@@ -10,14 +10,14 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import connection
 from django.db.models.signals import post_migrate
 
-from tests import flushing
+from tests.support import flushing
 
 KEPT: dict[str, int] = {}
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_transactional_test_leaves_rows_behind(alice, conversation):
-    # Runs first (one module goes to one worker whole: tests/scheduling.py).
+    # Runs first (one module goes to one worker whole: tests/support/scheduling.py).
     KEPT["content_types"] = ContentType.objects.count()
     KEPT["permissions"] = Permission.objects.count()
     assert KEPT["content_types"] > 0 and KEPT["permissions"] > 0

@@ -281,9 +281,9 @@ def test_the_graph_sees_every_kind_of_import(chat_graph: Graph) -> None:
 
 
 def test_test_modules_import_helpers_not_other_test_modules() -> None:
-    """Shared helpers live in helper modules (tests/communicators.py, tests/daphnes.py,
-    ...): importing a test module runs its module-level code and hides which
-    helpers are shared."""
+    """Shared helpers live in helper modules (tests/support/, and a package's
+    own beside its tests): importing a test module runs its module-level code
+    and hides which helpers are shared."""
     graph = import_graph(ROOT / "tests")
     problems = [
         f"{importer} imports the test module {imported}"

@@ -97,8 +97,8 @@ def serving(process: subprocess.Popen, count: int) -> set[int] | None:
 
 @pytest.mark.django_db(transaction=True)
 def test_several_processes_share_one_port_and_a_dead_one_is_replaced():
-    from tests.daphnes import daphne_env
-    from tests.waiting import until_sync
+    from tests.support.daphnes import daphne_env
+    from tests.support.waiting import until_sync
 
     port = free_port()
     env = {**daphne_env(), "OLLAMA_BASE_URL": "http://127.0.0.1:9"}

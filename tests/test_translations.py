@@ -1,6 +1,6 @@
 """The interface is whole in every language: each string the code marks has a
 finished Simplified Chinese translation, and no text is left unmarked in the
-templates, the JavaScript modules and the Python code (tests/i18n_lint.py)."""
+templates, the JavaScript modules and the Python code (tests/support/i18n_lint.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.test import override_settings
 
-from tests.i18n_lint import (
+from tests.support.i18n_lint import (
     js_literals,
     reads_as_prose,
     unmarked_in_js,

@@ -19,12 +19,12 @@ import openai
 import pytest
 
 from chat.models import ApiKey, Membership, Message, ModelProfile, Team
-from tests.waiting import until_sync
+from tests.support.waiting import until_sync
 
 # Bounds for a busy 2-core machine, not budgets: a passing test never waits them.
 CLIENT_TIMEOUT = 30.0
-# The demo profile's tag (`tests.fixtures.demo_profile`), a thinking model of the
-# simulator, and a question for it.
+# The demo profile's tag (`tests.support.fixtures.demo_profile`), a thinking
+# model of the simulator, and a question for it.
 MODEL = "qwen3-demo:8b"
 QUESTION = "Why is the sky blue?"
 ASK = [{"role": "user", "content": QUESTION}]

@@ -12,8 +12,8 @@ import pytest
 
 from chat.models import Message
 from tests.api.conftest import ASK, MODEL, stored_answer
-from tests.refusals import refused, writes_held
-from tests.waiting import until_sync
+from tests.support.refusals import refused, writes_held
+from tests.support.waiting import until_sync
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

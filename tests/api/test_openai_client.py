@@ -32,7 +32,7 @@ from tests.api.conftest import (
     stored_answer,
     team_of,
 )
-from tests.waiting import until_sync
+from tests.support.waiting import until_sync
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -27,7 +27,7 @@ import pytest
 from chat.models import Message, SiteDefaults, Ticket
 from chat.simulator.script import reply_script
 from tests.api.conftest import ASK, CLIENT_TIMEOUT, MODEL, api_answers, stored_answer
-from tests.waiting import DEADLINE, until_sync
+from tests.support.waiting import DEADLINE, until_sync
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

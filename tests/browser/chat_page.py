@@ -8,7 +8,7 @@ from typing import Any
 from playwright.sync_api import expect
 
 from chat.models import Message
-from tests.waiting import until_sync
+from tests.support.waiting import until_sync
 
 
 def open_conversation(page, login, live_server_url, conversation, user):

@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from chat.models import Conversation
-from tests.answers import answer
+from tests.support.answers import answer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -19,7 +19,7 @@ from tests.browser.chat_page import (
     wait_until_done,
     words,
 )
-from tests.waiting import until_sync
+from tests.support.waiting import until_sync
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -20,7 +20,7 @@ from tests.browser.chat_page import (
 )
 from tests.browser.csp import LISTENER
 from tests.files import samples
-from tests.waiting import until_sync
+from tests.support.waiting import until_sync
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -16,7 +16,7 @@ from tests.browser.chat_page import (
     open_conversation,
     open_settings,
 )
-from tests.waiting import until_sync
+from tests.support.waiting import until_sync
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

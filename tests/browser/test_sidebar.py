@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 from chat.models import Conversation, Folder
 from chat.models.sidebar import page_size
 from tests.browser.chat_page import ask, open_conversation, wait_until_done
-from tests.waiting import until_sync
+from tests.support.waiting import until_sync
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -22,8 +22,8 @@ import boto3
 import httpx
 import pytest
 
-from tests.daphnes import free_port
-from tests.waiting import until_sync
+from tests.support.daphnes import free_port
+from tests.support.waiting import until_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG = ROOT / "test-artifacts" / "moto-s3.log"

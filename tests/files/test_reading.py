@@ -12,7 +12,7 @@ import pytest
 
 from chat import files, work
 from tests.files import samples
-from tests.waiting import until
+from tests.support.waiting import until
 from tests.work.watching import MB, gone, peak_growth, worker_of
 
 LIMITS = files.Limits(max_bytes=20 * MB, max_pixels=50_000_000, image_max_side=1568)

@@ -22,11 +22,11 @@ from chat.live.runner import runner
 from chat.models import ApiKey, Conversation, Message, SiteDefaults, Ticket
 from chat.sockets import turns
 from tests.api.conftest import team_of
-from tests.communicators import connect, frames_until, send
-from tests.daphnes import frames_until as socket_frames_until
-from tests.daphnes import open_socket
-from tests.daphnes import send as socket_send
-from tests.waiting import settled, ticket_released
+from tests.support.communicators import connect, frames_until, send
+from tests.support.daphnes import frames_until as socket_frames_until
+from tests.support.daphnes import open_socket
+from tests.support.daphnes import send as socket_send
+from tests.support.waiting import settled, ticket_released
 
 # The decision itself (no database).
 

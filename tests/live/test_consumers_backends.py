@@ -8,7 +8,7 @@ import pytest
 
 from chat.live import early
 from chat.models import Message, ModelProfile
-from tests.communicators import answer_of, connect, frames_until, send, text_of
+from tests.support.communicators import answer_of, connect, frames_until, send, text_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,7 +6,7 @@ from chat.live import first_token
 from chat.live.generation import Generation
 from chat.models import Message, ModelProfile
 from chat.upstream import Finished
-from tests.communicators import answer_of, connect, frames_until, send
+from tests.support.communicators import answer_of, connect, frames_until, send
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,8 +7,8 @@ import pytest
 from channels.db import database_sync_to_async
 
 from chat.models import Message
-from tests.communicators import answer_of, connect, frames_until, send
-from tests.waiting import calibrated
+from tests.support.communicators import answer_of, connect, frames_until, send
+from tests.support.waiting import calibrated
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

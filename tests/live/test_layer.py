@@ -26,9 +26,9 @@ from chat.live.layer import RedisChannelLayer
 from chat.live.runner import runner
 from chat.models import Conversation, Message, SiteDefaults
 from chat.sockets.consumers import ChatConsumer
-from tests import servers
-from tests.communicators import connect, frames_until, send, text_of
-from tests.daphnes import (
+from tests.support import servers
+from tests.support.communicators import connect, frames_until, send, text_of
+from tests.support.daphnes import (
     Daphne,
     daphne_env,
     free_port,
@@ -36,8 +36,8 @@ from tests.daphnes import (
     open_socket,
     start_all,
 )
-from tests.daphnes import send as ws_send
-from tests.threads import in_thread
+from tests.support.daphnes import send as ws_send
+from tests.support.threads import in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -32,10 +32,10 @@ import websockets
 from django.conf import settings
 
 from chat.live.checkpoints import ORPHAN_AFTER
-from tests import servers
-from tests.communicators import text_of
-from tests.daphnes import ROOT, Daphne, daphne_env, open_socket, send, start_all
-from tests.waiting import until
+from tests.support import servers
+from tests.support.communicators import text_of
+from tests.support.daphnes import ROOT, Daphne, daphne_env, open_socket, send, start_all
+from tests.support.waiting import until
 
 OUTAGE_SECONDS = ORPHAN_AFTER.total_seconds() + 3
 # The owner is also held still this long once the database is back, so that on

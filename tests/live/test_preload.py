@@ -7,7 +7,7 @@ import pytest
 
 from chat.live import frames, loop_state
 from chat.models import Message, ModelProfile
-from tests.communicators import (
+from tests.support.communicators import (
     WebsocketCommunicator,
     answer_of,
     connect,

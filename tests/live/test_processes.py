@@ -11,9 +11,9 @@ import signal
 import pytest
 
 from chat.models import Message
-from tests.communicators import text_of
-from tests.daphnes import frames_until, open_socket, send, until_joined
-from tests.threads import in_thread
+from tests.support.communicators import text_of
+from tests.support.daphnes import frames_until, open_socket, send, until_joined
+from tests.support.threads import in_thread
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

@@ -13,8 +13,8 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from chat.models import Conversation, Message, SiteDefaults, quotas
-from tests.daphnes import open_socket, send
-from tests.waiting import until
+from tests.support.daphnes import open_socket, send
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from chat.live.runner import runner
 from chat.models import Message
-from tests.communicators import connect as open_socket
-from tests.waiting import generations_ended
+from tests.support.communicators import connect as open_socket
+from tests.support.waiting import generations_ended
 
 
 async def cut_and_resume(user, conversation, cut_after: int) -> tuple[dict, Message]:

@@ -9,7 +9,7 @@ import pytest
 
 from chat.live.runner import runner
 from chat.models import Message
-from tests.communicators import connect, frames_until, send, text_of
+from tests.support.communicators import connect, frames_until, send, text_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

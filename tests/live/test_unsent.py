@@ -16,9 +16,14 @@ from playwright.sync_api import expect
 from chat.models import Message, Ticket
 from chat.sockets.consumers import NOT_STORED
 from tests.browser.chat_page import ask, open_conversation, wait_until_done
-from tests.communicators import WebsocketCommunicator, connect, frames_until, send
-from tests.refusals import refused, writes_held
-from tests.waiting import idle, until
+from tests.support.communicators import (
+    WebsocketCommunicator,
+    connect,
+    frames_until,
+    send,
+)
+from tests.support.refusals import refused, writes_held
+from tests.support.waiting import idle, until
 
 ROOT = Path(__file__).resolve().parents[2]
 REFUSED = "a question the database refuses"
@@ -246,7 +251,7 @@ def test_concurrent_sends_on_the_sqlite_default_are_all_stored(tmp_path):
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path}/site.sqlite3"}
     env.pop("REDIS_URL", None)
     done = subprocess.run(
-        [sys.executable, "-m", "tests.concurrent_turns", "8", "10"],
+        [sys.executable, "-m", "tests.support.concurrent_turns", "8", "10"],
         cwd=ROOT,
         env=env,
         capture_output=True,

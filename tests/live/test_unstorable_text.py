@@ -16,7 +16,7 @@ from django.db import connection
 
 from chat.live.runner import runner
 from chat.models import Conversation, Message
-from tests.communicators import connect, frames_until, send, text_of
+from tests.support.communicators import connect, frames_until, send, text_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,7 +11,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.urls import reverse
 
 from chat.models import Conversation, Message, ModelProfile, SiteDefaults, Team
-from tests.settings_forms import shown
+from tests.support.settings_forms import shown
 
 pytestmark = pytest.mark.django_db
 

@@ -393,7 +393,7 @@ def test_two_turns_at_once_cannot_both_take_the_last_answer(alice, profile):
 
     from django.db import connection, connections, transaction
 
-    from tests.waiting import until_sync
+    from tests.support.waiting import until_sync
 
     if connection.vendor != "postgresql":
         pytest.skip(

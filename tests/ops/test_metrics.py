@@ -13,7 +13,7 @@ from chat.models import Conversation, Message, Ticket
 from chat.ops.metrics import REGISTRY, observe_answer, queue_length
 from chatsite.asgi import application
 from chatsite.env import env_token
-from tests.communicators import ORIGIN, WebsocketCommunicator
+from tests.support.communicators import ORIGIN, WebsocketCommunicator
 
 TOKEN = "metrics-token-0123456789"
 MODEL = "qwen3-demo:8b"

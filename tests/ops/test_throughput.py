@@ -18,7 +18,7 @@ from chat.ops.throughput import (
     summary,
     timeline,
 )
-from tests.answers import answer
+from tests.support.answers import answer
 
 pytestmark = [pytest.mark.smoke, pytest.mark.django_db]
 

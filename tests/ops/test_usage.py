@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from chat.models import Conversation, Message, Team
 from chat.ops import throughput
-from tests.answers import answer
+from tests.support.answers import answer
 
 pytestmark = pytest.mark.django_db
 

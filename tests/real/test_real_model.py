@@ -20,7 +20,7 @@ import websockets
 
 from chat.models import Conversation, Message, ModelProfile
 from chat.ops.discovery import fetch_openai_models
-from tests.threads import in_thread
+from tests.support.threads import in_thread
 
 pytestmark = pytest.mark.real
 

@@ -21,7 +21,7 @@ from chat.simulator import (
     reply_script,
 )
 from chat.simulator.openai import decode_events
-from tests.waiting import until_sync
+from tests.support.waiting import until_sync
 
 THINKER = "qwen3-demo:8b"
 PLAIN = "llama-demo:3b"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from chat.models import Message, SiteDefaults, Team
-from tests.communicators import connect, frames_until, send
+from tests.support.communicators import connect, frames_until, send
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

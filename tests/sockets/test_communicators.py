@@ -1,4 +1,4 @@
-"""The in-process sockets' communicator (tests/communicators.py): every wait
+"""The in-process sockets' communicator (tests/support/communicators.py): every wait
 ends, even on an application that does not end when cancelled."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import contextlib
 
 import pytest
 
-from tests import communicators
-from tests.communicators import WebsocketCommunicator
+from tests.support import communicators
+from tests.support.communicators import WebsocketCommunicator
 
 
 def stubborn_application(released: asyncio.Event):

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from chat.models import Conversation, Message, ModelProfile
 from chatsite.asgi import application
-from tests.communicators import (
+from tests.support.communicators import (
     ORIGIN,
     WebsocketCommunicator,
     answer_of,
@@ -20,7 +20,7 @@ from tests.communicators import (
     send,
     text_of,
 )
-from tests.waiting import DEADLINE, idle, settled
+from tests.support.waiting import DEADLINE, idle, settled
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

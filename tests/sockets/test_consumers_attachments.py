@@ -10,11 +10,11 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from chat.models import Attachment, Message
-from tests.communicators import connect, frames_until
 from tests.files import samples
 from tests.files.attaching import attach
 from tests.files.s3 import s3_server, storage  # noqa: F401 (fixtures)
-from tests.waiting import idle
+from tests.support.communicators import connect, frames_until
+from tests.support.waiting import idle
 
 # Every test twice: files in the media folder, then in a bucket of a real
 # S3-compatible server (tests/files/s3.py).

@@ -22,8 +22,13 @@ from hypothesis import strategies as st
 from chat.live.runner import runner
 from chat.models import Conversation, Message
 from chatsite.asgi import application
-from tests.communicators import ORIGIN, WebsocketCommunicator, connect, frames_until
-from tests.waiting import generations_ended, until
+from tests.support.communicators import (
+    ORIGIN,
+    WebsocketCommunicator,
+    connect,
+    frames_until,
+)
+from tests.support.waiting import generations_ended, until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,7 +7,12 @@ from __future__ import annotations
 import pytest
 
 from chatsite.asgi import application
-from tests.communicators import ORIGIN, WebsocketCommunicator, frames_until, send
+from tests.support.communicators import (
+    ORIGIN,
+    WebsocketCommunicator,
+    frames_until,
+    send,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

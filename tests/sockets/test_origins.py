@@ -10,7 +10,7 @@ import pytest
 
 from chat.models import Conversation
 from chatsite.asgi import application
-from tests.communicators import WebsocketCommunicator
+from tests.support.communicators import WebsocketCommunicator
 
 # Channels' consumers close stale database connections between events.
 pytestmark = pytest.mark.django_db(transaction=True)

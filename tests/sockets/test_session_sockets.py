@@ -18,8 +18,8 @@ from websockets.exceptions import ConnectionClosed
 
 from chat.models import Message, ShareLink
 from chatsite.asgi import application
-from tests.communicators import ORIGIN, WebsocketCommunicator
-from tests.threads import in_thread
+from tests.support.communicators import ORIGIN, WebsocketCommunicator
+from tests.support.threads import in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,7 +10,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from chat.models import Message, ShareLink
-from tests.communicators import open_viewer
+from tests.support.communicators import open_viewer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

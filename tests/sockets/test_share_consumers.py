@@ -17,7 +17,7 @@ from chat.live.events import conversation_group
 from chat.live.fanout import COALESCE_SECONDS
 from chat.models import Conversation, Message, ShareLink, SiteDefaults
 from chat.sockets.close_codes import CLOSE_GONE, CLOSE_NOT_FOUND, CLOSE_SIGNED_OUT
-from tests.communicators import (
+from tests.support.communicators import (
     WebsocketCommunicator,
     connect,
     frames_until,

@@ -6,7 +6,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from chatsite.asgi import application
-from tests.communicators import WebsocketCommunicator
+from tests.support.communicators import WebsocketCommunicator
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

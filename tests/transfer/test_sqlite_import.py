@@ -20,9 +20,9 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
-from tests.daphnes import ROOT, Daphne, frames_until, open_socket, send
+from tests.support.daphnes import ROOT, Daphne, frames_until, open_socket, send
+from tests.support.waiting import until
 from tests.transfer.conftest import open_webui_chats
-from tests.waiting import until
 
 CHATS = 2000  # ten messages each: about 8 MB of Open WebUI export
 

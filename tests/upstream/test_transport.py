@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from chat.upstream.transport import WRITTEN, AiohttpTransport
-from tests.waiting import until
+from tests.support.waiting import until
 
 
 # Lines written before the cut: OpenAI's first chunk only names the role.

@@ -615,7 +615,7 @@ async def test_a_pdf_sharing_one_stream_on_60_pages_is_refused_in_its_time(
 
 @pytest.mark.django_db(transaction=True)
 async def test_an_uploader_going_away_kills_the_work_on_their_file(alice):
-    from tests.waiting import until
+    from tests.support.waiting import until
     from tests.work.watching import gone, worker_of
 
     data = samples.shared_stream_pdf(pages=60, operators=5_000)

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from chat.models import Conversation, Message, SettingsChange, ShareLink, Team
 from chat.models.paging import page_size
-from tests.conversations import add_messages
+from tests.support.conversations import add_messages
 
 pytestmark = pytest.mark.django_db
 

@@ -15,8 +15,8 @@ import time
 import pytest
 
 from chat.api.requests import max_body_bytes
-from tests.daphnes import Daphne, daphne_env, frames_until, open_socket, send
-from tests.threads import in_thread
+from tests.support.daphnes import Daphne, daphne_env, frames_until, open_socket, send
+from tests.support.threads import in_thread
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

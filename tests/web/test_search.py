@@ -12,7 +12,7 @@ from django.urls import reverse
 from chat.models import Conversation, Message
 from chat.models.conversations import AROUND_PAGES
 from chat.models.paging import page_size
-from tests.conversations import add_messages
+from tests.support.conversations import add_messages
 
 pytestmark = pytest.mark.django_db
 

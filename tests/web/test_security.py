@@ -27,10 +27,15 @@ from chat.models import Conversation, Message
 from chat.sockets.close_codes import CLOSE_RATE_LIMITED
 from chat.sockets.routing import websocket_urlpatterns
 from chatsite.asgi import application
-from tests.communicators import ORIGIN, WebsocketCommunicator, connect, frames_until
 from tests.conftest import PASSWORDS
-from tests.daphnes import frames_until as process_frames_until
-from tests.threads import in_thread
+from tests.support.communicators import (
+    ORIGIN,
+    WebsocketCommunicator,
+    connect,
+    frames_until,
+)
+from tests.support.daphnes import frames_until as process_frames_until
+from tests.support.threads import in_thread
 from tests.web.signing_in import fresh_cache, sign_in
 
 ROOT = Path(__file__).resolve().parents[2]

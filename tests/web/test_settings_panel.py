@@ -8,7 +8,7 @@ from django.test import Client
 from django.urls import reverse
 
 from chat.models import Conversation, ModelProfile, SettingsChange, SiteDefaults
-from tests.settings_forms import shown
+from tests.support.settings_forms import shown
 
 pytestmark = pytest.mark.django_db
 

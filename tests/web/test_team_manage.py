@@ -541,7 +541,7 @@ def test_two_admins_demoting_each_other_at_once_leave_one(alice, bob):
 
     from django.db import connections, transaction
 
-    from tests.waiting import until_sync
+    from tests.support.waiting import until_sync
 
     team = Team.objects.create(name="Pair")
     alices = Membership.objects.create(team=team, user=alice, role="admin")

@@ -17,7 +17,7 @@ from django.urls import reverse
 
 from chat.models import AuditEvent, Conversation, Message
 from chat.transfer.export import document_pieces, zip_stream
-from tests.refusals import refused
+from tests.support.refusals import refused
 from tests.transfer import conftest as transfer_fixtures
 from tests.transfer.conftest import SAMPLES, open_webui_chats, zip_document
 

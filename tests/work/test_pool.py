@@ -19,8 +19,8 @@ import pytest
 from django.utils import translation
 
 from chat import work
-from tests.daphnes import ROOT
-from tests.waiting import until, until_sync
+from tests.support.daphnes import ROOT
+from tests.support.waiting import until, until_sync
 from tests.work import tasks
 from tests.work.watching import gone
 

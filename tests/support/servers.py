@@ -1,6 +1,6 @@
 """pytest plugin: a real PostgreSQL and a real Redis for the whole test session.
 
-Loaded with ``-p tests.servers`` (pyproject ``addopts``). Before pytest-django
+Loaded with ``-p tests.support.servers`` (pyproject ``addopts``). Before pytest-django
 imports the Django settings, it starts both servers on 127.0.0.1 and exports
 ``DATABASE_URL`` and ``REDIS_URL``; settings.py reads them at import time.
 

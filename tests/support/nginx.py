@@ -18,9 +18,9 @@ from pathlib import Path
 
 import httpx
 
-from tests.waiting import until_sync
+from tests.support.waiting import until_sync
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NGINX = Path(os.environ.get("NGINX", "/usr/sbin/nginx"))
 SHIPPED = ROOT / "deploy" / "nginx.conf"
 START_TIMEOUT = 30.0  # seconds: a bound for a loaded machine, not a budget

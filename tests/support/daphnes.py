@@ -22,9 +22,9 @@ from django.db import connection
 from redis import asyncio as aioredis
 
 from chat.live.events import conversation_group
-from tests.waiting import until
+from tests.support.waiting import until
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 120.0  # seconds
 
 

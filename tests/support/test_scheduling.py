@@ -1,12 +1,12 @@
-"""How the suite is split between pytest-xdist workers (tests/scheduling.py) and
-what each worker's servers are (tests/servers.py)."""
+"""How the suite is split between pytest-xdist workers (tests/support/scheduling.py) and
+what each worker's servers are (tests/support/servers.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests import servers
-from tests.scheduling import units
+from tests.support import servers
+from tests.support.scheduling import units
 
 COLLECTION = [  # as collected: browser tests sorted last (tests/conftest.py)
     "tests/live/test_a.py::test_one",

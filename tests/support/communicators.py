@@ -12,8 +12,8 @@ from django.contrib.auth.models import AnonymousUser
 
 from chat.models import Message
 from chatsite.asgi import application
-from tests.timeouts import task_stack
-from tests.waiting import DEADLINE
+from tests.support.timeouts import task_stack
+from tests.support.waiting import DEADLINE
 
 
 class WebsocketCommunicator(testing.WebsocketCommunicator):  # type: ignore[misc]

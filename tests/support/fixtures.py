@@ -1,4 +1,4 @@
-"""Chat fixtures (a pytest plugin, loaded with ``-p tests.fixtures``): the
+"""Chat fixtures (a pytest plugin, loaded with ``-p tests.support.fixtures``): the
 simulated model server and conversations that talk to it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from chat.simulator import ChatLogEntry, SimulatorConfig, SimulatorServer
-from tests.waiting import generations_ended, until
+from tests.support.waiting import generations_ended, until
 
 # Fast by default; tests that need a visible stream slow it down.
 TEST_CONFIG = {"tps": 0.0, "ttft_ms": 0.0, "think_tokens": 8, "answer_tokens": 30}

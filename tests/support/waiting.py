@@ -84,7 +84,7 @@ def until_sync(
     return found
 
 
-# The site's own after-work, named once. (Imports inside: `tests.fixtures`, a
+# The site's own after-work, named once. (Imports inside: `tests.support.fixtures`, a
 # plugin loaded before Django is set up, uses this module.)
 
 

@@ -1,4 +1,4 @@
-"""Run as ``python -m tests.concurrent_turns <conversations> <turns each>`` with
+"""Run as ``python -m tests.support.concurrent_turns <conversations> <turns each>`` with
 DATABASE_URL naming a fresh SQLite file: migrates it, then stores that many
 turns at once, from one thread per conversation (as sockets on two processes
 would), each through the socket's own `chat.sockets.turns.begin`. Prints the

@@ -1,4 +1,4 @@
-"""The per-test timeout (tests/timeouts.py): a hung test fails, named, with
+"""The per-test timeout (tests/support/timeouts.py): a hung test fails, named, with
 every thread's and asyncio task's stack, and the run goes on. Each run is a
 pytest of its own on tiny tests that hang."""
 
@@ -82,7 +82,7 @@ def run_hanging(tmp_path: Path, *args: str) -> tuple[str, float]:
             "-m",
             "pytest",
             "-p",
-            "tests.timeouts",
+            "tests.support.timeouts",
             "-p",
             "no:cacheprovider",
         ]
