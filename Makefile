@@ -1,8 +1,11 @@
 # chatsite: developer entry points. Everything runs from the project's .venv.
 #
 #   make run      migrate, then serve on http://127.0.0.1:8000 (demo model if no Ollama)
-#   make test     lint + type check + the whole suite on real PostgreSQL and Redis,
-#                 then the smoke tests again on the zero-config SQLite defaults
+#   make test     lint + type check + the whole suite but the browser tier on real
+#                 PostgreSQL and Redis, then the smoke tests again on the zero-config
+#                 SQLite defaults
+#   make test-browser  the browser tier: headless Chromium against live Daphne
+#   make test-all  both
 #   make test-real  a real small model (SmolLM2 on llama.cpp) chatted with through the site
 #   make bench-data  search, the sidebar and import with 1,000,000 messages on PostgreSQL
 #   make messages  compile the interface's translations (locale/*.po to .mo)
@@ -37,7 +40,7 @@ SMOKE_WORKERS ?= $(if $(filter 0,$(PYTEST_WORKERS)),0,$(shell nproc))
 LOAD_ARGS ?=
 RUNSITE_ARGS ?=
 
-.PHONY: help venv vendor messages gettext chromium oidc-provider slapd nginx llm run test test-real lint format bench bench-data clean distclean
+.PHONY: help venv vendor messages gettext chromium oidc-provider slapd nginx llm run test test-browser test-all test-real lint format bench bench-data clean distclean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -131,13 +134,21 @@ format: venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
+# The browser tier (tests marked `browser`: headless Chromium, about a third of
+# the suite's time) is its own target so that each stays under ten minutes on
+# two cores; .ci/run calls both, `make test-all` too.
 test: venv messages gettext chromium oidc-provider slapd nginx
 	scripts/vendor.sh --check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m mypy chatsite chat
-	$(PY) -m pytest -ra -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
-	CHATSITE_TEST_DB=sqlite $(PY) -m pytest -ra -n $(SMOKE_WORKERS) -m "smoke and not browser" $(PYTEST_ARGS)
+	$(PY) -m pytest -ra -n $(PYTEST_WORKERS) -m "not real and not browser" $(PYTEST_ARGS)
+	CHATSITE_TEST_DB=sqlite $(PY) -m pytest -ra -n $(SMOKE_WORKERS) -m "smoke and not browser and not real" $(PYTEST_ARGS)
+
+test-browser: venv messages gettext chromium oidc-provider slapd nginx
+	$(PY) -m pytest -ra -n $(PYTEST_WORKERS) -m "browser and not real" $(PYTEST_ARGS)
+
+test-all: test test-browser
 
 # The `real` tests are left out of `make test` (pyproject's -m "not real").
 test-real: venv llm
