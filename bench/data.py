@@ -292,7 +292,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 def throwaway_postgres(bench: str) -> Iterator[None]:
     """A PostgreSQL of its own (tests/support/servers.py), the site migrated into it
     and Django set up on it, for as long as the block runs."""
-    from tests.support import servers
+    from tests.support import postgres, servers
 
     servers.start_servers()
     if servers.STATE.postgres is None:
@@ -302,7 +302,7 @@ def throwaway_postgres(bench: str) -> Iterator[None]:
 
         if servers.STATE.postgres.managed:
             with psycopg.connect(servers.STATE.postgres.dsn, autocommit=True) as db:
-                db.execute(f"CREATE DATABASE {servers.PG_DB_NAME}")
+                db.execute(f"CREATE DATABASE {postgres.PG_DB_NAME}")
         _setup(os.environ["DATABASE_URL"])
         yield
     finally:

@@ -104,7 +104,7 @@ class Site:
         return f"http://127.0.0.1:{self.web_port}"
 
     def start(self, tokens: int) -> None:
-        from tests.support import servers
+        from tests.support import postgres, servers
 
         servers.start_servers()  # exports DATABASE_URL and REDIS_URL
         if servers.STATE.postgres is None or servers.STATE.redis is None:
@@ -114,7 +114,7 @@ class Site:
             )
         if servers.STATE.postgres.managed:
             with psycopg.connect(servers.STATE.postgres.dsn, autocommit=True) as db:
-                db.execute(f"CREATE DATABASE {servers.PG_DB_NAME}")
+                db.execute(f"CREATE DATABASE {postgres.PG_DB_NAME}")
         self.env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "chatsite.settings",

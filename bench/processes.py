@@ -118,7 +118,7 @@ async def measure(
 def postgres_and_redis(bench: str) -> Iterator[tuple[str, str]]:
     """A PostgreSQL with an empty database and a Redis, started like the test
     suite's (tests/support/servers.py) and stopped after: their URLs."""
-    from tests.support import servers
+    from tests.support import postgres, servers
 
     servers.start_servers()  # exports DATABASE_URL and REDIS_URL
     if servers.STATE.postgres is None or servers.STATE.redis is None:
@@ -128,7 +128,7 @@ def postgres_and_redis(bench: str) -> Iterator[tuple[str, str]]:
     try:
         if servers.STATE.postgres.managed:
             with psycopg.connect(servers.STATE.postgres.dsn, autocommit=True) as db:
-                db.execute(f"CREATE DATABASE {servers.PG_DB_NAME}")
+                db.execute(f"CREATE DATABASE {postgres.PG_DB_NAME}")
         yield os.environ["DATABASE_URL"], os.environ["REDIS_URL"]
     finally:
         servers.stop_servers()

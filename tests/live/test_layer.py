@@ -26,7 +26,7 @@ from chat.live.layer import RedisChannelLayer
 from chat.live.runner import runner
 from chat.models import Conversation, Message, SiteDefaults
 from chat.sockets.consumers import ChatConsumer
-from tests.support import servers
+from tests.support import redis_server
 from tests.support.communicators import connect, frames_until, send, text_of
 from tests.support.daphnes import (
     Daphne,
@@ -225,14 +225,14 @@ class RestartableRedis:
     the same port (as after a crash or a restart without persistence)."""
 
     def __init__(self) -> None:
-        self.label, self.exe = servers._redis_candidates()[0]
-        self.server = servers.start_redis(self.label, self.exe)
+        self.label, self.exe = redis_server._redis_candidates()[0]
+        self.server = redis_server.start_redis(self.label, self.exe)
         self.url = self.server.url
 
     def restart(self, while_down: Callable[[], None]) -> None:
         self.server.stop()
         while_down()
-        self.server = servers.start_redis(self.label, self.exe, self.server.port)
+        self.server = redis_server.start_redis(self.label, self.exe, self.server.port)
 
     def stop(self) -> None:
         self.server.stop()

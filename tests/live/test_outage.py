@@ -32,7 +32,7 @@ import websockets
 from django.conf import settings
 
 from chat.live.checkpoints import ORPHAN_AFTER
-from tests.support import servers
+from tests.support import postgres, processes, servers
 from tests.support.communicators import text_of
 from tests.support.daphnes import ROOT, Daphne, daphne_env, open_socket, send, start_all
 from tests.support.waiting import until
@@ -70,23 +70,23 @@ print(json.dumps({"cookie": f"{name}={client.cookies[name].value}",
 def own_postgres(test_mode):
     if test_mode == "sqlite" or not settings.REDIS_URL:
         pytest.skip("needs PostgreSQL and Redis")
-    server = servers._start_first("postgres", servers._pg_candidates())
+    server = servers._start_first("postgres", postgres._pg_candidates())
     try:
         with psycopg.connect(server.dsn, autocommit=True) as connection:
-            connection.execute(f"CREATE DATABASE {servers.PG_DB_NAME}")
+            connection.execute(f"CREATE DATABASE {postgres.PG_DB_NAME}")
         yield server
     finally:
         server.stop()
 
 
-def stop_postgres(server: servers.Server) -> None:
+def stop_postgres(server: processes.Server) -> None:
     """A fast shutdown that keeps the cluster's files."""
     assert server.proc is not None
     server.proc.send_signal(signal.SIGINT)
     server.proc.wait(30)
 
 
-def start_postgres_again(server: servers.Server) -> None:
+def start_postgres_again(server: processes.Server) -> None:
     assert server.proc is not None
     server.proc = subprocess.Popen(
         server.proc.args,
@@ -94,8 +94,8 @@ def start_postgres_again(server: servers.Server) -> None:
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
-        preexec_fn=servers._die_with_parent(signal.SIGQUIT),
-        **servers._drop_privileges(),
+        preexec_fn=processes._die_with_parent(signal.SIGQUIT),
+        **processes._drop_privileges(),
     )
     deadline = time.monotonic() + WAIT
     while True:
@@ -107,9 +107,9 @@ def start_postgres_again(server: servers.Server) -> None:
             time.sleep(0.05)
 
 
-def stored_answer(server: servers.Server, message_id: int) -> tuple[str, str] | None:
+def stored_answer(server: processes.Server, message_id: int) -> tuple[str, str] | None:
     """The answer's status and content, once its row is committed."""
-    dsn = server.dsn.replace("dbname=postgres", f"dbname={servers.PG_DB_NAME}")
+    dsn = server.dsn.replace("dbname=postgres", f"dbname={postgres.PG_DB_NAME}")
     with psycopg.connect(dsn) as connection:
         row = connection.execute(
             "SELECT status, content FROM chat_message WHERE id = %s", [message_id]
@@ -195,7 +195,7 @@ def logged(daphne: Daphne, text: str) -> bool:
 class Answer:
     """One answer streaming from `owner`'s process, watched from `viewer`'s."""
 
-    postgres: servers.Server
+    postgres: processes.Server
     owner: Daphne
     viewer: Daphne
     message_id: int
