@@ -6,6 +6,7 @@
 #   make test-real  a real small model (SmolLM2 on llama.cpp) chatted with through the site
 #   make bench-data  search, the sidebar and import with 1,000,000 messages on PostgreSQL
 #   make messages  compile the interface's translations (locale/*.po to .mo)
+#   make docs     build the docs (docs/*.md) into site/, failing on any broken link or anchor
 #   make lint / format / bench / vendor / clean / distclean
 #
 # Variables: HOST, PORT, RUNSITE_ARGS (run), e.g. RUNSITE_ARGS=--no-simulator;
@@ -37,7 +38,7 @@ SMOKE_WORKERS ?= $(if $(filter 0,$(PYTEST_WORKERS)),0,$(shell nproc))
 LOAD_ARGS ?=
 RUNSITE_ARGS ?=
 
-.PHONY: help venv vendor messages gettext chromium oidc-provider slapd nginx llm run test test-real lint format bench bench-data clean distclean
+.PHONY: help venv vendor messages gettext chromium oidc-provider slapd nginx llm run test test-real lint format docs bench bench-data clean distclean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -131,11 +132,22 @@ format: venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
+# MkDocs with Material (mkdocs.yml): --strict makes its warnings errors, and
+# mkdocs.yml's `validation` warns of a missing page or anchor and of a page
+# left out of the navigation. Into site/ (git-ignored). Not --quiet: it hides
+# the warnings from the count that --strict fails on (the build passes).
+# NO_MKDOCS_2_WARNING: Material's banner about its own future, at every build.
+DOCS_BUILD := NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
+docs: venv
+	$(DOCS_BUILD)
+
 test: venv messages gettext chromium oidc-provider slapd nginx
 	scripts/vendor.sh --check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m mypy chatsite chat
+	$(DOCS_BUILD)
 	$(PY) -m pytest -ra -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 	CHATSITE_TEST_DB=sqlite $(PY) -m pytest -ra -n $(SMOKE_WORKERS) -m "smoke and not browser" $(PYTEST_ARGS)
 
@@ -146,7 +158,7 @@ test-real: venv llm
 # ---------------------------------------------------------------- cleaning
 
 clean:
-	rm -rf test-artifacts staticfiles node_modules .pytest_cache .mypy_cache \
+	rm -rf test-artifacts staticfiles site node_modules .pytest_cache .mypy_cache \
 		.ruff_cache .hypothesis
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +
 
