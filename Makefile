@@ -1,7 +1,7 @@
 # chatsite: developer entry points. Everything runs from the project's .venv.
 #
 #   make run      migrate, then serve on http://127.0.0.1:8000 (demo model if no Ollama)
-#   make test     lint + type check + the whole suite on real PostgreSQL and Redis,
+#   make test     lint + type check + the docs' links + the whole suite on real PostgreSQL and Redis,
 #                 then the smoke tests again on the zero-config SQLite defaults
 #   make test-real  a real small model (SmolLM2 on llama.cpp) chatted with through the site
 #   make bench-data  search, the sidebar and import with 1,000,000 messages on PostgreSQL
