@@ -1,14 +1,16 @@
 # chatsite: developer entry points. Everything runs from the project's .venv.
 #
 #   make run      migrate, then serve on http://127.0.0.1:8000 (demo model if no Ollama)
-#   make test     lint + type check + the whole suite but the browser tier on real
-#                 PostgreSQL and Redis, then the smoke tests again on the zero-config
-#                 SQLite defaults
+#   make test     lint + type check + the docs' links + the whole suite but the
+#                 browser tier on real PostgreSQL and Redis, then the smoke tests
+#                 again on the zero-config SQLite defaults
+#   make docs     the docs/ pages as a site (MkDocs, into site/), links checked
 #   make test-browser  the browser tier: headless Chromium against live Daphne
 #   make test-all  both
 #   make test-real  a real small model (SmolLM2 on llama.cpp) chatted with through the site
 #   make bench-data  search, the sidebar and import with 1,000,000 messages on PostgreSQL
 #   make messages  compile the interface's translations (locale/*.po to .mo)
+#   make docs     build the docs (docs/*.md) into site/, failing on any broken link or anchor
 #   make lint / format / bench / vendor / clean / distclean
 #
 # Variables: HOST, PORT, RUNSITE_ARGS (run), e.g. RUNSITE_ARGS=--no-simulator;
@@ -40,7 +42,7 @@ SMOKE_WORKERS ?= $(if $(filter 0,$(PYTEST_WORKERS)),0,$(shell nproc))
 LOAD_ARGS ?=
 RUNSITE_ARGS ?=
 
-.PHONY: help venv vendor messages gettext chromium oidc-provider slapd nginx llm run test test-browser test-all test-real lint format bench bench-data clean distclean
+.PHONY: help venv vendor messages gettext chromium oidc-provider slapd nginx llm run test test-browser test-all test-real lint format docs bench bench-data clean distclean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -134,6 +136,16 @@ format: venv
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
+# MkDocs with Material (mkdocs.yml): --strict makes its warnings errors, and
+# mkdocs.yml's `validation` warns of a missing page or anchor and of a page
+# left out of the navigation. Into site/ (git-ignored). Not --quiet: it hides
+# the warnings from the count that --strict fails on (the build passes).
+# NO_MKDOCS_2_WARNING: Material's banner about its own future, at every build.
+DOCS_BUILD := NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
+docs: venv
+	$(DOCS_BUILD)
+
 # The browser tier (tests marked `browser`: headless Chromium, about a third of
 # the suite's time) is its own target so that each stays under ten minutes on
 # two cores; .ci/run calls both, `make test-all` too.
@@ -142,6 +154,7 @@ test: venv messages gettext chromium oidc-provider slapd nginx
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m mypy chatsite chat
+	$(DOCS_BUILD)
 	$(PY) -m pytest -ra -n $(PYTEST_WORKERS) -m "not real and not browser" $(PYTEST_ARGS)
 	CHATSITE_TEST_DB=sqlite $(PY) -m pytest -ra -n $(SMOKE_WORKERS) -m "smoke and not browser and not real" $(PYTEST_ARGS)
 
@@ -157,7 +170,7 @@ test-real: venv llm
 # ---------------------------------------------------------------- cleaning
 
 clean:
-	rm -rf test-artifacts staticfiles node_modules .pytest_cache .mypy_cache \
+	rm -rf test-artifacts staticfiles site node_modules .pytest_cache .mypy_cache \
 		.ruff_cache .hypothesis
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +
 

@@ -1,6 +1,6 @@
 """The socket protocol has three descriptions that must agree: the frame types
-(`chat.live.frames`, the `Literal` of each TypedDict's `type`), the README's
-tables ("The WebSocket protocol") and the browser's handlers table
+(`chat.live.frames`, the `Literal` of each TypedDict's `type`), the tables of
+`docs/protocol.md` ("The WebSocket protocol") and the browser's handlers table
 (`static/chat/socket.js`). The channel-layer events (`chat.live.events`) are
 checked against the consumer methods channels hands them to."""
 
@@ -20,7 +20,7 @@ from chat.sockets.consumers import ChatConsumer
 from chat.sockets.share_consumers import ShareConsumer
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
+PROTOCOL = ROOT / "docs" / "protocol.md"
 SOCKET_JS = ROOT / "static" / "chat" / "socket.js"
 
 HANDLERS_START = "export const handlers = {"
@@ -41,11 +41,11 @@ def literal_types(union: UnionType | type) -> set[str]:
     return types
 
 
-def readme_table_types(heading: str) -> list[str]:
-    """The frame types of the README's table right after the line `heading`,
+def protocol_table_types(heading: str) -> list[str]:
+    """The frame types of docs/protocol.md's table right after the line `heading`,
     in the order of its rows."""
-    lines = README.read_text(encoding="utf-8").splitlines()
-    assert heading in lines, f"README.md has no line {heading!r}"
+    lines = PROTOCOL.read_text(encoding="utf-8").splitlines()
+    assert heading in lines, f"docs/protocol.md has no line {heading!r}"
     rows = []
     for line in lines[lines.index(heading) + 1 :]:
         if not line.strip():
@@ -58,7 +58,7 @@ def readme_table_types(heading: str) -> list[str]:
     types = []
     for row in rows[2:]:  # after the header and its rule
         found = re.match(r'\| `\{"type":"([^"]+)"', row)
-        assert found, f"README.md: a frame row must start with its JSON: {row!r}"
+        assert found, f"docs/protocol.md: a frame row must start with its JSON: {row!r}"
         types.append(found.group(1))
     return types
 
@@ -105,10 +105,10 @@ def test_the_server_frame_types_are_the_documented_ones():
     } == SERVER_TYPES
 
 
-def test_the_readme_tables_list_every_frame_type_once():
-    server = readme_table_types("Server → client:")
+def test_the_protocol_tables_list_every_frame_type_once():
+    server = protocol_table_types("Server → client:")
     assert sorted(server) == sorted(SERVER_TYPES)
-    client = readme_table_types("Client → server:")
+    client = protocol_table_types("Client → server:")
     assert sorted(client) == sorted(literal_types(frames.ClientFrame))
 
 

@@ -33,7 +33,7 @@ from tests.support.waiting import generations_ended, until
 pytestmark = pytest.mark.django_db(transaction=True)
 
 MESSAGE_MAX_CHARS = 300
-# What the README documents.
+# What docs/protocol.md documents.
 CLOSE_CODES = {4401, 4403, 4429}
 SERVER_FRAMES = {"message", "start", "thinking", "content", "done", "error"}
 SERVER_FRAMES |= {"conversation", "queued", "removed", "model"}
@@ -344,12 +344,13 @@ def django_settings_override(settings):
 
 
 def test_the_fuzzer_knows_every_documented_error_code():
-    """The README's list and the fuzzer's agree (so a new code is checked)."""
+    """The protocol page's list and the fuzzer's agree (so a new code is checked)."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    protocol = (docs / "protocol.md").read_text()
     for code in ERROR_CODES - {"internal_error"}:
-        assert f"`{code}`" in readme, code
+        assert f"`{code}`" in protocol, code
 
 
 # ---------------------------------------------------------------- found by the fuzzer
