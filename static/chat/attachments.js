@@ -312,7 +312,9 @@ export function isUploading() {
 // Resolves once no file in the composer is still uploading.
 export function uploadsSettled() {
   if (!isUploading()) return Promise.resolve();
-  return new Promise((resolve) => tray.idle.push(resolve));
+  return new Promise((resolve) => {
+    tray.idle.push(resolve);
+  });
 }
 
 export function hasFiles() {

@@ -23,7 +23,6 @@ import {
   echoed,
   giveBackUnsent,
   refused,
-  setBusy,
   timeFromSend,
 } from "./turn.js";
 import { gettext, interpolate } from "./i18n.js";
