@@ -1,17 +1,16 @@
 # chatsite: developer entry points. Everything runs from the project's .venv.
 #
 #   make run      migrate, then serve on http://127.0.0.1:8000 (demo model if no Ollama)
-#   make test     lint + type check + the docs' links + the whole suite but the
+#   make test     lint (Python and JS) + type checks + the docs' links + the whole suite but the
 #                 browser tier on real PostgreSQL and Redis, then the smoke tests
 #                 again on the zero-config SQLite defaults
-#   make docs     the docs/ pages as a site (MkDocs, into site/), links checked
 #   make test-browser  the browser tier: headless Chromium against live Daphne
 #   make test-all  both
 #   make test-real  a real small model (SmolLM2 on llama.cpp) chatted with through the site
 #   make bench-data  search, the sidebar and import with 1,000,000 messages on PostgreSQL
 #   make messages  compile the interface's translations (locale/*.po to .mo)
 #   make docs     build the docs (docs/*.md) into site/, failing on any broken link or anchor
-#   make lint / format / bench / vendor / clean / distclean
+#   make lint / lint-js / format / bench / vendor / clean / distclean
 #
 # Variables: HOST, PORT, RUNSITE_ARGS (run), e.g. RUNSITE_ARGS=--no-simulator;
 # PYTEST_ARGS (test, test-real), e.g. make test PYTEST_ARGS="-x -k ws" (every test
@@ -42,7 +41,7 @@ SMOKE_WORKERS ?= $(if $(filter 0,$(PYTEST_WORKERS)),0,$(shell nproc))
 LOAD_ARGS ?=
 RUNSITE_ARGS ?=
 
-.PHONY: help venv vendor messages gettext chromium oidc-provider slapd nginx llm run test test-browser test-all test-real lint format docs bench bench-data clean distclean
+.PHONY: help venv vendor messages gettext chromium oidc-provider slapd nginx llm run test test-browser test-all test-real lint lint-js format docs bench bench-data clean distclean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -127,10 +126,15 @@ bench-data: venv
 
 # ---------------------------------------------------------------- checks
 
-lint: venv
+lint: venv lint-js
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m mypy chatsite chat
+
+# ESLint and TypeScript's type check over static/chat/*.js (the tools pinned in
+# scripts/lint-js/package-lock.json, installed from the npm registry when missing).
+lint-js:
+	@scripts/lint-js.sh
 
 format: venv
 	$(VENV)/bin/ruff format .
@@ -155,6 +159,7 @@ test: venv messages gettext chromium oidc-provider slapd nginx
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m mypy chatsite chat
 	$(DOCS_BUILD)
+	scripts/lint-js.sh
 	$(PY) -m pytest -ra -n $(PYTEST_WORKERS) -m "not real and not browser" $(PYTEST_ARGS)
 	CHATSITE_TEST_DB=sqlite $(PY) -m pytest -ra -n $(SMOKE_WORKERS) -m "smoke and not browser and not real" $(PYTEST_ARGS)
 
@@ -175,4 +180,4 @@ clean:
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV) .venv-llm tests/accounts/oidc_provider/node_modules
+	rm -rf $(VENV) .venv-llm tests/accounts/oidc_provider/node_modules scripts/lint-js/node_modules

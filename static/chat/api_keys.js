@@ -6,13 +6,14 @@ import { copyToClipboard } from "./clipboard.js";
 import { gettext } from "./i18n.js";
 
 document.addEventListener("focusin", (event) => {
-  if (event.target.classList?.contains("api-key-value")) event.target.select();
+  const target = /** @type {HTMLInputElement} */ (event.target);
+  if (target.classList?.contains("api-key-value")) target.select();
 });
 
 document.addEventListener("click", async (event) => {
-  const button = event.target.closest?.(".copy-api-key");
+  const button = /** @type {Element} */ (event.target).closest?.(/** @type {"button"} */ (".copy-api-key"));
   if (!button) return;
-  const key = document.getElementById(button.dataset.copies);
+  const key = /** @type {HTMLInputElement} */ (document.getElementById(button.dataset.copies ?? ""));
   const copied = await copyToClipboard(key.value).catch(() => false);
   button.textContent = copied ? gettext("Copied") : gettext("Copy failed: select it and copy");
 });

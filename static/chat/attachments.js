@@ -12,17 +12,39 @@ import { gettext, interpolate, ngettext, number } from "./i18n.js";
 import { csrfToken, owner, showAlert } from "./page.js";
 
 // The files in the composer, in order, and the sends waiting for their uploads.
+/**
+ * @typedef {object} Item  a file in the composer, from its chip to the question it goes with
+ * @property {File} file
+ * @property {string} name
+ * @property {number} size
+ * @property {boolean} image
+ * @property {string} status  "uploading", "ready" or "failed"
+ * @property {string | null} id  the server's, once uploaded
+ * @property {number | null} tokens
+ * @property {string} note
+ * @property {string} [error]
+ * @property {boolean} [retryable]
+ * @property {XMLHttpRequest | null} [xhr]
+ * @property {HTMLElement} [chip]
+ * @property {string} [preview]  an object URL of the picture
+ * @property {boolean} [removed]
+ * @property {boolean} [blind]  a picture the current model cannot see
+ */
+
 const tray = {
-  items: [], // {file, name, size, image, status, id, tokens, note, error, xhr, chip, preview, removed}
+  /** @type {Item[]} */
+  items: [],
+  /** @type {(() => void)[]} */
   idle: [], // resolvers of uploadsSettled()
 };
 
 // ---------------------------------------------------------------- reading the composer
 
 function composer() {
-  return owner.composer;
+  return /** @type {Owner} */ (owner).composer;
 }
 
+/** @param {string} list */
 function extensions(list) {
   return list
     .split(",")
@@ -34,7 +56,7 @@ function extensions(list) {
 function limits() {
   const data = composer().dataset;
   return {
-    url: data.attachUrl,
+    url: /** @type {string} */ (data.attachUrl),
     maxBytes: Number(data.attachMaxBytes),
     maxFiles: Number(data.attachMaxFiles),
     accept: extensions(data.attachAccept ?? ""),
@@ -45,11 +67,13 @@ function limits() {
 }
 
 // "qwen3:8b cannot see images: <why>", as the server words its refusal.
+/** @param {string | undefined} why */
 function visionReason(why) {
   const name = document.getElementById("model-label")?.dataset.modelName;
-  return name ? interpolate(gettext("%(model)s cannot see images: %(reason)s"), { model: name, reason: why }) : why;
+  return name ? interpolate(gettext("%(model)s cannot see images: %(reason)s"), { model: name, reason: why }) : /** @type {string} */ (why);
 }
 
+/** @param {string} name */
 function extensionOf(name) {
   const dot = name.lastIndexOf(".");
   return dot > 0 ? name.slice(dot).toLowerCase() : "";
@@ -57,6 +81,7 @@ function extensionOf(name) {
 
 // ---------------------------------------------------------------- words
 
+/** @param {number} bytes */
 function byteSize(bytes) {
   if (bytes < 1024) return interpolate(gettext("%(size)s B"), { size: number(bytes) });
   if (bytes < 1024 * 1024) return interpolate(gettext("%(size)s KB"), { size: number(bytes / 1024) });
@@ -65,18 +90,21 @@ function byteSize(bytes) {
   return interpolate(gettext("%(size)s MB"), { size: tenth ? number(mb, 1) : number(mb) });
 }
 
+/** @param {number} tokens */
 function tokenCount(tokens) {
   if (tokens < 10000) return interpolate(ngettext("~%(count)s token", "~%(count)s tokens", tokens), { count: number(tokens) });
   return interpolate(gettext("~%(thousands)sk tokens"), { thousands: number(Math.round(tokens / 1000)) });
 }
 
+/** @param {number} count */
 function fileCount(count) {
   return interpolate(ngettext("%(count)s file", "%(count)s files", count), { count: number(count) });
 }
 
 // Upload news for screen readers, one polite message at a time.
+/** @param {string} text */
 function tell(text) {
-  const status = document.getElementById("attach-status");
+  const status = /** @type {HTMLElement} */ (document.getElementById("attach-status"));
   status.textContent = "";
   status.textContent = text;
 }
@@ -85,6 +113,7 @@ function tell(text) {
 
 // Chromium names any pasted picture (a screenshot) "image.png"; give it a name
 // that tells two apart.
+/** @param {File} file */
 function pastedName(file) {
   if (file.name && file.name !== "image.png") return file.name;
   const stamp = new Date().toISOString().slice(0, 19).replace("T", " ").replaceAll(":", ".");
@@ -93,6 +122,13 @@ function pastedName(file) {
 }
 
 // Why the browser will not send this file, or null.
+/**
+ * @param {File} file
+ * @param {string} name
+ * @param {boolean} image
+ * @param {number} room
+ * @param {ReturnType<typeof limits>} rules
+ */
 function refusal(file, name, image, room, rules) {
   if (image && !rules.vision) return `${name}: ${rules.visionReason}`;
   if (!rules.accept.includes(extensionOf(name))) {
@@ -120,6 +156,10 @@ function refusal(file, name, image, room, rules) {
 
 // Files from the button, a drop or a paste: those the browser can accept go up
 // at once; the others are named in the alert, with why.
+/**
+ * @param {File[]} files
+ * @param {{pasted?: boolean}} [options]
+ */
 export function addFiles(files, { pasted = false } = {}) {
   const rules = limits();
   const refused = [];
@@ -133,6 +173,7 @@ export function addFiles(files, { pasted = false } = {}) {
       continue;
     }
     room -= 1;
+    /** @type {Item} */
     const item = { file, name, size: file.size, image, status: "uploading", id: null, tokens: null, note: "" };
     chipFor(item);
     tray.items.push(item);
@@ -146,12 +187,35 @@ export function addFiles(files, { pasted = false } = {}) {
 
 // ---------------------------------------------------------------- chips
 
+/**
+ * @template {keyof ChipParts} K
+ * @param {Item} item
+ * @param {K} name
+ * @returns {ChipParts[K]}
+ */
 function part(item, name) {
-  return item.chip.querySelector(`.file-${name}`);
+  return /** @type {ChipParts[K]} */ (/** @type {HTMLElement} */ (item.chip).querySelector(`.file-${name}`));
 }
 
+/**
+ * The parts of a chip (templates/chat/_composer.html, #file-chip-template).
+ * @typedef {object} ChipParts
+ * @property {HTMLElement} name
+ * @property {HTMLElement} size
+ * @property {HTMLButtonElement} remove
+ * @property {HTMLButtonElement} retry
+ * @property {HTMLProgressElement} progress
+ * @property {HTMLImageElement} thumb
+ * @property {HTMLElement} icon
+ * @property {HTMLElement} error
+ * @property {HTMLElement} tokens
+ * @property {HTMLElement} note
+ */
+
+/** @param {Item} item */
 function chipFor(item) {
-  const chip = document.getElementById("file-chip-template").content.firstElementChild.cloneNode(true);
+  const template = /** @type {HTMLTemplateElement} */ (document.getElementById("file-chip-template"));
+  const chip = /** @type {HTMLElement} */ (/** @type {Element} */ (template.content.firstElementChild).cloneNode(true));
   item.chip = chip;
   chip.dataset.kind = item.image ? "image" : "document";
   part(item, "name").textContent = item.name;
@@ -168,9 +232,13 @@ function chipFor(item) {
     item.preview = URL.createObjectURL(item.file);
     showThumbnail(item, item.preview);
   }
-  document.getElementById("attachment-list").append(chip);
+  /** @type {HTMLElement} */ (document.getElementById("attachment-list")).append(chip);
 }
 
+/**
+ * @param {Item} item
+ * @param {string} src
+ */
 function showThumbnail(item, src) {
   const thumb = part(item, "thumb");
   thumb.src = src;
@@ -178,12 +246,13 @@ function showThumbnail(item, src) {
   part(item, "icon").classList.add("covered");
 }
 
+/** @param {Item} item */
 function showStatus(item) {
-  const { chip } = item;
+  const chip = /** @type {HTMLElement} */ (item.chip);
   chip.dataset.status = item.status;
   part(item, "progress").hidden = item.status !== "uploading";
   part(item, "retry").hidden = item.status !== "failed" || !item.retryable;
-  part(item, "error").textContent = item.status === "failed" ? item.error : ""; // i18n: not text
+  part(item, "error").textContent = item.status === "failed" ? (item.error ?? "") : ""; // i18n: not text
   part(item, "tokens").textContent = item.tokens == null ? "" : tokenCount(item.tokens);
   part(item, "note").textContent = item.status === "ready" ? item.note : ""; // i18n: not text
 }
@@ -191,17 +260,17 @@ function showStatus(item) {
 // The list and its sum ("2 files · ~1,840 tokens · 1 uploading"), shown with
 // the chips, before the question is sent.
 function showTray() {
-  const list = document.getElementById("attachment-list");
-  const summary = document.getElementById("attach-summary");
+  const list = /** @type {HTMLElement} */ (document.getElementById("attachment-list"));
+  const summary = /** @type {HTMLElement} */ (document.getElementById("attach-summary"));
   list.hidden = tray.items.length === 0;
   summary.hidden = tray.items.length === 0;
-  owner.input.required = tray.items.length === 0; // files may go without words
+  /** @type {Owner} */ (owner).input.required = tray.items.length === 0; // files may go without words
   if (!tray.items.length) {
     summary.textContent = "";
     return;
   }
   const counted = tray.items.filter((item) => item.tokens != null);
-  const tokens = counted.reduce((sum, item) => sum + item.tokens, 0);
+  const tokens = counted.reduce((sum, item) => sum + /** @type {number} */ (item.tokens), 0);
   const uploading = tray.items.filter((item) => item.status === "uploading").length;
   const failed = tray.items.filter((item) => item.status === "failed").length;
   const parts = [fileCount(tray.items.length)];
@@ -214,6 +283,11 @@ function showTray() {
 
 // ---------------------------------------------------------------- uploading
 
+/**
+ * @param {Item} item
+ * @param {string} error
+ * @param {boolean} retryable
+ */
 function failed(item, error, retryable) {
   item.status = "failed";
   item.error = error;
@@ -222,6 +296,10 @@ function failed(item, error, retryable) {
   tell(interpolate(gettext("%(name)s did not upload: %(error)s"), { name: item.name, error }));
 }
 
+/**
+ * @param {Item} item
+ * @param {{id: string, tokens?: number | null, note?: string, name?: string, thumbnail_url?: string}} body  the server's answer
+ */
 function uploaded(item, body) {
   item.status = "ready";
   item.id = body.id;
@@ -240,6 +318,10 @@ function uploaded(item, body) {
   tell(item.note ? `${done} ${item.note}` : done);
 }
 
+/**
+ * @param {XMLHttpRequest} xhr
+ * @returns {string}
+ */
 function errorText(xhr) {
   try {
     const { error } = JSON.parse(xhr.responseText);
@@ -252,10 +334,12 @@ function errorText(xhr) {
 }
 
 // A refusal (a file too large, of the wrong type) would be refused again.
+/** @param {number} status */
 function retryable(status) {
   return status >= 500 || [0, 408, 429].includes(status);
 }
 
+/** @param {Item} item */
 function upload(item) {
   const { url } = limits();
   const xhr = new XMLHttpRequest();
@@ -294,11 +378,12 @@ function upload(item) {
   // The server counts the tokens for (and asks about images of) the model of
   // the conversation's next answer, which a settings change may have changed
   // since the page was drawn: so no model is named here.
-  const conversation = document.getElementById("chat").dataset.conversationId;
+  const conversation = /** @type {HTMLElement} */ (document.getElementById("chat")).dataset.conversationId;
   if (conversation) form.append("conversation", conversation);
   xhr.send(form);
 }
 
+/** @param {Item} item */
 function finished(item) {
   item.xhr = null;
   showTray();
@@ -310,9 +395,12 @@ export function isUploading() {
 }
 
 // Resolves once no file in the composer is still uploading.
+/** @returns {Promise<void>} */
 export function uploadsSettled() {
   if (!isUploading()) return Promise.resolve();
-  return new Promise((resolve) => tray.idle.push(resolve));
+  return new Promise((resolve) => {
+    tray.idle.push(resolve);
+  });
 }
 
 export function hasFiles() {
@@ -327,6 +415,7 @@ export function failedNames() {
 
 // An unsent attachment the server keeps: it goes (a failure to say so leaves
 // it unsent, and the server clears unsent files on its own).
+/** @param {string} id */
 function forget(id) {
   fetch(`${limits().url}${id}/`, {
     method: "DELETE",
@@ -335,12 +424,14 @@ function forget(id) {
   }).catch(() => {});
 }
 
+/** @param {Item} item */
 function drop(item) {
   if (item.preview) URL.revokeObjectURL(item.preview);
-  item.chip.remove();
+  item.chip?.remove();
   tray.items = tray.items.filter((other) => other !== item);
 }
 
+/** @param {Item} item */
 function removeItem(item) {
   const index = tray.items.indexOf(item);
   item.removed = true;
@@ -351,7 +442,7 @@ function removeItem(item) {
   if (!isUploading()) for (const resolve of tray.idle.splice(0)) resolve();
   // Focus stays in the list (the next chip's remove), or goes to the field.
   const next = tray.items[Math.min(index, tray.items.length - 1)];
-  (next ? part(next, "remove") : owner.input).focus();
+  (next ? part(next, "remove") : /** @type {Owner} */ (owner).input).focus();
   tell(interpolate(gettext("%(name)s removed."), { name: item.name }));
 }
 
@@ -361,33 +452,37 @@ function removeItem(item) {
 // until the server stores the question or refuses it).
 export function takeForSend() {
   const taken = tray.items.filter((item) => item.status === "ready");
-  for (const item of taken) item.chip.remove();
+  for (const item of taken) item.chip?.remove();
   tray.items = tray.items.filter((item) => item.status !== "ready");
   showTray();
   return taken;
 }
 
+/** @param {Item[]} items */
 export function idsOf(items) {
   return items.map((item) => item.id);
 }
 
 // A refused or unconfirmed question: its files come back, before any added since.
+/** @param {Item[]} items */
 export function giveBack(items) {
-  const list = document.getElementById("attachment-list");
+  const list = /** @type {HTMLElement} */ (document.getElementById("attachment-list"));
   const back = items.filter((item) => !tray.items.includes(item));
-  list.prepend(...back.map((item) => item.chip));
+  list.prepend(.../** @type {HTMLElement[]} */ (back.map((item) => item.chip)));
   tray.items = [...back, ...tray.items];
   showTray();
 }
 
 // The question was stored after all (a late echo): files given back and still
 // untouched go, without deleting them (they are the message's now).
+/** @param {Item[]} items */
 export function sentAfterAll(items) {
   for (const item of items) if (tray.items.includes(item)) drop(item);
   showTray();
 }
 
 // The question is stored: its previews are no longer needed.
+/** @param {Item[]} items */
 export function sent(items) {
   for (const item of items) if (item.preview && !tray.items.includes(item)) URL.revokeObjectURL(item.preview);
 }
@@ -398,8 +493,8 @@ export function sent(items) {
 // and says why (its description and title).
 export function followVision() {
   const rules = limits();
-  const input = document.getElementById("attach-input");
-  const button = document.getElementById("attach-button");
+  const input = /** @type {HTMLInputElement} */ (document.getElementById("attach-input"));
+  const button = /** @type {HTMLButtonElement} */ (document.getElementById("attach-button"));
   const accepted = rules.vision ? rules.accept : rules.accept.filter((ext) => !rules.images.includes(ext));
   input.accept = accepted.join(",");
   const each = interpolate(ngettext("Up to %(count)s file, %(size)s each.", "Up to %(count)s files, %(size)s each.", rules.maxFiles), {
@@ -407,7 +502,7 @@ export function followVision() {
     size: byteSize(rules.maxBytes),
   });
   const images = rules.vision ? "" : interpolate(gettext("No images: %(reason)s"), { reason: rules.visionReason });
-  document.getElementById("attach-limits").textContent = images ? `${each} ${images}` : each;
+  /** @type {HTMLElement} */ (document.getElementById("attach-limits")).textContent = images ? `${each} ${images}` : each;
   button.title = rules.vision
     ? gettext("Attach files")
     : interpolate(gettext("Attach documents (%(reason)s)"), { reason: rules.visionReason });
@@ -420,7 +515,7 @@ export function followVision() {
 function followModel() {
   document.body.addEventListener("htmx:afterSettle", () => {
     const label = document.getElementById("model-label");
-    if (label?.dataset.vision === undefined) return;
+    if (!label || label.dataset.vision === undefined) return;
     composer().dataset.vision = label.dataset.vision;
     composer().dataset.visionReason = label.dataset.visionReason ?? "";
     followVision();
@@ -449,6 +544,7 @@ function markPictures() {
 
 // ---------------------------------------------------------------- button, drop, paste
 
+/** @param {DragEvent} event */
 function carriesFiles(event) {
   return Array.from(event.dataTransfer?.types ?? []).includes("Files"); // i18n: not text
 }
@@ -457,8 +553,8 @@ function carriesFiles(event) {
 // elsewhere (the sidebar), they are ignored: the browser would otherwise open
 // the file in place of the page, and what was typed with it.
 function wireDrop() {
-  const area = document.getElementById("chat");
-  for (const type of ["dragover", "drop"]) {
+  const area = /** @type {HTMLElement} */ (document.getElementById("chat"));
+  for (const type of /** @type {const} */ (["dragover", "drop"])) {
     document.addEventListener(type, (event) => {
       if (carriesFiles(event)) event.preventDefault();
     });
@@ -477,7 +573,7 @@ function wireDrop() {
   area.addEventListener("dragover", (event) => {
     if (!carriesFiles(event) || composer().hidden) return;
     event.preventDefault();
-    event.dataTransfer.dropEffect = "copy";
+    /** @type {DataTransfer} */ (event.dataTransfer).dropEffect = "copy";
   });
   area.addEventListener("dragleave", () => {
     depth -= 1;
@@ -487,15 +583,15 @@ function wireDrop() {
     if (!carriesFiles(event) || composer().hidden) return;
     event.preventDefault();
     done();
-    addFiles(Array.from(event.dataTransfer.files));
-    owner.input.focus({ preventScroll: true });
+    addFiles(Array.from(/** @type {DataTransfer} */ (event.dataTransfer).files));
+    /** @type {Owner} */ (owner).input.focus({ preventScroll: true });
   });
 }
 
 // A pasted screenshot (files and no text on the clipboard) is attached; text
 // pastes as text, even when the clipboard also holds a picture of it.
 function wirePaste() {
-  owner.input.addEventListener("paste", (event) => {
+  /** @type {Owner} */ (owner).input.addEventListener("paste", (event) => {
     const data = event.clipboardData;
     if (!data?.files.length || data.types.includes("text/plain")) return;
     event.preventDefault();
@@ -504,12 +600,12 @@ function wirePaste() {
 }
 
 export function wireAttachments() {
-  const input = document.getElementById("attach-input");
-  document.getElementById("attach-button").addEventListener("click", () => input.click());
+  const input = /** @type {HTMLInputElement} */ (document.getElementById("attach-input"));
+  /** @type {HTMLElement} */ (document.getElementById("attach-button")).addEventListener("click", () => input.click());
   input.addEventListener("change", () => {
-    addFiles(Array.from(input.files));
+    addFiles(Array.from(input.files ?? []));
     input.value = ""; // the same file may be chosen again
-    owner.input.focus({ preventScroll: true });
+    /** @type {Owner} */ (owner).input.focus({ preventScroll: true });
   });
   followVision();
   followModel();

@@ -2,6 +2,7 @@
 
 // `source` is a string or a promise of one (fetched on click: ClipboardItem
 // keeps the click's user activation while the text is on its way).
+/** @param {string | Promise<string>} source */
 export async function copyToClipboard(source) {
   if (typeof source !== "string" && navigator.clipboard?.write && window.ClipboardItem) {
     try {
@@ -21,6 +22,7 @@ export async function copyToClipboard(source) {
   }
 }
 
+/** @param {string} text */
 function copyWithSelection(text) {
   const area = document.createElement("textarea");
   area.value = text;

@@ -31,16 +31,22 @@ function newClientId() {
 // failed. Enter again keeps waiting; Esc gives up (the text and files stay).
 const sending = { waiting: false };
 
+// Everything here but wireList runs on the owner's page only (stream.js), so
+// `owner` is there.
+
+/** @param {boolean} waiting */
 function showWaiting(waiting) {
+  const { composer, sendButton } = /** @type {Owner} */ (owner);
   sending.waiting = waiting;
-  owner.composer.dataset.waiting = waiting ? "1" : "";
-  owner.sendButton.setAttribute("aria-busy", waiting ? "true" : "false");
-  const status = document.getElementById("attach-status");
+  composer.dataset.waiting = waiting ? "1" : "";
+  sendButton.setAttribute("aria-busy", waiting ? "true" : "false");
+  const status = /** @type {HTMLElement} */ (document.getElementById("attach-status"));
   status.textContent = waiting ? gettext("Your message is sent once the files are uploaded.") : "";
 }
 
+/** @param {{truncate?: boolean, clientId?: string}} [options] */
 async function send({ truncate = false, clientId = newClientId() } = {}) {
-  const { input } = owner;
+  const { input } = /** @type {Owner} */ (owner);
   const empty = () => !input.value.trim() && !hasFiles();
   if (empty() || sending.waiting) return;
   if (isBusy()) {
@@ -71,6 +77,7 @@ async function send({ truncate = false, clientId = newClientId() } = {}) {
   showAlert("");
   const content = input.value;
   const attachments = takeForSend();
+  /** @type {{type: string, content: string, client_id: string, attachments?: (string | null)[], truncate_documents?: boolean}} */
   const frame = { type: "send", content, client_id: clientId };
   if (attachments.length) frame.attachments = idsOf(attachments);
   if (truncate) frame.truncate_documents = true;
@@ -89,7 +96,7 @@ async function send({ truncate = false, clientId = newClientId() } = {}) {
 // when the answer ends (queued.js). Files wait in the box: they go with a
 // question sent when nothing is being written.
 function queueWhileBusy() {
-  const { input } = owner;
+  const { input } = /** @type {Owner} */ (owner);
   if (hasFiles()) {
     showAlert(gettext("Wait for the current answer, or stop it."));
     return;
@@ -103,6 +110,7 @@ function queueWhileBusy() {
 // A document too large for the model's context is refused with the numbers;
 // the question and its files are back in the composer (turn.js), and the
 // alert offers to send them again with the documents cut to fit.
+/** @param {DocumentEventMap["chat:refused"]} event */
 function offerTruncated(event) {
   if (event.detail.code !== "document_too_large") return;
   showAlert(event.detail.detail, { label: gettext("Send truncated"), run: () => send({ truncate: true }) });
@@ -112,13 +120,14 @@ function stop() {
   if (isOpen()) sendFrame({ type: "stop" });
 }
 
+/** @param {KeyboardEvent} event */
 function command(event) {
   return event.ctrlKey || event.metaKey || event.altKey;
 }
 
 // Where CSS cannot size the field to its text (field-sizing), do it on input.
 function growWithText() {
-  const { input } = owner;
+  const { input } = /** @type {Owner} */ (owner);
   if (CSS.supports("field-sizing", "content")) return;
   const grow = () => {
     input.style.height = "auto";
@@ -128,7 +137,7 @@ function growWithText() {
 }
 
 function wireComposer() {
-  const { composer, input, stopButton } = owner;
+  const { composer, input, stopButton } = /** @type {Owner} */ (owner);
   growWithText();
   input.addEventListener("input", () => preloadModel("typed"), { passive: true });
   wireAttachments();
@@ -144,7 +153,7 @@ function wireComposer() {
       event.preventDefault();
       showWaiting(false);
     } else if (event.key === "ArrowUp" && !input.value && !hasFiles() && !event.shiftKey && !command(event)) {
-      const last = [...list.querySelectorAll("article.user")].at(-1);
+      const last = [...list.querySelectorAll(/** @type {"article"} */ ("article.user"))].at(-1);
       if (!last?.querySelector(".edit-message") || isBusy()) return;
       event.preventDefault();
       startEditing(last);
@@ -154,7 +163,7 @@ function wireComposer() {
   // field that gives Esc its own meaning (they take the key first).
   document.addEventListener("keydown", (event) => {
     if (event.key !== "Escape" || event.defaultPrevented || !isBusy()) return;
-    if (event.target.closest?.("dialog, details[open], .edit-form")) return;
+    if (/** @type {Element} */ (event.target).closest?.("dialog, details[open], .edit-form")) return;
     if (document.body.classList.contains("sidebar-open")) return; // Esc closes it (sidebar.js)
     event.preventDefault();
     stop();
@@ -173,7 +182,7 @@ function followModelName() {
   document.body.addEventListener("htmx:afterSettle", () => {
     const name = document.getElementById("model-label")?.dataset.modelName;
     if (!name) return;
-    owner.input.placeholder = interpolate(gettext("Message %(model)s"), { model: name });
+    /** @type {Owner} */ (owner).input.placeholder = interpolate(gettext("Message %(model)s"), { model: name });
     for (const ref of document.querySelectorAll(".model-name-ref")) ref.textContent = name;
   });
 }
@@ -183,11 +192,11 @@ function followModelName() {
 // before the server stored it shows it in the box again, unsent). Any refusal
 // leaves it in the box, like a question typed here.
 function sendFirstQuestion() {
-  const { composer, input } = owner;
+  const { composer, input } = /** @type {Owner} */ (owner);
   const { firstQuestion, firstClientId } = composer.dataset;
   if (!firstClientId) return;
   if (!input.value) {
-    input.value = firstQuestion;
+    input.value = /** @type {string} */ (firstQuestion);
     input.dispatchEvent(new Event("input"));
   }
   const key = `chat:first-question:${firstClientId}`;
@@ -215,6 +224,7 @@ export function wireOwner() {
 // A new version of a turn (it and what follows leave the page, kept on their
 // branch): the server refuses it with an error frame (nothing changed) when it
 // cannot be done.
+/** @param {object} frame */
 function sendReplacing(frame) {
   if (isBusy()) {
     showAlert(gettext("Wait for the current answer, or stop it."));
@@ -231,27 +241,31 @@ function sendReplacing(frame) {
   return true;
 }
 
+/** @param {HTMLElement} article */
 function regenerate(article) {
   const frame = { type: "regenerate", message_id: Number(article.dataset.messageId) };
-  if (sendReplacing(frame)) owner.input.focus({ preventScroll: true });
+  if (sendReplacing(frame)) /** @type {Owner} */ (owner).input.focus({ preventScroll: true });
 }
 
 // The question's text as typed (the server's partial breaks lines with <br>).
+/** @param {Element} element */
 function typedText(element) {
   return Array.from(element.childNodes, (node) => (node.nodeName === "BR" ? "\n" : node.textContent)).join("");
 }
 
 // A question becomes a field: Enter resends it (a new version of its turn), Esc
 // gives it back.
+/** @param {HTMLElement} article */
 function startEditing(article) {
   if (article.classList.contains("editing")) return;
-  const form = document.getElementById("edit-template").content.firstElementChild.cloneNode(true);
-  const field = form.querySelector("textarea");
-  field.value = typedText(article.querySelector(".user-text"));
+  const template = /** @type {HTMLTemplateElement} */ (document.getElementById("edit-template"));
+  const form = /** @type {HTMLFormElement} */ (/** @type {Element} */ (template.content.firstElementChild).cloneNode(true));
+  const field = /** @type {HTMLTextAreaElement} */ (form.querySelector("textarea"));
+  field.value = typedText(/** @type {Element} */ (article.querySelector(".user-text")));
   article.classList.add("editing");
   article.append(form);
   const cancel = () => stopEditing(article);
-  form.querySelector(".edit-cancel").addEventListener("click", cancel);
+  /** @type {Element} */ (form.querySelector(".edit-cancel")).addEventListener("click", cancel);
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     resendEdited(article, field.value);
@@ -269,13 +283,18 @@ function startEditing(article) {
   field.setSelectionRange(field.value.length, field.value.length);
 }
 
+/** @param {HTMLElement} article */
 function stopEditing(article) {
   article.querySelector(".edit-form")?.remove();
   article.classList.remove("editing");
-  article.querySelector(".edit-message")?.focus();
+  article.querySelector(/** @type {"button"} */ (".edit-message"))?.focus();
 }
 
 // The field stays until the server replaces the question (a refusal keeps it).
+/**
+ * @param {HTMLElement} article
+ * @param {string} content
+ */
 function resendEdited(article, content) {
   if (!content.trim()) {
     showAlert(gettext("Type a message before resending."));
@@ -290,6 +309,7 @@ function resendEdited(article, content) {
 // sends the conversation's other tabs too (`removed`, then the version's question,
 // its answer and the branch below), so this tab changes the same way with or
 // without its socket.
+/** @param {HTMLButtonElement} button */
 async function showVersion(button) {
   if (isBusy()) {
     showAlert(gettext("Wait for the current answer, or stop it."));
@@ -297,7 +317,7 @@ async function showVersion(button) {
   }
   let response;
   try {
-    response = await fetch(button.dataset.versionUrl, {
+    response = await fetch(/** @type {string} */ (button.dataset.versionUrl), {
       method: "POST",
       credentials: "same-origin",
       headers: { "X-CSRFToken": csrfToken() },
@@ -311,6 +331,7 @@ async function showVersion(button) {
     return;
   }
   showAlert("");
+  /** @type {{frames: ServerFrame[]}} */
   const { frames } = await response.json();
   for (const frame of frames) handlers[frame.type]?.(frame);
   // The pressed button was replaced with its answer's (the second message sent,
@@ -319,14 +340,18 @@ async function showVersion(button) {
   const answer = frames.filter((frame) => frame.type === "message")[1];
   const control = answer && document.getElementById(`message-${answer.message.id}`)?.querySelector(".versions");
   if (!control) return;
-  const steps = control.querySelectorAll(".version-step:not(:disabled)");
-  const same = control.querySelector(`.version-step[data-step="${button.dataset.step}"]:not(:disabled)`);
+  const steps = control.querySelectorAll(/** @type {"button"} */ (".version-step:not(:disabled)"));
+  const same = control.querySelector(/** @type {"button"} */ (`.version-step[data-step="${button.dataset.step}"]:not(:disabled)`));
   (same ?? steps[0])?.focus({ preventScroll: true });
-  announce(interpolate(gettext("Version %(number)s of %(count)s"), control.dataset));
+  announce(interpolate(gettext("Version %(number)s of %(count)s"), /** @type {HTMLElement} */ (control).dataset));
 }
 
 // ---------------------------------------------------------------- clicks in the list
 
+/**
+ * @param {HTMLButtonElement} button
+ * @param {string | Promise<string>} source
+ */
 async function copyFrom(button, source) {
   const copied = await copyToClipboard(source).catch(() => false);
   const label = button.querySelector("span") ?? button;
@@ -338,11 +363,15 @@ async function copyFrom(button, source) {
   }, 1500);
 }
 
+/**
+ * @param {HTMLButtonElement} button
+ * @returns {string | Promise<string>}
+ */
 function answerSource(button) {
-  const article = button.closest("article");
+  const article = /** @type {HTMLElement} */ (button.closest("article"));
   const state = liveAnswer(Number(article.dataset.messageId));
-  if (state?.source() != null) return state.source();
-  return fetch(button.dataset.sourceUrl, { credentials: "same-origin" }).then((response) => {
+  if (state?.source() != null) return /** @type {string} */ (state.source());
+  return fetch(/** @type {string} */ (button.dataset.sourceUrl), { credentials: "same-origin" }).then((response) => {
     if (!response.ok) throw new Error(`HTTP ${response.status}`); // i18n: not text
     return response.text();
   });
@@ -350,21 +379,22 @@ function answerSource(button) {
 
 export function wireList() {
   list.addEventListener("click", (event) => {
-    const button = event.target.closest("button");
+    const target = /** @type {Element} */ (event.target);
+    const button = target.closest("button");
     if (button?.classList.contains("copy-code")) {
-      copyFrom(button, button.closest(".code-block").querySelector("code").textContent);
+      copyFrom(button, /** @type {HTMLElement} */ (/** @type {Element} */ (button.closest(".code-block")).querySelector("code")).textContent);
     } else if (button?.classList.contains("copy-answer")) {
       copyFrom(button, answerSource(button));
     } else if (owner && button?.classList.contains("regenerate")) {
-      regenerate(button.closest("article"));
+      regenerate(/** @type {HTMLElement} */ (button.closest("article")));
     } else if (owner && button?.classList.contains("version-step")) {
       showVersion(button);
     } else if (owner && button?.classList.contains("edit-message")) {
-      startEditing(button.closest("article"));
+      startEditing(/** @type {HTMLElement} */ (button.closest("article")));
     }
     // The reader opening or closing live thoughts says what they want next time.
-    const summary = event.target.closest("details.thinking > summary");
+    const summary = target.closest("details.thinking > summary");
     const article = summary?.closest('article[data-status="streaming"]');
-    if (article) rememberThinking(!summary.parentElement.open);
+    if (summary && article) rememberThinking(!(/** @type {HTMLDetailsElement} */ (summary.parentElement).open));
   });
 }

@@ -2,8 +2,8 @@
 // which creates the conversation; its page sends it (composer.js, sendFirstQuestion).
 // Shift+Enter is a new line, as in the conversation's composer.
 
-const form = document.getElementById("home-composer");
-const input = document.getElementById("home-input");
+const form = /** @type {HTMLFormElement | null} */ (document.getElementById("home-composer"));
+const input = /** @type {HTMLTextAreaElement} */ (document.getElementById("home-input"));
 
 function wireHome() {
   if (!form) return; // no model set up yet

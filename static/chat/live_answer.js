@@ -15,8 +15,11 @@ const IMMEDIATE_BUDGET_MS = 4; // drawing between two frames, before merging
 
 // The answers this page is drawing and the scheduling of their frames.
 const drawing = {
+  /** @type {Map<number, LiveAnswer>} */
   live: new Map(), // message id -> LiveAnswer
+  /** @type {WeakSet<HTMLElement>} */
   bornHere: new WeakSet(), // answers whose placeholder this page made (from a live frame), not the server's
+  /** @type {ReturnType<typeof setInterval> | null} */
   ticker: null, // updates "thinking for N s" while no text arrives
   following: true, // the view sticks to the newest text
   frameRequested: false,
@@ -25,6 +28,7 @@ const drawing = {
 
 // ---------------------------------------------------------------- helpers
 
+/** @param {string} text */
 function codePoints(text) {
   let n = text.length;
   for (let i = 0; i < text.length; i++) {
@@ -36,6 +40,10 @@ function codePoints(text) {
 
 
 // Cut `text` at most `limit` UTF-16 units in, never inside a surrogate pair.
+/**
+ * @param {string} text
+ * @param {number} limit
+ */
 function headOf(text, limit) {
   if (text.length <= limit) return text.length;
   const c = text.charCodeAt(limit - 1);
@@ -50,6 +58,7 @@ function thinkingPreference() {
   }
 }
 
+/** @param {boolean} open */
 export function rememberThinking(open) {
   try {
     localStorage.setItem(THINKING_PREFERENCE, open ? "open" : "closed");
@@ -60,15 +69,17 @@ export function rememberThinking(open) {
 
 // ---------------------------------------------------------------- a streaming answer
 
-class LiveAnswer {
+// The parts of an answer's article (templates/chat/_message.html) are there.
+export class LiveAnswer {
+  /** @param {HTMLElement} article */
   constructor(article) {
     this.article = article;
     this.id = Number(article.dataset.messageId);
-    this.details = article.querySelector("details.thinking");
-    this.label = article.querySelector(".thinking-label");
-    this.thinkingScroll = article.querySelector(".thinking-scroll");
-    this.thinkingNode = article.querySelector(".thinking-text").appendChild(document.createTextNode(""));
-    this.answer = article.querySelector(".answer");
+    this.details = /** @type {HTMLDetailsElement} */ (article.querySelector("details.thinking"));
+    this.label = /** @type {HTMLElement} */ (article.querySelector(".thinking-label"));
+    this.thinkingScroll = /** @type {HTMLElement} */ (article.querySelector(".thinking-scroll"));
+    this.thinkingNode = /** @type {HTMLElement} */ (article.querySelector(".thinking-text")).appendChild(document.createTextNode(""));
+    this.answer = /** @type {HTMLElement} */ (article.querySelector(".answer"));
     this.figures = article.querySelector(".live-figures");
     // The figures' one text node, whose data changes with each token: a new
     // node each time (textContent) restyled the page every token and relaid
@@ -87,9 +98,13 @@ class LiveAnswer {
     this.textNode = this.renderer ? null : this.answer.appendChild(document.createTextNode(""));
     this.followThinking = true; // keep the newest thoughts in view (until scrolled)
     this.answering = this.contentLength > 0;
+    /** @type {number | null} */
     this.sentAt = null; // when this tab sent the question (performance.now())
+    /** @type {number | null} */
     this.firstDeltaAt = null;
+    /** @type {number | null} */
     this.thinkingStart = null;
+    /** @type {number | null} */
     this.thinkingEnd = null;
     this.deltas = 0; // tokens arrived, for the rate
     this.pendingDeltas = 0; // of those, the ones whose text is not drawn yet
@@ -104,6 +119,12 @@ class LiveAnswer {
 
   // `tokens`: how many the delta holds (a frame says so when the server merged
   // several, chat/live/frames.py).
+  /**
+   * @param {"thinking" | "content"} kind
+   * @param {string} text
+   * @param {number} now
+   * @param {number} [tokens]
+   */
   add(kind, text, now, tokens = 1) {
     this.deltas += tokens;
     this.pendingDeltas += tokens;
@@ -152,9 +173,10 @@ class LiveAnswer {
     return changed;
   }
 
+  /** @param {string} text */
   appendContent(text) {
     if (this.renderer) this.renderer.append(text);
-    else this.textNode.appendData(text);
+    else /** @type {Text} */ (this.textNode).appendData(text);
   }
 
   // The first answer text: fold the thoughts away unless the reader wants them.
@@ -164,6 +186,7 @@ class LiveAnswer {
   }
 
   // Live "thinking for N s" and the figures under the answer, a few times a second.
+  /** @param {number} now */
   tick(now) {
     if (now - this.figuresAt < FIGURES_EVERY_MS) return;
     this.figuresAt = now;
@@ -171,6 +194,7 @@ class LiveAnswer {
     this.updateFigures(now);
   }
 
+  /** @param {number} now */
   updateThinkingLabel(now) {
     if (this.details.hidden) return;
     let text;
@@ -189,6 +213,7 @@ class LiveAnswer {
   }
 
   // The rate a few times a second (it needs a span of time to mean anything).
+  /** @param {number} now */
   updateFigures(now) {
     if (!this.figures || this.firstDeltaAt === null) return;
     const elapsed = now - this.firstDeltaAt;
@@ -215,6 +240,7 @@ class LiveAnswer {
   }
 
   // True if the text changed.
+  /** @param {string} text */
   setFigures(text) {
     if (!this.figuresText || this.figuresText.data === text) return false;
     this.figuresText.data = text;
@@ -226,10 +252,11 @@ class LiveAnswer {
   }
 
   // The start of the answer's text, without reading layout.
+  /** @param {number} limit */
   summary(limit) {
     let text = "";
     for (const block of this.answer.children) {
-      text += `${block.textContent.trim()}\n`;
+      text += `${(block.textContent ?? "").trim()}\n`;
       if (text.length > limit) return `${text.slice(0, limit).trim()}…`;
     }
     return text.trim() || this.answer.textContent.slice(0, limit);
@@ -238,6 +265,10 @@ class LiveAnswer {
   // The server's stored message: its figures, status and thinking time replace
   // ours; the answer keeps the page's rendering (no re-render, no jump), unless
   // the text differs from what the server stored (then the server's wins).
+  /**
+   * @param {ServerMessage} message
+   * @param {Element} fresh  the server's article for it
+   */
   finish(message, fresh) {
     this.catchUp(message);
     while (this.pending) this.apply();
@@ -247,17 +278,18 @@ class LiveAnswer {
       this.article.dataset.resynced = "1";
       this.rerender(message.content);
     }
-    if (this.thinkingNode.parentNode.textContent !== message.thinking) {
+    const thoughts = /** @type {HTMLElement} */ (this.thinkingNode.parentNode);
+    if (thoughts.textContent !== message.thinking) {
       console.warn(`answer ${this.id}: the page's thoughts differ from the stored ones`);
       this.article.dataset.resynced = "1";
-      this.thinkingNode.parentNode.replaceChildren(message.thinking);
+      thoughts.replaceChildren(message.thinking);
       this.details.hidden = !message.thinking;
     }
     this.answer.classList.remove("streaming");
     this.answer.dataset.enhanced = "1";
     const freshLabel = fresh.querySelector(".thinking-label");
     if (freshLabel) this.label.textContent = freshLabel.textContent;
-    this.article.querySelector(".message-footer").replaceWith(fresh.querySelector(".message-footer"));
+    /** @type {Element} */ (this.article.querySelector(".message-footer")).replaceWith(/** @type {Element} */ (fresh.querySelector(".message-footer")));
     this.article.dataset.status = message.status;
     this.article.dataset.contentLength = String(this.contentLength);
     this.article.dataset.thinkingLength = String(this.thinkingLength);
@@ -266,8 +298,9 @@ class LiveAnswer {
 
   // A socket that dropped near the end misses the last deltas (the stored message
   // comes instead of a resume): take them from the stored text.
+  /** @param {ServerMessage} message */
   catchUp(message) {
-    const thinking = this.thinkingNode.parentNode.textContent + this.pendingThinking;
+    const thinking = /** @type {HTMLElement} */ (this.thinkingNode.parentNode).textContent + this.pendingThinking;
     if (message.thinking.length > thinking.length && message.thinking.startsWith(thinking)) {
       this.pendingThinking += message.thinking.slice(thinking.length);
     }
@@ -277,6 +310,7 @@ class LiveAnswer {
     }
   }
 
+  /** @param {string} content */
   rerender(content) {
     this.renderer = new IncrementalMarkdown(this.answer);
     this.renderer.append(content);
@@ -288,7 +322,7 @@ class LiveAnswer {
   // page drops its text, to be sent again from the start (socket.js).
   restart() {
     this.thinkingNode.data = "";
-    this.thinkingNode.parentNode.replaceChildren(this.thinkingNode);
+    /** @type {HTMLElement} */ (this.thinkingNode.parentNode).replaceChildren(this.thinkingNode);
     this.details.hidden = true;
     this.answer.replaceChildren();
     this.renderer = markdownAvailable ? new IncrementalMarkdown(this.answer) : null;
@@ -303,13 +337,14 @@ class LiveAnswer {
   }
 }
 
+/** @param {number} messageId */
 function articleFor(messageId) {
   let article = document.getElementById(`message-${messageId}`);
   if (!article) {
-    article = template.content.firstElementChild.cloneNode(true);
+    article = /** @type {HTMLElement} */ (/** @type {Element} */ (template.content.firstElementChild).cloneNode(true));
     drawing.bornHere.add(article);
     article.id = `message-${messageId}`;
-    article.dataset.messageId = messageId;
+    article.dataset.messageId = String(messageId);
     article.dataset.contentLength = "0";
     article.dataset.thinkingLength = "0";
     insertMessage(article);
@@ -317,15 +352,18 @@ function articleFor(messageId) {
   return article;
 }
 
+/** @param {Element} article */
 export function insertMessage(article) {
   document.getElementById("empty-hint")?.remove();
   sentinel.before(article);
 }
 
+/** @param {number} messageId */
 export function liveAnswer(messageId) {
   return drawing.live.get(messageId);
 }
 
+/** @param {number} messageId */
 export function liveFor(messageId) {
   let state = drawing.live.get(messageId);
   if (!state) {
@@ -338,6 +376,7 @@ export function liveFor(messageId) {
   return state;
 }
 
+/** @param {number} messageId */
 export function forget(messageId) {
   const state = drawing.live.get(messageId);
   drawing.live.delete(messageId);
@@ -346,7 +385,7 @@ export function forget(messageId) {
   // leaves through here, finished or removed: `follower` keeps no other.)
   if (state) requestAnimationFrame(() => requestAnimationFrame(() => follower.unobserve(state.article)));
   if (!drawing.live.size) {
-    clearInterval(drawing.ticker);
+    clearInterval(drawing.ticker ?? undefined);
     drawing.ticker = null;
   }
 }
@@ -356,6 +395,7 @@ function tickAll() {
   for (const state of drawing.live.values()) state.tick(now);
 }
 
+/** @param {LiveAnswer} state */
 function watchThinkingScroll(state) {
   const stop = () => {
     state.followThinking = false;
@@ -366,6 +406,10 @@ function watchThinkingScroll(state) {
 
 // Waiting for a model slot: the placeholder's footer says where the answer is in
 // line, until the first token's figures take its place.
+/**
+ * @param {LiveAnswer} state
+ * @param {number} position
+ */
 export function showQueued(state, position) {
   if (!state.figures || state.firstDeltaAt !== null) return;
   const text = interpolate(gettext("Queued — position %(position)s"), { position: number(position) });
@@ -374,6 +418,7 @@ export function showQueued(state, position) {
 
 // "Loading model…" in the header (a role="status" region, so it is read out too),
 // and in an answer still waiting for its first token.
+/** @param {string} state */
 export function showModelState(state) {
   if (!owner) return;
   const { modelState } = owner;
@@ -391,6 +436,7 @@ export function showModelState(state) {
 // IMMEDIATE_BUDGET_MS (always, at reading speeds: no waiting at all); beyond
 // that it waits for the next frame, which draws everything that came meanwhile
 // (merging only when behind, as the server does).
+/** @param {LiveAnswer} state */
 export function deltaArrived(state) {
   if (drawing.spentSinceFrame < IMMEDIATE_BUDGET_MS) {
     const start = performance.now();
@@ -454,6 +500,7 @@ export function followNewest() {
 
 // A message asked for by a search hit: in view and marked, the newest not followed
 // (again after the next frame, once answers rendered as markdown have their height).
+/** @param {HTMLElement} article */
 export function showMessage(article) {
   drawing.following = false;
   article.classList.add("search-target");

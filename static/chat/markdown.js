@@ -14,10 +14,14 @@
 
 import { gettext, interpolate } from "./i18n.js";
 
-const { markdownit, DOMPurify, hljs, katex } = window;
+// Typed as present: DOMPurify is used only when `available`, hljs and katex
+// each after a check of its own.
+const { markdownit, DOMPurify, hljs, katex } =
+  /** @type {Window & Required<Pick<Window, "DOMPurify" | "hljs" | "katex">>} */ (window);
 
 export const available = Boolean(markdownit && DOMPurify);
 
+/** @type {PurifyConfig & {RETURN_DOM_FRAGMENT: true}} */
 const PURIFY = {
   RETURN_DOM_FRAGMENT: true,
   ADD_TAGS: ["semantics", "annotation"], // KaTeX's MathML keeps its TeX source
@@ -42,7 +46,7 @@ if (available) {
 
 function createParser() {
   // The same dialect as the server (chat/rendering/markdown.py), plus math.
-  const parser = markdownit("commonmark", { html: false, linkify: false });
+  const parser = /** @type {NonNullable<typeof markdownit>} */ (markdownit)("commonmark", { html: false, linkify: false });
   parser.enable(["table", "strikethrough"]);
   parser.inline.ruler.before("escape", "math_inline", mathInlineRule);
   parser.block.ruler.before("fence", "math_block", mathBlockRule, {
@@ -57,12 +61,15 @@ function createParser() {
 
 // ---------------------------------------------------------------- math
 
+/** @type {Record<string, string>} */
 const DELIMITERS = { $: "$", $$: "$$", "\\(": "\\)", "\\[": "\\]" };
 
+/** @param {number} code */
 function isSpace(code) {
   return code === 32 || code === 9 || code === 10 || code === 13;
 }
 
+/** @param {number} code */
 function isDigit(code) {
   return code >= 48 && code <= 57;
 }
@@ -73,6 +80,10 @@ function isDigit(code) {
 // the opening one that may close: not escaped by a backslash and, for `$`, with
 // no space before it and no digit after it. The same rules as the server's
 // (chat/rendering/math.py).
+/**
+ * @param {string} src
+ * @param {number} start
+ */
 export function matchInlineMath(src, start) {
   let open = null;
   if (src.startsWith("$$", start)) open = "$$";
@@ -93,8 +104,14 @@ export function matchInlineMath(src, start) {
 // opener bisects. The parser tries the rule at every `$` and `\` of one text in
 // turn, so the last text's lists are kept. (Searching forward from every opener
 // was quadratic: "$1" × 7,500, where no `$` may close, froze the page.)
+/** @type {{src: string | null, positions: Map<string, number[]>}} */
 let closers = { src: null, positions: new Map() };
 
+/**
+ * @param {string} src
+ * @param {string} close
+ * @param {number} from
+ */
 function closerAfter(src, close, from) {
   if (closers.src !== src) closers = { src, positions: new Map() };
   let positions = closers.positions.get(close);
@@ -112,6 +129,10 @@ function closerAfter(src, close, from) {
   return low < positions.length ? positions[low] : -1;
 }
 
+/**
+ * @param {string} src
+ * @param {string} close
+ */
 function closersIn(src, close) {
   const dollar = close === "$";
   const found = [];
@@ -125,6 +146,10 @@ function closersIn(src, close) {
   return found;
 }
 
+/**
+ * @param {MarkdownInlineState} state
+ * @param {boolean} silent
+ */
 function mathInlineRule(state, silent) {
   const found = matchInlineMath(state.src, state.pos);
   if (!found || found.end > state.posMax) return false;
@@ -137,6 +162,12 @@ function mathInlineRule(state, silent) {
   return true;
 }
 
+/**
+ * @param {MarkdownBlockState} state
+ * @param {number} startLine
+ * @param {number} endLine
+ * @param {boolean} silent
+ */
 function mathBlockRule(state, startLine, endLine, silent) {
   const start = state.bMarks[startLine] + state.tShift[startLine];
   if (state.sCount[startLine] - state.blkIndent >= 4) return false;
@@ -154,7 +185,7 @@ function mathBlockRule(state, startLine, endLine, silent) {
     lines.push(text);
     closed = endsWithClose(text, close);
   }
-  if (closed) lines[lines.length - 1] = lines.at(-1).trimEnd().slice(0, -close.length);
+  if (closed) lines[lines.length - 1] = lines[lines.length - 1].trimEnd().slice(0, -close.length);
   state.line = Math.min(line, endLine) + 1;
   const token = state.push("math_block", "math", 0);
   token.block = true;
@@ -164,16 +195,26 @@ function mathBlockRule(state, startLine, endLine, silent) {
   return true;
 }
 
+/**
+ * @param {string} text
+ * @param {string} close
+ */
 function endsWithClose(text, close) {
   const trimmed = text.trimEnd();
   return trimmed.length >= close.length && trimmed.endsWith(close);
 }
 
+/** @param {string} text */
 function escapeHtml(text) {
-  return text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+  return text.replace(/[&<>"]/g, (c) => /** @type {Record<string, string>} */ ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 }
 
 // While a block is still open its math is shown as source; frozen blocks get KaTeX.
+/**
+ * @param {string} tex
+ * @param {string} open
+ * @param {MarkdownEnv} env
+ */
 function renderMath(tex, open, env) {
   const display = open === "$$" || open === "\\[";
   if (env.pending || !katex) {
@@ -199,17 +240,27 @@ function renderMath(tex, open, env) {
 // Parsed once in an inert document (nothing loads or runs there), sanitized in
 // place, then moved into the page: one HTML parse per render, no copy.
 const inert = available ? document.implementation.createHTMLDocument("") : null;
+/** @type {PurifyConfig & {IN_PLACE: true}} */
 const PURIFY_IN_PLACE = { ...PURIFY, RETURN_DOM_FRAGMENT: false, IN_PLACE: true };
 
+/**
+ * @param {string} text
+ * @param {boolean} pending
+ */
 function render(text, pending) {
-  const box = inert.createElement("div");
-  box.innerHTML = md.render(text, { pending });
+  // Called only when `available`: `inert` and `md` are there.
+  const box = /** @type {Document} */ (inert).createElement("div");
+  box.innerHTML = /** @type {MarkdownIt} */ (md).render(text, { pending });
   DOMPurify.sanitize(box, PURIFY_IN_PLACE);
   const fragment = document.createDocumentFragment();
   fragment.append(...box.childNodes);
   return fragment;
 }
 
+/**
+ * @param {HTMLElement} pre
+ * @param {HTMLElement} code
+ */
 function codeBlockChrome(pre, code) {
   const block = document.createElement("div");
   block.className = "code-block";
@@ -229,6 +280,7 @@ function codeBlockChrome(pre, code) {
   return block;
 }
 
+/** @param {Element} code */
 function languageOf(code) {
   const match = /(?:^|\s)language-([^\s]+)/.exec(code.className);
   return match ? match[1] : "";
@@ -236,9 +288,13 @@ function languageOf(code) {
 
 // Code blocks get a header with a copy button (and, once final, highlighting);
 // tables get a scrolling wrapper so a wide one does not widen the page.
+/**
+ * @param {ParentNode} root
+ * @param {boolean} final
+ */
 function decorate(root, final) {
-  for (const code of root.querySelectorAll("pre > code")) {
-    const pre = code.parentElement;
+  for (const code of root.querySelectorAll(/** @type {"code"} */ ("pre > code"))) {
+    const pre = /** @type {HTMLElement} */ (code.parentElement);
     if (!pre.parentElement?.classList.contains("code-block")) codeBlockChrome(pre, code);
     if (final) queueHighlight(code);
   }
@@ -253,12 +309,15 @@ function decorate(root, final) {
 
 // ---------------------------------------------------------------- highlighting
 
+/** @type {HTMLElement[]} */
 const highlightQueue = [];
 let highlightScheduled = false;
+/** @type {(fn: IdleRequestCallback) => void} */
 const whenIdle = window.requestIdleCallback
   ? (fn) => window.requestIdleCallback(fn, { timeout: 500 })
   : (fn) => setTimeout(() => fn({ timeRemaining: () => 8, didTimeout: true }), 16);
 
+/** @param {HTMLElement} code */
 function queueHighlight(code) {
   if (!hljs) return;
   highlightQueue.push(code);
@@ -270,6 +329,7 @@ function queueHighlight(code) {
 
 // Highlighting is off the hot path: in idle time, as many blocks as fit (hljs
 // takes about 2 ms per KB), and always at least one.
+/** @param {IdleDeadline} deadline */
 function runHighlightQueue(deadline) {
   do {
     const code = highlightQueue.shift();
@@ -279,6 +339,7 @@ function runHighlightQueue(deadline) {
   if (highlightScheduled) whenIdle(runHighlightQueue);
 }
 
+/** @param {HTMLElement} code */
 function highlight(code) {
   const language = languageOf(code);
   if (!code.isConnected || !language || !hljs.getLanguage(language)) return;
@@ -299,6 +360,7 @@ const HEADING = /^#{1,6}(?:[ \t]|$)/;
 
 // Where `text` ends without the spaces and tabs markdown trims from the end of a
 // paragraph (only those: a no-break or ideographic space stays).
+/** @param {string} text */
 function trimmedEnd(text) {
   let end = text.length;
   while (end > 0 && (text[end - 1] === " " || text[end - 1] === "\t")) end--;
@@ -307,14 +369,21 @@ function trimmedEnd(text) {
 
 // Finds the boundaries in a growing text. Lines are classified once, when their
 // newline arrives; only the first character of an incomplete line is looked at.
+/**
+ * An open code fence or $$ block; `code`: a fence, not math.
+ * @typedef {{marker: string, code: boolean, top: boolean, start: number, contentStart: number}} Fence
+ */
+
 class BlockScanner {
   constructor() {
     this.lineStart = 0; // start of the first line not yet complete
     this.scanned = 0; // where the search for the next newline resumes
     this.boundary = 0;
     this.afterBlank = false;
-    this.fence = null; // {marker, top, start, contentStart} inside a code fence / $$ block
-    this.list = null; // "bullet" | "ordered": inside a top-level list
+    /** @type {Fence | null} */
+    this.fence = null; // inside a code fence / $$ block
+    /** @type {"bullet" | "ordered" | null} */
+    this.list = null; // inside a top-level list
   }
 
   // `added`: what `text` gained since the last scan. A piece without a newline,
@@ -322,6 +391,10 @@ class BlockScanner {
   // settled without reading `text`, which a string grown piece by piece would
   // have to copy whole (flatten) first: that would cost each token the
   // answer's length.
+  /**
+   * @param {string} text
+   * @param {string | null} [added]
+   */
   scan(text, added = null) {
     if (added !== null && !added.includes("\n") && this.lineStart < text.length - added.length) {
       this.scanned = text.length;
@@ -341,16 +414,23 @@ class BlockScanner {
     return this.boundary;
   }
 
+  /** @param {number} position */
   cut(position) {
     if (position > this.boundary) this.boundary = position;
   }
 
   // An open top-level fence that starts the tail and whose first line is complete.
+  /** @param {number} position */
   openFenceAt(position) {
     const fence = this.fence;
     return fence && fence.top && fence.code && fence.start === position ? fence : null;
   }
 
+  /**
+   * @param {string} text
+   * @param {number} start
+   * @param {number} next
+   */
   line(text, start, next) {
     const body = text.trimStart();
     const indent = text.length - body.length;
@@ -379,6 +459,12 @@ class BlockScanner {
     this.listLine(body, afterBlank, start);
   }
 
+  /**
+   * @param {string} body
+   * @param {boolean} top
+   * @param {number} start
+   * @param {number} next
+   */
   opensBlock(body, top, start, next) {
     const fence = FENCE_OPEN.exec(body);
     if (fence && !(fence[1][0] === "`" && fence[2].includes("`"))) {
@@ -398,8 +484,9 @@ class BlockScanner {
     return true;
   }
 
+  /** @param {string} body */
   closesFence(body) {
-    const marker = this.fence.marker;
+    const marker = /** @type {Fence} */ (this.fence).marker;
     if (marker === "$$") return endsWithClose(body, "$$");
     const trimmed = body.trimEnd();
     return (
@@ -411,6 +498,11 @@ class BlockScanner {
 
   // The next item of a top-level list is a boundary too (lists are merged back
   // together in the DOM), so a 1,000-item list does not stay in the tail.
+  /**
+   * @param {string} body
+   * @param {boolean} afterBlank
+   * @param {number} start
+   */
   listLine(body, afterBlank, start) {
     const item = LIST_ITEM.exec(body);
     if (item) {
@@ -426,17 +518,23 @@ class BlockScanner {
 // ---------------------------------------------------------------- the renderer
 
 export class IncrementalMarkdown {
+  /** @param {HTMLElement} container */
   constructor(container) {
     this.container = container;
     this.source = "";
     this.frozenEnd = 0;
     this.scanner = new BlockScanner();
+    /** @type {HTMLElement | null} */
     this.tail = null;
+    /** @type {string | null} */
     this.tailSource = null;
-    this.codeTail = null; // {node, end, fence}: an open fence being appended to
-    this.prose = null; // {node, held}: the tail's one paragraph line (`proseTail`)
+    /** @type {{node: Text, end: number, fence: Fence} | null} */
+    this.codeTail = null; // an open fence being appended to
+    /** @type {{node: Text, held: string} | null} */
+    this.prose = null; // the tail's one paragraph line (`proseTail`)
   }
 
+  /** @param {string} text */
   append(text) {
     if (!text) return;
     if (!this.tail) this.start();
@@ -461,6 +559,9 @@ export class IncrementalMarkdown {
     this.container.replaceChildren(this.tail);
   }
 
+  // The methods below run after start(): `tail` is there.
+
+  /** @param {number} end */
   freeze(end) {
     const chunk = this.source.slice(this.frozenEnd, end);
     this.frozenEnd = end;
@@ -474,11 +575,11 @@ export class IncrementalMarkdown {
     block.className = "md-block";
     markHeadings(block, fragment);
     block.append(fragment);
-    this.tail.before(block);
+    /** @type {HTMLElement} */ (this.tail).before(block);
   }
 
   lastFrozenElement() {
-    const block = this.tail.previousElementSibling;
+    const block = /** @type {HTMLElement} */ (this.tail).previousElementSibling;
     return block ? block.lastElementChild : null;
   }
 
@@ -496,8 +597,9 @@ export class IncrementalMarkdown {
     const fragment = render(text, true);
     decorate(fragment, false);
     if (LIST_ITEM.test(text)) continueList(this.lastFrozenElement(), fragment);
-    markHeadings(this.tail, fragment);
-    this.tail.replaceChildren(fragment);
+    const tail = /** @type {HTMLElement} */ (this.tail);
+    markHeadings(tail, fragment);
+    tail.replaceChildren(fragment);
     this.prose = this.proseTail(text);
   }
 
@@ -506,12 +608,14 @@ export class IncrementalMarkdown {
   // or table row, with or without more words), and its DOM is that paragraph,
   // ending in text. Then {node, held}: `held` is its trailing whitespace, which
   // markdown trims from a paragraph's end until more text follows it.
+  /** @param {string} text */
   proseTail(text) {
     if (!PROSE_LINE.test(text.slice(text.lastIndexOf("\n") + 1))) return null;
-    const last = this.tail.lastElementChild;
-    const node = last && last.tagName === "P" && last === this.tail.firstElementChild ? last.lastChild : null;
+    const tail = /** @type {HTMLElement} */ (this.tail);
+    const last = tail.lastElementChild;
+    const node = last && last.tagName === "P" && last === tail.firstElementChild ? last.lastChild : null;
     if (!node || node.nodeType !== Node.TEXT_NODE) return null;
-    return { node, held: text.slice(trimmedEnd(text)) };
+    return { node: /** @type {Text} */ (node), held: text.slice(trimmedEnd(text)) };
   }
 
   // The usual token (" word", "word ", a few CJK characters) continuing the
@@ -523,6 +627,7 @@ export class IncrementalMarkdown {
   // characters, so it is one node.) Not for a newline, nor any character that opens or
   // closes inline syntax; the whitespace markdown would trim at the end is held
   // back until text follows it.
+  /** @param {string} added */
   appendText(added) {
     const prose = this.prose;
     this.prose = null; // settled again below, or by the next full render
@@ -537,6 +642,7 @@ export class IncrementalMarkdown {
 
   // An open fence: append the new code as text. An incomplete last line that
   // may be the closing fence is held back until its newline says what it is.
+  /** @param {Fence} fence */
   appendCode(fence) {
     if (!this.codeTail || this.codeTail.fence !== fence) {
       this.codeTail = { fence, end: fence.contentStart, node: this.codeShell(fence) };
@@ -552,6 +658,7 @@ export class IncrementalMarkdown {
     }
   }
 
+  /** @param {Fence} fence */
   codeShell(fence) {
     const pre = document.createElement("pre");
     const code = document.createElement("code");
@@ -559,13 +666,14 @@ export class IncrementalMarkdown {
     const language = info.trim().split(/\s+/)[0];
     if (language) code.className = `language-${language}`;
     pre.append(code);
-    this.tail.replaceChildren(pre);
+    /** @type {HTMLElement} */ (this.tail).replaceChildren(pre);
     codeBlockChrome(pre, code);
     return code.appendChild(document.createTextNode(""));
   }
 }
 
 // The whole text at once, all final: what the incremental rendering must equal.
+/** @param {string} text */
 export function renderWhole(text) {
   const fragment = render(text, false);
   decorate(fragment, true);
@@ -574,13 +682,22 @@ export function renderWhole(text) {
 
 // Blocks that start or end with a heading space themselves as the heading would
 // (see chat.css).
+/**
+ * @param {HTMLElement} block
+ * @param {DocumentFragment} fragment
+ */
 function markHeadings(block, fragment) {
+  /** @param {Element | null} element */
   const heading = (element) => Boolean(element && /^H[1-6]$/.test(element.tagName));
   block.classList.toggle("heading-first", heading(fragment.firstElementChild));
   block.classList.toggle("heading-last", heading(fragment.lastElementChild));
 }
 
 // A list item frozen on its own joins the list frozen before it.
+/**
+ * @param {Element | null} previous
+ * @param {DocumentFragment} fragment
+ */
 function mergeList(previous, fragment) {
   const list = fragment.firstElementChild;
   if (!previous || !list || previous.tagName !== list.tagName || !/^[OU]L$/.test(list.tagName)) {
@@ -591,14 +708,18 @@ function mergeList(previous, fragment) {
 }
 
 // The tail's list continues the frozen one: same numbering, no gap between them.
+/**
+ * @param {Element | null} previous
+ * @param {DocumentFragment} fragment
+ */
 function continueList(previous, fragment) {
-  const list = fragment.firstElementChild;
+  const list = /** @type {HTMLOListElement | null} */ (fragment.firstElementChild);
   if (!previous || !list || previous.tagName !== list.tagName || !/^[OU]L$/.test(list.tagName)) {
     return;
   }
   list.classList.add("md-continued");
   if (list.tagName === "OL") {
-    list.start = (previous.start || 1) + previous.childElementCount;
+    list.start = (/** @type {HTMLOListElement} */ (previous).start || 1) + previous.childElementCount;
   }
 }
 
@@ -606,37 +727,43 @@ function continueList(previous, fragment) {
 
 // An answer rendered by the server (chat/rendering/markdown.py): code chrome and
 // highlighting, wide tables, and $…$ / $$…$$ math typeset where the text has it.
+/** @param {HTMLElement} answer */
 export function enhanceAnswer(answer) {
   if (!available || answer.dataset.enhanced) return;
   answer.dataset.enhanced = "1";
   decorate(answer, true);
-  for (const link of answer.querySelectorAll("a[href]")) link.target = "_blank";
+  for (const link of answer.querySelectorAll(/** @type {"a"} */ ("a[href]"))) link.target = "_blank";
   if (katex) typesetSources(answer);
   if (katex && answer.textContent.includes("$")) typesetText(answer);
 }
 
 // The server's math spans (chat/rendering/math.py): the TeX with its delimiters.
+/** @param {HTMLElement} root */
 function typesetSources(root) {
   for (const span of root.querySelectorAll(".math-source")) {
-    const text = span.textContent;
+    const text = span.textContent ?? "";
     const found = matchInlineMath(text, 0);
     if (!found || found.end !== text.length) continue;
     span.replaceWith(DOMPurify.sanitize(renderMath(found.content, found.open, {}), PURIFY));
   }
 }
 
+/** @param {HTMLElement} root */
 function typesetText(root) {
   const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+    /** @param {Text} node */
     acceptNode: (node) =>
-      node.parentElement.closest("code, pre, .katex") || !node.data.includes("$")
+      /** @type {HTMLElement} */ (node.parentElement).closest("code, pre, .katex") || !node.data.includes("$")
         ? NodeFilter.FILTER_REJECT
         : NodeFilter.FILTER_ACCEPT,
   });
+  /** @type {Text[]} */
   const nodes = [];
-  while (walker.nextNode()) nodes.push(walker.currentNode);
+  while (walker.nextNode()) nodes.push(/** @type {Text} */ (walker.currentNode));
   for (const node of nodes) typesetNode(node);
 }
 
+/** @param {Text} node */
 function typesetNode(node) {
   const text = node.data;
   let html = "";
@@ -669,7 +796,7 @@ const WARM_UP =
 if (available) {
   whenIdle(() => {
     const renderer = new IncrementalMarkdown(document.createElement("div"));
-    for (const piece of WARM_UP.match(/[\s\S]{1,5}/g)) renderer.append(piece);
+    for (const piece of /** @type {string[]} */ (WARM_UP.match(/[\s\S]{1,5}/g))) renderer.append(piece);
     renderer.finish();
   });
 }

@@ -5,17 +5,20 @@
 // the home page, the model the new conversation starts with. Which models are
 // loaded is asked when the menu opens, never while the page loads.
 
-const picker = document.getElementById("model-picker");
+// Typed as present: a page without it has `wire` return at once, and nothing
+// else here runs.
+const picker = /** @type {HTMLElement} */ (document.getElementById("model-picker"));
 const LOADED_FRESH_MS = 10_000;
+/** @type {{active: HTMLElement | null, loadedAt: number}} */
 const state = { active: null, loadedAt: -Infinity };
 
 function parts() {
   return {
-    button: document.getElementById("model-picker-button"),
-    popup: document.getElementById("model-picker-popup"),
-    filter: document.getElementById("model-picker-filter"),
-    empty: document.getElementById("model-picker-empty"),
-    options: [...picker.querySelectorAll(".model-option")],
+    button: /** @type {HTMLButtonElement} */ (document.getElementById("model-picker-button")),
+    popup: /** @type {HTMLElement} */ (document.getElementById("model-picker-popup")),
+    filter: /** @type {HTMLInputElement} */ (document.getElementById("model-picker-filter")),
+    empty: /** @type {HTMLElement} */ (document.getElementById("model-picker-empty")),
+    options: /** @type {HTMLElement[]} */ ([...picker.querySelectorAll(".model-option")]),
   };
 }
 
@@ -23,6 +26,7 @@ function visible() {
   return parts().options.filter((option) => !option.hidden);
 }
 
+/** @param {HTMLElement | null} option */
 function activate(option) {
   const { filter, options } = parts();
   state.active = option;
@@ -36,16 +40,17 @@ function activate(option) {
 async function showLoaded() {
   if (performance.now() - state.loadedAt < LOADED_FRESH_MS) return;
   state.loadedAt = performance.now();
+  /** @type {number[]} */
   let loaded;
   try {
-    const response = await fetch(picker.dataset.loadedUrl, { credentials: "same-origin" });
+    const response = await fetch(/** @type {string} */ (picker.dataset.loadedUrl), { credentials: "same-origin" });
     if (!response.ok) return;
     ({ loaded } = await response.json());
   } catch {
     return; // the badges are a hint: without them the menu still works
   }
   for (const option of parts().options) {
-    option.querySelector(".picker-loaded").hidden = !loaded.includes(Number(option.dataset.value));
+    /** @type {HTMLElement} */ (option.querySelector(".picker-loaded")).hidden = !loaded.includes(Number(option.dataset.value));
   }
 }
 
@@ -60,6 +65,7 @@ function open() {
   showLoaded();
 }
 
+/** @param {{focus?: boolean}} [options] */
 function close({ focus = true } = {}) {
   const { button, popup } = parts();
   if (popup.hidden) return;
@@ -71,33 +77,35 @@ function close({ focus = true } = {}) {
 function applyFilter() {
   const { filter, empty, options } = parts();
   const words = filter.value.toLowerCase().split(/\s+/).filter(Boolean);
-  for (const option of options) option.hidden = !words.every((word) => option.dataset.search.includes(word));
+  for (const option of options) option.hidden = !words.every((word) => /** @type {string} */ (option.dataset.search).includes(word));
   const shown = visible();
   empty.hidden = shown.length > 0 || options.length === 0;
-  if (!shown.includes(state.active)) activate(shown[0] ?? null);
+  if (!state.active || !shown.includes(state.active)) activate(shown[0] ?? null);
 }
 
+/** @param {HTMLElement} option */
 function choose(option) {
   for (const each of parts().options) each.setAttribute("aria-selected", String(each === option));
   close();
-  const home = document.getElementById("home-model");
+  const home = /** @type {HTMLInputElement | null} */ (document.getElementById("home-model"));
   if (home) {
-    home.value = option.dataset.value;
-    picker.querySelector(".model-name-ref").textContent = option.dataset.name;
+    home.value = /** @type {string} */ (option.dataset.value);
+    /** @type {Element} */ (picker.querySelector(".model-name-ref")).textContent = /** @type {string} */ (option.dataset.name);
     document.getElementById("home-input")?.focus();
     return;
   }
-  const panel = document.getElementById("settings-panel");
-  const select = panel?.querySelector("#id_model_profile");
-  if (!select) return;
-  select.value = option.dataset.value;
+  const panel = /** @type {HTMLFormElement | null} */ (document.getElementById("settings-panel"));
+  const select = panel?.querySelector(/** @type {"select"} */ ("#id_model_profile"));
+  if (!panel || !select) return;
+  select.value = /** @type {string} */ (option.dataset.value);
   panel.requestSubmit(); // htmx saves it; the names follow (composer.js, followModelName)
   document.getElementById("composer-input")?.focus();
 }
 
+/** @param {KeyboardEvent} event */
 function onFilterKey(event) {
   const shown = visible();
-  const at = shown.indexOf(state.active);
+  const at = state.active ? shown.indexOf(state.active) : -1;
   if (event.key === "ArrowDown" || event.key === "ArrowUp") {
     event.preventDefault();
     if (!shown.length) return;
@@ -106,7 +114,7 @@ function onFilterKey(event) {
   } else if (event.key === "Home" || event.key === "End") {
     if (!shown.length) return;
     event.preventDefault();
-    activate(event.key === "Home" ? shown[0] : shown.at(-1));
+    activate(event.key === "Home" ? shown[0] : shown[shown.length - 1]);
   } else if (event.key === "Enter") {
     event.preventDefault();
     if (state.active) choose(state.active);
@@ -130,15 +138,15 @@ function wire() {
   filter.addEventListener("input", applyFilter);
   filter.addEventListener("keydown", onFilterKey);
   popup.addEventListener("click", (event) => {
-    const option = event.target.closest(".model-option");
+    const option = /** @type {HTMLElement | null} */ (/** @type {Element} */ (event.target).closest(".model-option"));
     if (option) choose(option);
   });
   document.addEventListener("pointerdown", (event) => {
-    if (!picker.contains(event.target)) close({ focus: false });
+    if (!picker.contains(/** @type {Node | null} */ (event.target))) close({ focus: false });
   });
   // The settings panel changed the model (its select): the list follows.
   document.body.addEventListener("htmx:afterSettle", () => {
-    const value = document.querySelector("#settings-panel #id_model_profile")?.value;
+    const value = document.querySelector(/** @type {"select"} */ ("#settings-panel #id_model_profile"))?.value;
     if (value === undefined) return;
     for (const option of parts().options) option.setAttribute("aria-selected", String(option.dataset.value === value));
   });

@@ -6,8 +6,8 @@
 
 import { gettext, interpolate, ngettext, number } from "./i18n.js";
 
-const list = document.getElementById("messages");
-const announcer = document.getElementById("announcer");
+const list = /** @type {HTMLElement} */ (document.getElementById("messages"));
+const announcer = /** @type {HTMLElement} */ (document.getElementById("announcer"));
 const NEAR_TOP = "800px 0px 0px 0px"; // start fetching this far above the view
 
 let loading = false;
@@ -27,11 +27,11 @@ async function loadOlder() {
   const holder = control();
   if (!holder || loading) return;
   loading = true;
-  const button = holder.querySelector("button");
+  const button = /** @type {HTMLButtonElement} */ (holder.querySelector("button"));
   holder.dataset.state = "loading";
   button.textContent = gettext("Loading older messages…");
   try {
-    const response = await fetch(holder.dataset.olderUrl, {
+    const response = await fetch(/** @type {string} */ (holder.dataset.olderUrl), {
       credentials: "same-origin",
       headers: { Accept: "text/html" },
     });
@@ -45,6 +45,10 @@ async function loadOlder() {
   }
 }
 
+/**
+ * @param {HTMLElement} holder
+ * @param {string} html
+ */
 function insertAbove(holder, html) {
   const page = document.createElement("template"); // inert: nothing loads yet
   page.innerHTML = html; // rendered and sanitized by the server
@@ -59,7 +63,7 @@ function insertAbove(holder, html) {
   list.dispatchEvent(new Event("older-messages")); // stream.js enhances its answers
   if (next) {
     nearTop.observe(next);
-    if (hadFocus) next.querySelector("button").focus({ preventScroll: true });
+    if (hadFocus) /** @type {HTMLButtonElement} */ (next.querySelector("button")).focus({ preventScroll: true });
   }
   const shown = next
     ? ngettext("%(count)s older message shown.", "%(count)s older messages shown.", count)
@@ -68,7 +72,7 @@ function insertAbove(holder, html) {
 }
 
 list.addEventListener("click", (event) => {
-  if (event.target.closest(".load-older")) loadOlder();
+  if (/** @type {Element} */ (event.target).closest(".load-older")) loadOlder();
 });
 // Observed once the page has scrolled to its newest message (stream.js does
 // that as it starts), so the top of a short list loads at once, a long one not.

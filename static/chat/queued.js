@@ -8,16 +8,31 @@
 import { gettext } from "./i18n.js";
 import { announce, owner } from "./page.js";
 
-const queue = { text: "", card: null, send: null, hasFiles: null };
+// Everything here runs on the owner's page only (composer.js), so `owner` is there.
+const queue = {
+  text: "",
+  /** @type {HTMLElement | null} */
+  card: null,
+  /** @type {() => void} */
+  send: () => {},
+  /** @type {() => boolean} */
+  hasFiles: () => false,
+};
 
 // Enter while busy: the box's text joins the queued message (one message, in
 // the order typed).
+/** @param {string} text */
 export function queueNext(text) {
   queue.text = queue.text ? `${queue.text}\n\n${text}` : text;
   show();
   announce(gettext("Queued: it is sent when the answer ends."));
 }
 
+/**
+ * @param {string} label
+ * @param {string} className
+ * @param {() => void} run
+ */
 function button(label, className, run) {
   const element = document.createElement("button");
   element.type = "button";
@@ -45,18 +60,18 @@ function build() {
     button(gettext("Cancel"), "queued-cancel", () => {
       clear();
       announce(gettext("Queued message cancelled."));
-      owner.input.focus();
+      /** @type {Owner} */ (owner).input.focus();
     }),
   );
   card.append(label, text, actions);
-  owner.composer.prepend(card);
+  /** @type {Owner} */ (owner).composer.prepend(card);
   return card;
 }
 
 function show() {
   queue.card ??= build();
   queue.card.hidden = !queue.text;
-  queue.card.querySelector(".queued-text").textContent = queue.text;
+  /** @type {Element} */ (queue.card.querySelector(".queued-text")).textContent = queue.text;
 }
 
 function clear() {
@@ -65,8 +80,9 @@ function clear() {
 }
 
 // The queued text back into the box, before whatever is typed there.
+/** @param {{focus?: boolean}} [options] */
 function takeBack({ focus = false } = {}) {
-  const { input } = owner;
+  const { input } = /** @type {Owner} */ (owner);
   const draft = input.value;
   input.value = draft ? `${queue.text}\n\n${draft}` : queue.text;
   input.dispatchEvent(new Event("input"));
@@ -82,9 +98,10 @@ function takeBack({ focus = false } = {}) {
 // the server confirmed it gives it back there, turn.js). Only from an empty box
 // without files: a draft typed meanwhile, or its files, would be mixed in, so
 // then the queued text goes back into the box, before the draft.
+/** @param {DocumentEventMap["chat:turn-ended"]} event */
 function answerEnded(event) {
   if (!queue.text) return;
-  const { input } = owner;
+  const { input } = /** @type {Owner} */ (owner);
   if (event.detail.status === "done" && !input.value && !queue.hasFiles()) {
     input.value = queue.text;
     clear();
@@ -96,6 +113,7 @@ function answerEnded(event) {
 }
 
 // `send` and `hasFiles` come from the composer (composer.js).
+/** @param {{send: () => void, hasFiles: () => boolean}} composer */
 export function wireQueue({ send, hasFiles }) {
   queue.send = send;
   queue.hasFiles = hasFiles;

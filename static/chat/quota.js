@@ -7,7 +7,7 @@ export async function refreshQuotaLine() {
   if (!line) return; // a read-only page has no composer
   let response;
   try {
-    response = await fetch(line.dataset.url, { credentials: "same-origin" });
+    response = await fetch(/** @type {string} */ (line.dataset.url), { credentials: "same-origin" });
   } catch {
     return; // offline: the line stays as it was until the next answer
   }

@@ -3,20 +3,23 @@
 // form's hx-sync drops a stale request); ↑ ↓ move through the results and
 // Enter opens one, at its message.
 
-const dialog = document.getElementById("search-dialog");
-const input = document.getElementById("search-input");
-const form = document.getElementById("search-form");
-const results = document.getElementById("search-results");
-const sidebarBox = document.getElementById("conversation-search");
+// The dialog is on every signed-in page (templates/_base.html), with its parts;
+// `wire` checks it all the same.
+const dialog = /** @type {HTMLDialogElement} */ (document.getElementById("search-dialog"));
+const input = /** @type {HTMLInputElement} */ (document.getElementById("search-input"));
+const form = /** @type {HTMLFormElement} */ (document.getElementById("search-form"));
+const results = /** @type {HTMLElement} */ (document.getElementById("search-results"));
+const sidebarBox = /** @type {HTMLInputElement | null} */ (document.getElementById("conversation-search"));
 
 function hits() {
-  return [...results.querySelectorAll(".search-hit")];
+  return [...results.querySelectorAll(/** @type {"a"} */ (".search-hit"))];
 }
 
 function activeIndex() {
   return hits().findIndex((hit) => hit.classList.contains("active"));
 }
 
+/** @param {number} index */
 function activate(index) {
   const all = hits();
   all.forEach((hit, n) => {
@@ -28,6 +31,7 @@ function activate(index) {
   });
 }
 
+/** @param {string} [text] */
 export function open(text) {
   if (!dialog.open) dialog.showModal();
   if (typeof text === "string" && text !== input.value) {
@@ -40,12 +44,14 @@ export function open(text) {
 
 // The hit ↑ ↓ chose since the text last changed (its address): results that come
 // late for that same text keep it chosen instead of moving back to the first.
+/** @type {string | null} */
 let chosen = null;
 
 function activateNewResults() {
   activate(Math.max(0, hits().findIndex((hit) => hit.href === chosen)));
 }
 
+/** @param {KeyboardEvent} event */
 function onKey(event) {
   if (event.key === "Escape") {
     // Closes at once, keeping the text (a search box would clear it first).

@@ -2,16 +2,18 @@
 // Ctrl+/ (⌘/) the list of shortcuts (templates/chat/_shortcuts_dialog.html).
 // Ctrl+K is search.js's; Esc and ↑ are the conversation page's (composer.js).
 
-const dialog = document.getElementById("shortcuts-dialog");
+const dialog = /** @type {HTMLDialogElement | null} */ (document.getElementById("shortcuts-dialog"));
 
+/** @param {KeyboardEvent} event */
 function command(event) {
   return (event.ctrlKey || event.metaKey) && !event.altKey;
 }
 
+/** @param {KeyboardEvent} event */
 function onKey(event) {
   if (!command(event) || event.defaultPrevented) return;
   if (event.shiftKey && event.key.toLowerCase() === "o") {
-    const form = document.querySelector(".new-chat-form");
+    const form = document.querySelector(/** @type {"form"} */ (".new-chat-form"));
     if (!form) return;
     event.preventDefault();
     form.requestSubmit();

@@ -23,7 +23,6 @@ import {
   echoed,
   giveBackUnsent,
   refused,
-  setBusy,
   timeFromSend,
 } from "./turn.js";
 import { gettext, interpolate } from "./i18n.js";
@@ -37,10 +36,46 @@ const CLOSED_BECAUSE = {
   [CLOSE_GONE]: gettext("Link closed"),
 };
 
+/**
+ * A stored message as the server sends it (chat/live/frames.py).
+ * @typedef {object} Message
+ * @property {number} id
+ * @property {string} dom_id
+ * @property {string} html  rendered and sanitized by the server
+ * @property {string} status
+ * @property {string} role
+ * @property {string | null} client_id
+ * @property {string} content
+ * @property {string} thinking
+ * @property {string} [error_detail]
+ */
+
+/**
+ * A server frame: `type` says which of the other fields it has (README.md's
+ * protocol tables).
+ * @typedef {object} Frame
+ * @property {string} type
+ * @property {number} message_id
+ * @property {number[]} message_ids
+ * @property {Message} message
+ * @property {string} delta
+ * @property {number} [tokens]
+ * @property {number} position
+ * @property {string} status
+ * @property {string} state
+ * @property {string} code
+ * @property {string} detail
+ * @property {string} [content]
+ * @property {number} id
+ * @property {string} title
+ */
+
 // The socket and its reconnecting.
 const link = {
+  /** @type {WebSocket | null} */
   socket: null,
   retry: 0,
+  /** @type {ReturnType<typeof setTimeout> | null} */
   retryTimer: null,
   // Opening the conversation and starting to type each ask the server, once per
   // page view, to load the model now, so the answer does not wait for the load.
@@ -49,11 +84,12 @@ const link = {
 
 // ---------------------------------------------------------------- server frames
 
+/** @param {Message} message */
 function replaceMessage(message) {
   const state = liveAnswer(message.id);
   const holder = document.createElement("template"); // inert: nothing loads yet
   holder.innerHTML = message.html; // rendered and sanitized by the server
-  const fresh = holder.content.firstElementChild;
+  const fresh = /** @type {Element} */ (holder.content.firstElementChild);
   if (message.status !== "streaming") answerEnded(message.id, message.status);
   if (state) {
     forget(message.id);
@@ -65,20 +101,27 @@ function replaceMessage(message) {
   if (current) current.replaceWith(fresh);
   else insertMessage(fresh);
   const answer = fresh.querySelector(".answer:not(.streaming)");
-  if (answer) enhanceAnswer(answer);
+  if (answer) enhanceAnswer(/** @type {HTMLElement} */ (answer));
   if (isFollowing()) list.scrollTop = list.scrollHeight;
 }
 
 // One polite announcement per finished answer, never one per token.
+/**
+ * @param {Message} message
+ * @param {LiveAnswer} state
+ */
 function announceAnswer(message, state) {
+  /** @type {Record<string, string>} */
+  const prefixes = { done: gettext("Answer"), stopped: gettext("Answer stopped"), error: gettext("Answer failed") };
   const prefix =
-    { done: gettext("Answer"), stopped: gettext("Answer stopped"), error: gettext("Answer failed") }[message.status] ??
+    prefixes[message.status] ??
     gettext("Answer");
   announce(interpolate(gettext("%(prefix)s: %(text)s"), { prefix, text: message.error_detail || state.summary(600) }));
 }
 
 // Messages a regenerate or an edit replaced (in this tab or another): gone from
 // the page at once; the new turn's frames follow.
+/** @param {number[]} ids */
 function removeMessages(ids) {
   for (const id of ids) {
     if (liveAnswer(id)) forget(id);
@@ -89,10 +132,11 @@ function removeMessages(ids) {
   }
 }
 
+/** @param {Frame} frame */
 function renameConversation(frame) {
-  document.getElementById("conversation-title").textContent = frame.title;
+  /** @type {HTMLElement} */ (document.getElementById("conversation-title")).textContent = frame.title;
   const item = document.getElementById(`conversation-item-${frame.id}`);
-  if (item) item.querySelector("a").textContent = frame.title;
+  if (item) /** @type {HTMLElement} */ (item.querySelector("a")).textContent = frame.title;
   document.title = `${frame.title} · chatsite`;
   hadActivity();
 }
@@ -104,6 +148,7 @@ function hadActivity() {
   if (id) document.dispatchEvent(new CustomEvent("chat:activity", { detail: { id } }));
 }
 
+/** @param {Frame} frame */
 function showMessage(frame) {
   echoed(frame.message.client_id);
   const fresh = !document.getElementById(frame.message.dom_id);
@@ -111,41 +156,49 @@ function showMessage(frame) {
   if (fresh && frame.message.role === "user") hadActivity();
 }
 
+/** @param {Frame} frame */
 function startAnswer(frame) {
   answerStarted(frame.message_id);
   timeFromSend(liveFor(frame.message_id)); // in view, if following (live_answer.js, `follower`)
 }
 
+/** @param {Frame} frame */
 function queueAnswer(frame) {
   showQueued(liveFor(frame.message_id), frame.position);
 }
 
+/** @param {Frame} frame */
 function addThinking(frame) {
   const state = liveFor(frame.message_id);
   state.add("thinking", frame.delta, performance.now(), frame.tokens);
   deltaArrived(state);
 }
 
+/** @param {Frame} frame */
 function addContent(frame) {
   const state = liveFor(frame.message_id);
   state.add("content", frame.delta, performance.now(), frame.tokens);
   deltaArrived(state);
 }
 
+/** @param {Frame} frame */
 function removeReplaced(frame) {
   removeMessages(frame.message_ids);
 }
 
+/** @param {Frame} frame */
 function endAnswer(frame) {
   answerEnded(frame.message_id, frame.status);
   refreshQuotaLine();
 }
 
+/** @param {Frame} frame */
 function showModel(frame) {
   showModelState(frame.state);
   if (frame.state === "error") showAlert(frame.detail);
 }
 
+/** @param {Frame} frame */
 function showRefusal(frame) {
   if (frame.code === "bad_offset") {
     resumeFromStart(frame.message_id);
@@ -160,6 +213,7 @@ function showRefusal(frame) {
   document.dispatchEvent(new CustomEvent("chat:refused", { detail: { code: frame.code, detail: frame.detail } }));
 }
 
+/** @type {Record<string, (frame: Frame) => void>} */
 export const handlers = {
   conversation: renameConversation,
   message: showMessage,
@@ -180,10 +234,15 @@ export function isOpen() {
 }
 
 // The caller checked isOpen().
+/** @param {object} frame */
 export function sendFrame(frame) {
-  link.socket.send(JSON.stringify(frame));
+  /** @type {WebSocket} */ (link.socket).send(JSON.stringify(frame));
 }
 
+/**
+ * @param {string} state
+ * @param {string} text
+ */
 function setConnection(state, text) {
   connection.dataset.state = state;
   connection.textContent = text;
@@ -192,7 +251,7 @@ function setConnection(state, text) {
 }
 
 function resumeStreaming() {
-  for (const article of list.querySelectorAll('article[data-status="streaming"]')) {
+  for (const article of list.querySelectorAll(/** @type {"article"} */ ('article[data-status="streaming"]'))) {
     const state = liveFor(Number(article.dataset.messageId));
     sendFrame({
       type: "resume",
@@ -207,6 +266,7 @@ function resumeStreaming() {
 // answer than the server has written, and the server sends nothing more for
 // that resume. The page asks again from the start, its copy dropped: the text
 // comes whole, then live.
+/** @param {number} messageId */
 function resumeFromStart(messageId) {
   const state = liveAnswer(messageId);
   if (!state || !isOpen()) return; // ended meanwhile (its stored message came), or reconnecting: resumed then
@@ -218,15 +278,16 @@ function resumeFromStart(messageId) {
 // (`?seen=N`, N the last one's ordinal): counted at each connect, as after a
 // reconnect the page also has what came live, which would be sent again.
 function socketPath() {
-  const url = new URL(chat.dataset.wsPath, location.href);
-  if (!url.searchParams.has("seen")) return chat.dataset.wsPath;
-  const shown = [...list.querySelectorAll("article[data-message-id]")].map((a) => Number(a.dataset.messageId) || 0);
+  const path = /** @type {string} */ (chat.dataset.wsPath);
+  const url = new URL(path, location.href);
+  if (!url.searchParams.has("seen")) return path;
+  const shown = [...list.querySelectorAll(/** @type {"article"} */ ("article[data-message-id]"))].map((a) => Number(a.dataset.messageId) || 0);
   url.searchParams.set("seen", String(Math.max(0, ...shown)));
   return url.pathname + url.search;
 }
 
 export function connect() {
-  clearTimeout(link.retryTimer);
+  clearTimeout(link.retryTimer ?? undefined);
   link.retryTimer = null;
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   const socket = new WebSocket(`${scheme}://${location.host}${socketPath()}`);
@@ -239,6 +300,7 @@ export function connect() {
     document.dispatchEvent(new Event("chat:connected")); // composer.js: the home page's question
   });
   socket.addEventListener("message", (event) => {
+    /** @type {Frame} */
     const frame = JSON.parse(event.data);
     handlers[frame.type]?.(frame);
   });
@@ -246,7 +308,7 @@ export function connect() {
     link.socket = null;
     if (giveBackUnsent()) showAlert(gettext("Disconnected before your message was confirmed: it is back in the box."));
     if (CLOSED_FOR_GOOD.has(event.code)) {
-      setConnection("closed", CLOSED_BECAUSE[event.code] ?? gettext("Not allowed"));
+      setConnection("closed", /** @type {Record<number, string>} */ (CLOSED_BECAUSE)[event.code] ?? gettext("Not allowed"));
       return;
     }
     scheduleReconnect();
@@ -270,6 +332,7 @@ export function reconnectNow() {
 
 // ---------------------------------------------------------------- the model loading
 
+/** @param {string} reason */
 export function preloadModel(reason) {
   if (!owner || link.preloadAsked.has(reason) || !isOpen()) return;
   link.preloadAsked.add(reason);

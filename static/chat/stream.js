@@ -20,7 +20,7 @@ function enhanceWhenVisible() {
       for (const entry of entries) {
         if (!entry.isIntersecting) continue;
         observer.unobserve(entry.target);
-        enhanceAnswer(entry.target);
+        enhanceAnswer(/** @type {HTMLElement} */ (entry.target));
       }
     },
     { root: list, rootMargin: "600px 0px" },
@@ -37,7 +37,7 @@ function start() {
   wireList();
   watchScrolling();
   enhanceWhenVisible();
-  for (const article of list.querySelectorAll('article[data-status="streaming"]')) {
+  for (const article of list.querySelectorAll(/** @type {"article"} */ ('article[data-status="streaming"]'))) {
     liveFor(Number(article.dataset.messageId));
     setBusy(true);
   }

@@ -5,16 +5,19 @@
 
 import { gettext, interpolate, number } from "./i18n.js";
 
-const form = document.getElementById("import-form");
-const progress = document.getElementById("import-progress");
-const status = document.getElementById("import-status");
-const result = document.getElementById("import-result");
-const button = document.getElementById("import-button");
+// The form's parts are there whenever the form is.
+const form = /** @type {HTMLFormElement | null} */ (document.getElementById("import-form"));
+const progress = /** @type {HTMLProgressElement} */ (document.getElementById("import-progress"));
+const status = /** @type {HTMLElement} */ (document.getElementById("import-status"));
+const result = /** @type {HTMLElement} */ (document.getElementById("import-result"));
+const button = /** @type {HTMLButtonElement} */ (document.getElementById("import-button"));
 
+/** @param {number} bytes */
 function megabytes(bytes) {
   return interpolate(gettext("%(size)s MB"), { size: number(bytes / 1e6, bytes < 1e7 ? 1 : 0) });
 }
 
+/** @param {string} text */
 function showError(text) {
   const p = document.createElement("p");
   p.className = "import-error error-text";
@@ -31,7 +34,7 @@ function finish() {
 
 form?.addEventListener("submit", (event) => {
   event.preventDefault();
-  const file = form.elements.file.files[0];
+  const file = /** @type {FileList} */ (/** @type {HTMLInputElement} */ (form.elements.namedItem("file")).files)[0];
   if (!file) return;
   const max = Number(form.dataset.maxBytes);
   if (file.size > max) {
@@ -45,7 +48,7 @@ form?.addEventListener("submit", (event) => {
   const xhr = new XMLHttpRequest();
   xhr.open("POST", form.action);
   xhr.setRequestHeader("X-Requested-With", "XMLHttpRequest");
-  xhr.setRequestHeader("X-CSRFToken", form.elements.csrfmiddlewaretoken.value);
+  xhr.setRequestHeader("X-CSRFToken", /** @type {HTMLInputElement} */ (form.elements.namedItem("csrfmiddlewaretoken")).value);
   xhr.upload.addEventListener("progress", (e) => {
     if (!e.lengthComputable) return;
     progress.value = Math.round((e.loaded / e.total) * 100);
