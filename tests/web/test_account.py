@@ -29,7 +29,7 @@ NEW_PASSWORD = "a-long-new-password-7"
 
 @pytest.fixture(autouse=True)
 def _fresh_cache(settings):
-    # Wrong old passwords count as failed sign-ins (chat.web.signin).
+    # Wrong old passwords count as failed sign-ins (chat.accounts.throttle).
     fresh_cache(settings)
 
 

@@ -1,4 +1,4 @@
-"""The user page's API keys (chat.web.api_keys, templates/chat/_api_keys.html):
+"""The user page's API keys (chat.web.account.api_keys, templates/chat/_api_keys.html):
 made with a name, an expiry, models and stored answers, shown once, listed
 with their use, revoked; and what the page says when the site's API is closed."""
 

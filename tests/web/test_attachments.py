@@ -1,6 +1,6 @@
 """Attachments over HTTP: the upload and its refusals, the removal of an unsent
 file, and the files served only to those who may read their conversation
-(chat.web.attachments)."""
+(chat.web.conversations.attachments)."""
 
 from __future__ import annotations
 
@@ -265,7 +265,7 @@ def test_the_owner_gets_the_image_inline_never_sniffed(alice_client, picture):
 @pytest.fixture
 def big_document(alice_client, settings):
     """alice's text file of a little over two pieces (`FILE_PIECE`)."""
-    from chat.web.attachments import FILE_PIECE
+    from chat.web.conversations.attachments import FILE_PIECE
 
     settings.ATTACHMENT_MAX_BYTES = 4 * FILE_PIECE
     raw = b"word " * ((2 * FILE_PIECE + 100) // 5)
@@ -280,11 +280,11 @@ async def test_under_asgi_a_file_is_read_in_pieces_outside_the_database_thread(
 ):
     """Daphne's path: the view runs in the thread that holds the database
     connection, the file's pieces are read in other threads, one at a time,
-    never all of it first (chat.web.streamed)."""
+    never all of it first (chat.http.streamed)."""
     import threading
     import warnings
 
-    from chat.web import attachments
+    from chat.web.conversations import attachments
     from chatsite.asgi import application
 
     found, raw = big_document

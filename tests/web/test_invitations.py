@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from chat.models import AuditEvent, Invitation, Membership, Team
 from chat.models.accounts import WRONG_EMAIL
-from chat.web import invitations
+from chat.web.teams import invitations
 from tests.support.waiting import until_sync
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""The interface's language (chat.web.languages): the browser's
+"""The interface's language (chat.web.account.languages): the browser's
 Accept-Language, a signed-in user's stored choice over it, English for a
 browser that asks for neither; the JavaScript catalog of each language."""
 

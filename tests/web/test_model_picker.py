@@ -9,7 +9,7 @@ from django.core.cache import cache
 from django.urls import reverse
 
 from chat.models import Conversation, ModelProfile, Team
-from chat.web.model_picker import LOADED_CACHE_KEY
+from chat.web.conversations.model_picker import LOADED_CACHE_KEY
 
 pytestmark = pytest.mark.django_db
 

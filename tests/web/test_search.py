@@ -1,4 +1,4 @@
-"""The search view (chat.web.search) and a search hit's page."""
+"""The search view (chat.web.sidebar.search) and a search hit's page."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The sidebar's views (chat.web.sidebar): pages as it is scrolled, pins, the
+"""The sidebar's views (chat.web.sidebar.views): pages as it is scrolled, pins, the
 archive, folders, moving; someone else's things and bad input."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The team page's management (chat.web.team_admin): a team's admins and staff
+"""The team page's management (chat.web.teams.manage): a team's admins and staff
 add and remove members, change roles, see the team's usage and make invitation
 links; everyone else is refused, and every change is audited."""
 

@@ -1,5 +1,5 @@
 """Export from the conversation page and the user page, import there, the
-file's size limit (the body's: tests/web/test_request_bodies.py), and the
+file's size limit (the body's: tests/http/test_request_bodies.py), and the
 staff export in the user admin."""
 
 from __future__ import annotations
