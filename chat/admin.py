@@ -15,6 +15,8 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
+from chat.accounts.throttle import ThrottledAdminAuthenticationForm
+from chat.http.client_address import client_address
 from chat.models import (
     ApiKey,
     AuditEvent,
@@ -30,8 +32,6 @@ from chat.models import (
 )
 from chat.ops import discovery_views
 from chat.ops.admin_audit import AuditedAdmin, AuditedTeamAdmin, AuditedUserAdmin
-from chat.web.client_address import client_address
-from chat.web.signin import ThrottledAdminAuthenticationForm
 
 # The admin's own sign-in page is throttled like the site's.
 admin.site.login_form = ThrottledAdminAuthenticationForm

@@ -24,3 +24,11 @@ class ChatConfig(AppConfig):
         from chat.accounts import signals as audit_signals
 
         audit_signals.connect()
+
+        # The request bodies each front door takes, kept by the server at the
+        # headers (chat.http imports neither the pages nor the API).
+        from chat.api.bodies import api_route
+        from chat.http.request_bodies import use_routes
+        from chat.web.bodies import page_route, upload_route
+
+        use_routes(upload_route, api_route, page_route)

@@ -13,11 +13,8 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from chat.sockets.daphne_protocol import (  # noqa: E402
-    bound_request_bodies,
-    close_with_a_code,
-    write_through,
-)
+from chat.http.bounded_bodies import bound_request_bodies  # noqa: E402
+from chat.http.daphne_protocol import close_with_a_code, write_through  # noqa: E402
 from chat.sockets.origins import SameOriginValidator  # noqa: E402
 from chat.sockets.routing import websocket_urlpatterns  # noqa: E402
 from chat.sockets.wsauth import SessionUserMiddleware  # noqa: E402

@@ -36,17 +36,17 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "chat.web.security.ContentSecurityPolicyMiddleware",
+    "chat.http.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # The language: from Accept-Language (after the session, before
     # CommonMiddleware as Django's docs ask), then the signed-in user's stored
-    # choice over it (chat.web.languages, once the user is known).
+    # choice over it (chat.web.account.languages, once the user is known).
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "chat.web.languages.StoredLanguageMiddleware",
+    "chat.web.account.languages.StoredLanguageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -68,7 +68,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 # issue 13, selfservice: the user's theme and shown name
-                "chat.web.account.appearance",
+                "chat.web.account.views.appearance",
             ],
         },
     },
@@ -154,8 +154,8 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
-# The cache holds sign-in failure counts (chat.web.signin): in Redis when there is
-# one, so every process counts the same failures.
+# The cache holds sign-in failure counts (chat.accounts.throttle): in Redis when
+# there is one, so every process counts the same failures.
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     if not REDIS_URL
@@ -233,7 +233,7 @@ WS_FRAME_RATE = env_int("WS_FRAME_RATE", 20, minimum=1)
 WS_FRAME_BURST = env_int("WS_FRAME_BURST", 40, minimum=1)
 WS_FLOOD_CLOSE_AFTER = env_int("WS_FLOOD_CLOSE_AFTER", 200, minimum=1)
 # Failed sign-ins allowed per username and per client address in the window
-# (seconds) before sign-in is refused for the rest of it (chat.web.signin).
+# (seconds) before sign-in is refused for the rest of it (chat.accounts.throttle).
 SIGNIN_FAILURES_PER_USERNAME = env_int("SIGNIN_FAILURES_PER_USERNAME", 5, minimum=1)
 
 # Sign-in through an identity provider (README, "Sign-in"): accounts made on a
@@ -248,7 +248,7 @@ SIGNIN_LOCKOUT_SECONDS = env_int("SIGNIN_LOCKOUT_SECONDS", 900, minimum=1)
 # wait in the fair queue either way: this only turns away a runaway script.
 API_REQUESTS_PER_MINUTE = env_int("API_REQUESTS_PER_MINUTE", 600, minimum=0)
 # The reverse proxies (addresses or networks) whose X-Forwarded-For names the
-# client (chat.web.client_address); empty: the connection's peer is the client.
+# client (chat.http.client_address); empty: the connection's peer is the client.
 TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES")
 # Callers of /healthz sending "Authorization: Bearer <HEALTH_TOKEN>" get details.
 HEALTH_TOKEN = os.environ.get("HEALTH_TOKEN", "").strip()
@@ -374,7 +374,8 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # Uploaded files (attachments): a folder on disk by default; any S3-compatible
 # store when CHATSITE_S3_BUCKET is set (django-storages over boto3). Never served
-# from MEDIA_URL: only through chat.web.attachments, which checks the reader.
+# from MEDIA_URL: only through chat.web.conversations.attachments, which checks
+# the reader.
 MEDIA_ROOT = Path(
     os.environ.get("CHATSITE_MEDIA_ROOT", "").strip() or BASE_DIR / "media"
 )

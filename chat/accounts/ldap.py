@@ -45,9 +45,9 @@ from ldap3.utils.conv import escape_filter_chars
 from ldap3.utils.dn import parse_dn
 
 from chat.accounts.provisioning import Identity, Refused, provision
+from chat.accounts.throttle import NOT_CHECKED
+from chat.http.client_address import client_address
 from chat.models import AuditEvent
-from chat.web.client_address import client_address
-from chat.web.signin import NOT_CHECKED
 
 logger = logging.getLogger(__name__)
 

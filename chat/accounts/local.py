@@ -3,7 +3,7 @@
 
 Switched off, the password form may still be shown when LDAP is configured (the
 directory checks those passwords, `chat.accounts.ldap`), but no local password
-signs in there (`chat.web.signin.ThrottledAuthenticationForm`). The admin's
+signs in there (`chat.accounts.throttle.ThrottledAuthenticationForm`). The admin's
 sign-in page still takes local passwords, so staff keep a way in while the
 identity provider is down (README, "Sign-in"). The backend itself stays
 Django's, so sessions signed in before keep working.

@@ -3,7 +3,7 @@ endpoints found from the issuer's `/.well-known/openid-configuration`, and the
 person it vouches for signed in through `chat.accounts.provisioning.provision`.
 
 Every way the flow can fail ends as `SignInFailed` with a sentence for the
-person; `chat.web.oidc_views` shows it on one page and records it in the audit
+person; `chat.web.account.oidc_views` shows it on one page and records it in the audit
 log (unless `provision` already did). Nothing is stored before `provision`,
 which works in one transaction: no failure leaves a half account.
 
@@ -32,7 +32,7 @@ from django.utils.translation import gettext, gettext_noop
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
 from chat.accounts.provisioning import Identity, Refused, provision
-from chat.web.client_address import client_address
+from chat.http.client_address import client_address
 
 DISCOVERY_TTL = 300  # seconds a provider's discovery document is reused
 

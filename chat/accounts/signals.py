@@ -14,8 +14,8 @@ from django.contrib.auth.signals import (
 )
 from django.http import HttpRequest
 
+from chat.http.client_address import client_address
 from chat.models import AuditEvent
-from chat.web.client_address import client_address
 
 # A backend's dotted path → the method the log names ("password" otherwise).
 METHODS = {"oidc": "oidc", "ldap": "ldap"}

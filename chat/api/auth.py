@@ -11,8 +11,8 @@ from django.core.cache import cache
 from django.http import HttpRequest
 
 from chat.api.errors import ApiError
+from chat.http.client_address import client_address
 from chat.models import ApiKey
-from chat.web.client_address import client_address
 
 RATE_WINDOW_SECONDS = 60
 

@@ -18,9 +18,9 @@ from django.http.response import HttpResponseBase
 from django.utils.translation import gettext_lazy as _
 
 from chat.accounts.usernames import LookAlikeRefused
+from chat.http.client_address import client_address
 from chat.models import AuditEvent, Membership, Team
-from chat.web.client_address import client_address
-from chat.web.transfer import staff_export
+from chat.transfer.responses import staff_export
 
 
 def _plain(value: Any) -> Any:

@@ -11,9 +11,10 @@ from typing import Any
 
 from aiohttp import web
 
-from chat.simulator import ollama, openai
 from chat.simulator.config import ConfigError, SimulatorConfig, update_config
 from chat.simulator.faults import ApiError
+from chat.simulator.ollama import add_routes as add_ollama_routes
+from chat.simulator.openai import add_routes as add_openai_routes
 from chat.simulator.state import STATE, ChatLogEntry, SimulatorState
 from chat.simulator.wire import error_response, json_response, read_json
 
@@ -22,8 +23,8 @@ def create_app(config: SimulatorConfig | None = None) -> web.Application:
     """The simulator as an aiohttp application (state under ``app[STATE]``)."""
     app = web.Application()
     app[STATE] = SimulatorState(config if config is not None else SimulatorConfig())
-    ollama.add_routes(app)
-    openai.add_routes(app)
+    add_ollama_routes(app)
+    add_openai_routes(app)
     app.router.add_get("/_sim/log", _sim_log)
     app.router.add_post("/_sim/reset", _sim_reset)
     app.router.add_get("/_sim/config", _sim_get_config)

@@ -18,12 +18,12 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.utils import translation
 from django.utils.translation import gettext
 
+from chat.http.daphne_protocol import text_sender
 from chat.live import frames, layer
 from chat.live.events import CatchupEvent, DeltaEvent, FrameEvent
 from chat.live.frames import ServerFrame
 from chat.live.share_frames import ViewerFrame
 from chat.sockets.close_codes import CLOSE_RATE_LIMITED, CLOSE_SERVER_ERROR
-from chat.sockets.daphne_protocol import text_sender
 from chat.sockets.feed import Feed
 from chat.sockets.languages import socket_language
 from chat.sockets.ratelimit import FrameLimiter, Verdict
@@ -119,7 +119,7 @@ class LiveSocket(AsyncWebsocketConsumer):
 
     async def write(self, frame: ServerFrame | ViewerFrame) -> None:
         # This runs once per token and socket: under Daphne, the connection
-        # frames it itself (`chat.sockets.daphne_protocol`); else straight to
+        # frames it itself (`chat.http.daphne_protocol`); else straight to
         # the server's ASGI send, as Channels' `send` ends up doing after two
         # more calls. (asgiref's type asks for both keys; the spec, and
         # Channels' test communicator, for one of them.)

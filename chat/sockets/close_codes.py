@@ -26,7 +26,7 @@ CLOSE_GONE = 4410
 CLOSE_RATE_LIMITED = 4429
 
 # Sent by Daphne, not by a consumer: a client frame over
-# `--websocket-max-message-size` (see `chat.sockets.daphne_protocol`).
+# `--websocket-max-message-size` (see `chat.http.daphne_protocol`).
 CLOSE_TOO_BIG = 1009
 # A consumer crashed; its clean-up runs with this code (`LiveSocket.__call__`).
 CLOSE_SERVER_ERROR = 1011

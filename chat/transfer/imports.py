@@ -80,7 +80,7 @@ class Import:
     """One import, a step at a time, for a caller that decides where each
     runs: `read` (the file, no database) and then `step` until it returns
     False (a batch each, in a transaction of its own); `undo` if it does not
-    finish (an exception, a requester gone). `chat.web.transfer` runs the
+    finish (an exception, a requester gone). `chat.web.transfer.views` runs the
     steps one by one in the thread that runs the process's database calls,
     so others' calls go between them."""
 

@@ -45,8 +45,8 @@ from typing import Any, TypeVar
 import pebble
 from django.utils import translation
 
-from chat.work import child
 from chat.work.budgets import Budget, Exhausted, OutOfMemory, TimedOut
+from chat.work.child import call, listen
 
 logger = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ class Pool:
             return
         try:
             running: Future[Any] = self._pebble().schedule(
-                child.call,
+                call,
                 args=(
                     task.token,
                     task.func,
@@ -195,7 +195,7 @@ class Pool:
                 self._workers = pebble.ProcessPool(
                     max_workers=self.processes,
                     max_tasks=1,
-                    initializer=child.listen,
+                    initializer=listen,
                     initargs=(reports,),
                     context=context,
                 )

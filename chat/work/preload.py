@@ -10,7 +10,7 @@ import os
 
 # The modules whose functions run here, named rather than imported: the seam
 # imports nothing of the packages that call it (tests/test_layers.py).
-READERS = ("chat.files", "chat.transfer.detect")
+READERS = ("chat.files.reading", "chat.transfer.detect")
 
 logger = logging.getLogger(__name__)
 

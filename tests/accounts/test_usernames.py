@@ -1,6 +1,6 @@
 """Usernames that look alike (chat.accounts.usernames): refused in the admin's
 user forms as on the sign-up pages and at a provider's first sign-in
-(tests/accounts/test_provisioning.py, tests/web/test_invitations.py); those from
+(tests/accounts/test_provisioning.py, tests/web/teams/test_invitations.py); those from
 before are listed, never a crash."""
 
 from __future__ import annotations

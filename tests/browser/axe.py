@@ -3,7 +3,7 @@ page under test, and its serious or critical violations in words.
 
 No page loads axe: its source is evaluated through Playwright's `page.evaluate`,
 which runs over the DevTools protocol and is not subject to the page's Content
-Security Policy (chat.web.security), so the pages are checked under the policy
+Security Policy (chat.http.security), so the pages are checked under the policy
 they ship with. (`page.add_script_tag(content=...)` would be an inline script,
 which that policy refuses.)"""
 

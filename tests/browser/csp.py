@@ -1,4 +1,4 @@
-"""What a page's Content Security Policy refused (chat.web.security), as
+"""What a page's Content Security Policy refused (chat.http.security), as
 Chromium reports it: shared by the browser tests that check their pages."""
 
 from __future__ import annotations

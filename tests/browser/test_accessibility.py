@@ -3,7 +3,7 @@ dark, on a desktop and a phone: no serious or critical violation.
 
 One browser context per theme and viewport walks the whole tour; the theme is
 both the browser's (`color_scheme`, for signed-out pages and the admin) and
-every user's setting (`html[data-theme]`, chat.web.account)."""
+every user's setting (`html[data-theme]`, chat.web.account.views)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""No page breaks its own Content Security Policy (chat.web.security): Chromium
+"""No page breaks its own Content Security Policy (chat.http.security): Chromium
 reports every refused script, style, image or connection on the console."""
 
 from __future__ import annotations

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from chat import files
-from chat.web.attachments import store
+from chat.files.prepared import Limits, prepare
+from chat.web.conversations.attachments import store
 
 
 def attach(owner, name: str, data: bytes, conversation=None, profile=None):
-    limits = files.Limits(
+    limits = Limits(
         max_bytes=settings.ATTACHMENT_MAX_BYTES,
         max_pixels=settings.ATTACHMENT_MAX_PIXELS,
         image_max_side=1568,
     )
-    return store(owner, files.prepare(name, data, limits), conversation, profile)
+    return store(owner, prepare(name, data, limits), conversation, profile)

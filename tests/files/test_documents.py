@@ -7,8 +7,9 @@ import zipfile
 
 import pytest
 
-from chat.files import Limits, Refused, prepare
 from chat.files.documents import DOCX_MAX_UNPACKED
+from chat.files.prepared import Limits, prepare
+from chat.files.refusals import Refused
 from tests.files import samples
 
 LIMITS = Limits(max_bytes=20 * 1024 * 1024, max_pixels=50_000_000, image_max_side=1568)

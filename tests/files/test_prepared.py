@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from chat.files import Limits, Refused, clean_name, prepare
+from chat.files.prepared import Limits, clean_name, prepare
+from chat.files.refusals import Refused
 from tests.files import samples
 
 LIMITS = Limits(max_bytes=1024 * 1024, max_pixels=50_000_000, image_max_side=1568)

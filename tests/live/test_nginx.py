@@ -138,9 +138,9 @@ async def test_sockets_health_and_static_files_pass_through_nginx(
 def test_nginx_takes_the_same_body_limit_as_daphne_on_each_route(start_nginx, path):
     """nginx answers `Expect: 100-continue` itself: 100 for a declared length it
     takes, 413 at once for one it does not. Its limit must be Daphne's
-    (chat.web.request_bodies), not more (the body would cross to Daphne only to
+    (chat.http.request_bodies), not more (the body would cross to Daphne only to
     be refused) nor less."""
-    from chat.web.request_bodies import route
+    from chat.http.request_bodies import route
 
     nginx = start_nginx()
     limit = route(path).limit

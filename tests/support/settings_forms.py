@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chat.web.forms import SettingsForm
+from chat.web.conversations.forms import SettingsForm
 
 
 def shown(conversation, **changes):

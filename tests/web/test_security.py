@@ -256,7 +256,7 @@ async def test_daphne_closes_a_socket_sending_more_than_any_frame_we_take(
         await ws.send("x" * (frames.max_frame_bytes() + 1))
         with pytest.raises(websockets.ConnectionClosedError) as closed:
             await process_frames_until(ws, "never")
-    # Daphne closes it with "message too big" (chat.sockets.daphne_protocol), not by
+    # Daphne closes it with "message too big" (chat.http.daphne_protocol), not by
     # dropping the connection (1006, which looks like a network failure).
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
     assert await conversation.messages.acount() == 0
@@ -384,7 +384,7 @@ class ActiveContent(HTMLParser):
             self.found.append(tag)
         if tag == "script":
             self.in_script = True
-            # Our files, and the translations' catalog (chat.web.languages).
+            # Our files, and the translations' catalog (chat.web.account.languages).
             if not (attributes.get("src") or "").startswith(("/static/", "/jsi18n/")):
                 self.found.append("script without a /static/ src")
 

@@ -1,0 +1,1 @@
+"""Export and import pages (`chat.transfer` does the work)."""
