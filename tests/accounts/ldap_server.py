@@ -29,7 +29,7 @@ from pathlib import Path
 
 import ldap3
 
-from tests.support.servers import _die_with_parent, _drop_privileges, _free_port
+from tests.support.processes import _die_with_parent, _drop_privileges, _free_port
 
 SLAPD = Path(os.environ.get("SLAPD", "/usr/sbin/slapd"))
 SLAPADD = SLAPD.with_name("slapadd")

@@ -14,7 +14,7 @@ import websockets
 from chat.models import ApiKey
 from tests.support.daphnes import frames_until, free_port, send
 from tests.support.nginx import NGINX, Nginx, render
-from tests.support.servers import _in_ci
+from tests.support.processes import _in_ci
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
