@@ -55,17 +55,15 @@ from websockets.exceptions import ConnectionClosed
 from bench.common import (
     StreamResult,
     answer_text,
-    percentile,
-    token_ends,
-)
-from bench.relay import (
-    Site,
     cpu_seconds,
     descendants,
-    gc_paused,
-    read_answer,
+    percentile,
     rss_mib,
+    token_ends,
 )
+from bench.relay.clients import read_answer
+from bench.relay.run import gc_paused
+from bench.relay.site import Site
 
 TPS = 80.0
 REFERENCE_SECONDS = 8.0
