@@ -1,7 +1,9 @@
-"""Pieces both benchmarks use to start and measure a throwaway site."""
+"""Pieces the benchmarks share: starting and measuring a throwaway site, and
+reading its processes' CPU, memory and children from Linux's /proc."""
 
 from __future__ import annotations
 
+import os
 import secrets
 import socket
 import subprocess
@@ -125,6 +127,36 @@ def wait_until_up(url: str, timeout: float = 30) -> None:
             time.sleep(0.1)
 
 
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def descendants(pid: int) -> list[int]:
+    """The process's children, theirs, and so on (Linux's /proc)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            found += [int(child), *descendants(int(child))]
+    return found
+
+
+def cmdline(pid: int) -> bytes:
+    """The process's command line; b"" once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def rss_mib(pid: int, field: str = "VmRSS") -> float:
+    """The process's resident memory (VmHWM: its peak) from Linux's /proc."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 @dataclass
 class StreamResult:
     key: str  # the question asked: it finds the stream's entry in the simulator log
@@ -151,6 +183,18 @@ def token_ends(tokens: int) -> list[int]:
         total += len(f"t{i}") + (1 if i else 0)
         ends.append(total)
     return ends
+
+
+def record_text(
+    result: StreamResult, chunks: list[tuple[float, int]], at: float, text: str
+) -> None:
+    """A piece of the answer's text arrived `at`: `chunks` gets the answer's
+    length by then (for `assign_arrivals`), `result` a frame more and its first
+    token."""
+    chunks.append((at, (chunks[-1][1] if chunks else 0) + len(text)))
+    result.frames += 1
+    if result.first_token is None:
+        result.first_token = at
 
 
 def assign_arrivals(ends: list[int], chunks: list[tuple[float, int]]) -> list[float]:

@@ -5,7 +5,7 @@ text over a WebSocket; the relay asks the model server (Ollama's ``/api/chat``,
 streamed) and writes one WebSocket message per line it reads; the page appends
 each piece to a text node the moment it arrives. What chatsite adds on top of
 this (storing, admission, markdown, the frame scheduler) is the difference
-between its rows and the floor's in one run of ``bench/browser.py``.
+between its rows and the floor's in one run of ``bench/browser/``.
 
 The page speaks the same frames as chatsite (``{"type": "content", "delta"}``)
 and has the same landmarks (``#composer-input``, ``#messages``,

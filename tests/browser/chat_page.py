@@ -1,8 +1,10 @@
 """The chat page in headless Chromium: open a conversation, ask, wait for the
-answer, read its words; the settings panel; a watch on the page's sockets."""
+answer, read its words; the settings panel; a watch on the page's sockets; a
+rich markdown answer and what it renders to."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from playwright.sync_api import expect
@@ -145,3 +147,44 @@ def uses_up_the_quota_of_the_teams_model(page, simulator) -> Any:
     asked = [e.body["model"] for e in simulator.asked]
     assert asked == ["qwen3-demo:8b"]  # the second question never reached it
     return alert
+
+
+def assert_rich_answer(answer):
+    expect(answer.locator("h2")).to_have_text("Streams")
+    expect(answer.locator("ol > li")).to_have_count(3)
+    expect(answer.locator("table th")).to_have_text(["backend", "format"])
+    expect(answer.locator(".code-block .code-lang")).to_have_text("python")
+    expect(answer.locator("pre code.hljs .hljs-keyword").first).to_have_text("async")
+    expect(answer.locator(".katex").first).to_be_visible()
+    expect(answer).to_contain_text("$5 and $10")  # prices are not math
+    expect(answer.locator("a[href='https://example.org/']")).to_have_attribute(
+        "rel", re.compile("noopener")
+    )
+
+
+RICH_ANSWER = """## Streams
+
+Some **bold** text, `inline code` and a [link](https://example.org/).
+
+1. first
+2. second
+3. third
+
+```python
+async def relay(stream):
+    async for chunk in stream:
+        yield chunk
+```
+
+| backend | format |
+|---|---|
+| Ollama | NDJSON |
+
+Energy: $E = mc^2$, and it costs $5 and $10.
+
+$$
+\\int_0^1 x^2\\,dx = \\frac{1}{3}
+$$
+
+Done.
+"""

@@ -4,7 +4,7 @@ Each stream POSTs one question with `stream: true`, to `/v1/chat/completions`
 (server-sent events) or `/api/chat` (NDJSON lines), and records when each piece
 of text arrives and how long the answer is by then, as the WebSocket client
 does: `assign_arrivals` turns that into one arrival per token, which
-`bench.relay.latencies` sets against the simulator's own send stamps.
+`bench.relay.run.latencies` sets against the simulator's own send stamps.
 
 aiohttp hands over each read as it comes (`iter_any`, no client-side buffering);
 lines are cut here, and a line may span reads. The direct reader of the
@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import aiohttp
 
-from bench.common import StreamResult, assign_arrivals
+from bench.common import StreamResult, assign_arrivals, record_text
 
 MODEL = "llama-demo:3b"
 # The request's path and the text of one line of its answer ("" for a line
@@ -81,7 +81,6 @@ async def through_api(
         "stream": True,
     }
     headers = {"Authorization": f"Bearer {api_key}"}
-    received = 0
     buffer = b""
     result.started = time.time()
     async with session.post(base_url + path, json=body, headers=headers) as response:
@@ -97,11 +96,7 @@ async def through_api(
                 if text is None:
                     break
                 if text:
-                    received += len(text)
-                    chunks.append((now, received))
-                    result.frames += 1
-                    if result.first_token is None:
-                        result.first_token = now
+                    record_text(result, chunks, now, text)
             else:
                 continue
             break
