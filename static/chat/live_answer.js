@@ -83,7 +83,7 @@ export class LiveAnswer {
     this.figures = article.querySelector(".live-figures");
     // The figures' one text node, whose data changes with each token: a new
     // node each time (textContent) restyled the page every token and relaid
-    // out the answer's whole paragraph with it (a trace of bench/browser.py's
+    // out the answer's whole paragraph with it (a trace of bench/browser/'s
     // Chinese paragraph: 456 style recalculations against 9).
     this.figuresText = this.figures?.appendChild(document.createTextNode(""));
     this.thinkingLength = Number(article.dataset.thinkingLength || 0);

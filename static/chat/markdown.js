@@ -786,7 +786,7 @@ function typesetNode(node) {
 
 // A page's first streamed answer would pay for compiling the renderer's code
 // (markdown-it, DOMPurify and this module's) on its first tokens: 10-14 ms on
-// the first token in a Chromium trace of the browser bench (bench/browser.py),
+// the first token in a Chromium trace of the browser bench (bench/browser/),
 // its slowest. A short answer is rendered off the page in idle time instead,
 // once, through the same paths (a paragraph token by token, a list, a fence).
 const WARM_UP =
