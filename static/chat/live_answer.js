@@ -83,8 +83,8 @@ export class LiveAnswer {
     this.figures = article.querySelector(".live-figures");
     // The figures' one text node, whose data changes with each token: a new
     // node each time (textContent) restyled the page every token and relaid
-    // out the answer's whole paragraph with it (a trace of bench/browser/'s
-    // Chinese paragraph: 456 style recalculations against 9).
+    // out the answer's whole paragraph with it (a trace of the browser bench's
+    // (bench/browser/) Chinese paragraph: 456 style recalculations against 9).
     this.figuresText = this.figures?.appendChild(document.createTextNode(""));
     this.thinkingLength = Number(article.dataset.thinkingLength || 0);
     this.contentLength = Number(article.dataset.contentLength || 0);
