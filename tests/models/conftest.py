@@ -1,4 +1,5 @@
-"""Fixtures of the model tests: a thinking model, a conversation answered."""
+"""Fixtures of the model tests: a thinking model, a conversation answered, a
+small model (the quota tests')."""
 
 from __future__ import annotations
 
@@ -28,3 +29,8 @@ def answered(alice: Any, thinker: ModelProfile) -> Conversation:
         conversation.messages.create(role="user", content=question, client_id="c")
         conversation.messages.create(role="assistant", content=answer, thinking="t")
     return conversation
+
+
+@pytest.fixture
+def profile() -> ModelProfile:
+    return ModelProfile.objects.create(tag="small:1b", base_url="http://gpu-box:1")
