@@ -240,7 +240,7 @@ def test_a_file_name_of_thousands_of_characters_is_refused_like_other_files(
     """Django cannot read a form part whose headers pass 1,024 bytes: the page
     hears why, as it hears any other refusal, and nothing is logged as a
     failure of the site (as for attachments:
-    tests/web/conversations/test_attachments.py)."""
+    tests/web/conversations/attachments/test_uploads.py)."""
     response = upload(alice_client, OWUI.read_bytes(), "a" * 5000 + ".json")
     assert response.status_code == 400
     assert '<p class="import-error error-text" role="alert">' in (
