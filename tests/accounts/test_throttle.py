@@ -1,6 +1,6 @@
 """Sign-in throttling under attack: attempts sent at once, and addresses the
 client writes itself (chat.accounts.throttle, chat.http.client_address). See also the
-throttle's plain behaviour in tests/web/test_security.py."""
+throttle's plain behaviour in tests/web/security/test_sign_in_throttle.py."""
 
 from __future__ import annotations
 

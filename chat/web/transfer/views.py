@@ -119,8 +119,8 @@ def _received(
     request: HttpRequest, handler: LimitedUpload, user: Any
 ) -> HttpResponse | TemporaryUploadedFile:
     """The token first, then who is asking (a POST without one is a 403 like
-    every other, signed in or not: tests/web/test_security.py), then the
-    file; or the refusal."""
+    every other, signed in or not: tests/web/security/test_every_url.py), then
+    the file; or the refusal."""
     files = uploaded_files(
         request, lambda message, status: _result(request, error=message, status=status)
     )
