@@ -100,7 +100,7 @@ async def save(generations: Iterable[Generation]) -> None:
     """One round: the text of the answers that grew since their last save, a
     heartbeat (the time alone) for the others."""
     # An answer asked for before its row was written has no id yet (its turn
-    # is being stored, `chat.sockets.turns`): nothing to save of it.
+    # is being stored, `chat.live.turns`): nothing to save of it.
     batch = [(g, g.lengths()) for g in generations if g.message.pk is not None]
     if not batch:
         return

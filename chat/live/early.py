@@ -83,7 +83,7 @@ def _hand_over(
 class Shown:
     """What a turn's viewers may be told before its commit, and what takes it
     back if the commit then fails: set from the database thread once the
-    turn's rows are inserted (`chat.sockets.turns.begin`, `shown`)."""
+    turn's rows are inserted (`chat.live.turns`)."""
 
     def __init__(self) -> None:
         self._loop = asyncio.get_running_loop()

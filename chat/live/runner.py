@@ -194,7 +194,7 @@ class Runner:
         after broadcasting the frames `told` (the turn's question). `plan`: the
         admission decision taken with the turn (`admission.take_ticket`).
 
-        `stored`: the turn is still being committed (`chat.sockets.turns`) and
+        `stored`: the turn is still being committed (`chat.live.turns`) and
         its answer holds a slot: the model server is asked at once, and the turn
         is announced with the frames `stored` gives, once committed or once
         shown before (docs/latency.md, rule 8). If the commit fails instead, the
@@ -293,7 +293,7 @@ class Runner:
                     not_stored(exc)
                     raise
                 if generation.publisher is not None:
-                    # Its answer's row has its id now (`Conversation._store_turn`).
+                    # Its answer's row has its id now (`turn_rows.Pending.write`).
                     generation.publisher.message_id = generation.message_id
                 try:
                     await self._announce(generation, told)

@@ -6,7 +6,7 @@ first (`Line.read`), then the conversation's and its owner's rows, then the
 owner's teams' (`chat.models.quotas.lock`). Whoever holds the site's row
 decides; a transaction that admits nothing never waits for it. So a question's
 first trip can lock the site's row and read the tickets with the conversation
-(`Conversation.begin_turn_of`), and two answers asked at once, from the socket,
+(`turn_rows.prepare_turn_of`), and two answers asked at once, from the socket,
 a retry or the API, never wait for each other's rows in a cycle.
 """
 

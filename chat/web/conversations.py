@@ -24,6 +24,7 @@ from chat.models import (
     quotas,
 )
 from chat.models import sidebar as lists
+from chat.models.turn_rows import show_version as switch_version
 from chat.web.forms import (
     FirstAdminForm,
     FirstQuestionForm,
@@ -368,7 +369,7 @@ def show_version(request: SignedInRequest, pk: int, message_id: int) -> HttpResp
     Refused while an answer is being written."""
     current = _owned(request, pk)
     try:
-        switch = current.show_version(message_id)
+        switch = switch_version(current, message_id)
     except Conversation.Busy as exc:
         return text_response(str(exc), status=409)
     except Conversation.NotAVersion as exc:

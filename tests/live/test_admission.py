@@ -16,11 +16,10 @@ from playwright.sync_api import expect
 
 from chat.api import answers
 from chat.api.requests import ChatRequest
-from chat.live import admission
+from chat.live import admission, turns
 from chat.live.admission import Entry, plan
 from chat.live.runner import runner
-from chat.models import ApiKey, Conversation, Message, SiteDefaults, Ticket
-from chat.sockets import turns
+from chat.models import ApiKey, Conversation, Message, SiteDefaults, Ticket, turn_rows
 from tests.api.conftest import team_of
 from tests.support.communicators import connect, frames_until, send
 from tests.support.daphnes import frames_until as socket_frames_until
@@ -328,7 +327,7 @@ async def test_an_answer_started_without_a_ticket_takes_one_and_waits(
     c1, c2 = await one_slot(2)
     first, _ = await running(alice, c1, "first")
     # Started by other means than a question on the socket: no ticket yet.
-    turn = await sync_to_async(c2.begin_turn)("second")
+    turn = await sync_to_async(turn_rows.begin_turn)(c2, "second")
     watcher = await connect(alice, c2)
     assert runner.claim(c2.pk)
     await runner.start(turn.profile, turn.answer, turn.history)
@@ -377,12 +376,12 @@ def test_an_answer_is_admitted_before_its_rows_are_written(
         turn = early.turn
         heard.append((turn.question.pk, turn.answer.pk, early.plan.admit))
 
-    turn, decided = turns.begin(first.pk, "first", "", admitted=admitted)
+    turn, decided = turns.store(turns.Question(first.pk, "first"), admitted)
     assert heard == [(None, None, [admission.UNSTORED])]
     assert decided.admit == [turn.answer.pk] and decided.numbers == {turn.answer.pk: 1}
     assert Ticket.objects.get(message=turn.answer).served == 1
     assert turn.answer.parent_id == turn.question.pk
-    waiting, placed = turns.begin(second.pk, "second", "", admitted=admitted)
+    waiting, placed = turns.store(turns.Question(second.pk, "second"), admitted)
     assert len(heard) == 1  # not admitted: told nobody early
     assert placed.admit == [] and placed.positions == {waiting.answer.pk: 1}
     assert Ticket.objects.get(message=waiting.answer).served is None
@@ -406,7 +405,7 @@ def test_a_question_is_admitted_after_one_trip_that_locks_the_sites_row_first(
         def admitted(early: turns.Admitted) -> None:
             asked_after.append([q["sql"] for q in queries.captured_queries])
 
-        turns.begin(conversation.pk, "Hello", "", admitted=admitted)
+        turns.store(turns.Question(conversation.pk, "Hello"), admitted)
     (before,) = asked_after
     # (This test's transaction makes the turn's a savepoint.)
     site, tickets, turn, earlier = [q for q in before if "SAVEPOINT" not in q]
@@ -430,8 +429,8 @@ def test_the_first_question_on_a_database_without_the_sites_row_makes_it(
     SiteDefaults.objects.all().delete()
     heard: list[list[int]] = []
 
-    turn, decided = turns.begin(
-        conversation.pk, "first", "", admitted=lambda e: heard.append(e.plan.admit)
+    turn, decided = turns.store(
+        turns.Question(conversation.pk, "first"), lambda e: heard.append(e.plan.admit)
     )
     assert heard == [[admission.UNSTORED]]
     assert decided.admit == [turn.answer.pk]
@@ -448,7 +447,7 @@ def test_a_regenerate_locks_the_sites_row_first_and_reads_the_line_once(
     tickets are read once before the model server is asked."""
     limits(2, 1)
     (conversation,) = conversations(alice)
-    first, _ = turns.begin(conversation.pk, "Hello", "")
+    first, _ = turns.store(turns.Question(conversation.pk, "Hello"))
     Message.objects.filter(pk=first.answer.pk).update(status="done")
     asked_after: list[list[str]] = []
 
@@ -457,11 +456,7 @@ def test_a_regenerate_locks_the_sites_row_first_and_reads_the_line_once(
         def admitted(early: turns.Admitted) -> None:
             asked_after.append([q["sql"] for q in queries.captured_queries])
 
-        turns.begin_retry(
-            conversation.pk,
-            lambda c, placed: c.begin_regenerate(None, placed),
-            admitted,
-        )
+        turns.store(turns.Regenerate(conversation.pk), admitted)
     (before,) = asked_after
     sites = [i for i, q in enumerate(before) if 'FROM "chat_sitedefaults"' in q]
     locks = [i for i, q in enumerate(before) if "FOR UPDATE" in q]
@@ -487,7 +482,7 @@ def test_answers_asked_at_once_by_every_path_never_wait_in_a_cycle(
     limits(0, 0)
     team_of("GPU", alice, bob)
     asking, regenerating = conversations(alice)[0], conversations(bob)[0]
-    first, _ = turns.begin(regenerating.pk, "to be asked again", "")
+    first, _ = turns.store(turns.Question(regenerating.pk, "to be asked again"))
     Message.objects.filter(pk=first.answer.pk).update(status="done")
     key, _ = ApiKey.issue(bob, "script")
     model = asking.model_profile.tag
@@ -495,16 +490,14 @@ def test_answers_asked_at_once_by_every_path_never_wait_in_a_cycle(
     rounds = 12
 
     def send() -> int:
-        return turns.begin(asking.pk, "Hello", "")[0].answer.pk
+        return turns.store(turns.Question(asking.pk, "Hello")).turn.answer.pk
 
     def regenerate() -> int:
-        retry, _ = turns.begin_retry(
-            regenerating.pk, lambda c, placed: c.begin_regenerate(None, placed)
-        )
+        retry, _ = turns.store(turns.Regenerate(regenerating.pk))
         return retry.turn.answer.pk
 
     def api() -> int:
-        turn, _ = answers._begin(key, request, False, lambda admitted: None)
+        turn, _ = turns.store(answers.ask_of(key, request, False))
         return turn.answer.pk
 
     start = threading.Barrier(3)

@@ -17,7 +17,7 @@ from django.utils import timezone
 from chat.live import checkpoints, liveness
 from chat.live.fanout import spans_processes
 from chat.live.generation import Generation
-from chat.models import Conversation, Message
+from chat.models import Conversation, Message, turn_rows
 from chat.upstream import Delta
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -27,7 +27,7 @@ LONG_AGO = timedelta(hours=1)
 
 async def streaming(conversation, content: str = "", thinking: str = "") -> Message:
     """A streaming answer whose last save is an hour old, holding this text."""
-    turn = await database_sync_to_async(conversation.begin_turn)("hello")
+    turn = await database_sync_to_async(turn_rows.begin_turn)(conversation, "hello")
     answer = turn.answer
     await Message.objects.filter(pk=answer.pk).aupdate(
         content=content, thinking=thinking, updated_at=timezone.now() - LONG_AGO
@@ -75,7 +75,7 @@ async def test_a_refused_row_costs_the_others_nothing_and_keeps_its_heartbeat(
         pytest.skip("PostgreSQL's refusal (the PostgreSQL run has this test)")
     good = await streaming(conversation)
     await Message.objects.filter(pk=good.pk).aupdate(status=Message.Status.DONE)
-    other = await database_sync_to_async(conversation.begin_turn)("again")
+    other = await database_sync_to_async(turn_rows.begin_turn)(conversation, "again")
     bad = other.answer
     await Message.objects.filter(pk=bad.pk).aupdate(
         updated_at=timezone.now() - LONG_AGO

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from channels.db import database_sync_to_async
 
-from chat.models import Message
+from chat.models import Message, turn_rows
 from tests.support.communicators import answer_of, connect, frames_until, send
 from tests.support.waiting import calibrated
 
@@ -109,7 +109,7 @@ async def test_the_history_sent_follows_the_version_shown(
     await simulator.wait_for_end()
     questions = Message.objects.filter(conversation=conversation, role="user")
     first = await questions.order_by("pk").values_list("pk", flat=True).afirst()
-    await database_sync_to_async(conversation.show_version)(first)
+    await database_sync_to_async(turn_rows.show_version)(conversation, first)
 
     await send(communicator, "question 2")
     await frames_until(communicator, "done")
@@ -171,14 +171,18 @@ async def test_the_history_sent_follows_the_branch_of_a_three_level_tree(
     sent = await ask(communicator, simulator, send_frame("q3b"), "a3b")
     assert sent == branch("q1", "a1", "q2b", "a2b", "q3b")
 
-    await database_sync_to_async(conversation.show_version)(await question_id("q2"))
+    await database_sync_to_async(turn_rows.show_version)(
+        conversation, await question_id("q2")
+    )
     regenerate = {"type": "regenerate", "message_id": await answer_id("a3")}
     sent = await ask(communicator, simulator, regenerate, "a3, again")
     assert sent == branch("q1", "a1", "q2", "a2", "q3")
     sent = await ask(communicator, simulator, send_frame("q4"), "a4")
     assert sent == branch("q1", "a1", "q2", "a2", "q3", "a3, again", "q4")
 
-    await database_sync_to_async(conversation.show_version)(await question_id("q2b"))
+    await database_sync_to_async(turn_rows.show_version)(
+        conversation, await question_id("q2b")
+    )
     sent = await ask(communicator, simulator, send_frame("q4b"), "a4b")
     await communicator.disconnect()
     assert sent == branch("q1", "a1", "q2b", "a2b", "q3b", "a3b", "q4b")

@@ -24,7 +24,7 @@ from chat.live.events import conversation_group, generation_group
 from chat.live.generation import Generation
 from chat.live.layer import RedisChannelLayer
 from chat.live.runner import runner
-from chat.models import Conversation, Message, SiteDefaults
+from chat.models import Conversation, Message, SiteDefaults, turn_rows
 from chat.sockets.consumers import ChatConsumer
 from tests.support import servers
 from tests.support.communicators import connect, frames_until, send, text_of
@@ -145,7 +145,7 @@ async def test_an_answer_whose_layer_calls_fail_frees_its_conversation(
 ):
     """The runner's group join fails (Redis away): the answer still runs, and
     the conversation is free once it ended."""
-    turn = await database_sync_to_async(conversation.begin_turn)("hello")
+    turn = await database_sync_to_async(turn_rows.begin_turn)(conversation, "hello")
     assert runner.claim(conversation.pk)
     # Whatever happened, the conversation must not stay claimed.
     with contextlib.suppress(Exception):
@@ -177,7 +177,7 @@ async def test_a_lost_catch_up_is_asked_again_and_live_text_meanwhile_is_kept(
     """A viewer resumes an answer that another process streams; the first
     request is lost (Redis restarted, say). The viewer asks again, and the
     live text that came meanwhile follows the catch-up, once and in order."""
-    turn = await database_sync_to_async(conversation.begin_turn)("hello")
+    turn = await database_sync_to_async(turn_rows.begin_turn)(conversation, "hello")
     answer_id = turn.answer.pk
     layer = get_channel_layer()
     owner = await layer.new_channel()  # the other process's runner
@@ -324,7 +324,7 @@ async def test_an_answer_whose_task_died_gets_no_heartbeat_and_is_freed(
     failed before the task existed): the conversation is let go, and the
     orphan sweep marks the answer, since no heartbeat keeps it alive."""
     monkeypatch.setattr("chat.live.checkpoints.ORPHAN_AFTER", timedelta(seconds=3))
-    turn = await database_sync_to_async(conversation.begin_turn)("hello")
+    turn = await database_sync_to_async(turn_rows.begin_turn)(conversation, "hello")
     assert runner.claim(conversation.pk)
     dead = asyncio.create_task(asyncio.sleep(0))
     await dead

@@ -11,6 +11,7 @@ from channels.layers import BaseChannelLayer
 
 from chat.live import loop_state
 from chat.live.runner import Runner, runner
+from chat.models import turn_rows
 
 
 class Recorder:
@@ -49,7 +50,7 @@ class ResumesOnDone(Recorder):
 async def test_a_resume_during_the_final_frames_still_gets_the_stored_answer(
     conversation, simulator
 ):
-    turn = await database_sync_to_async(conversation.begin_turn)("hello")
+    turn = await database_sync_to_async(turn_rows.begin_turn)(conversation, "hello")
     late = Recorder()
     first = ResumesOnDone(late, turn.answer.pk, conversation.pk)
     assert runner.claim(conversation.pk)

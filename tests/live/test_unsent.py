@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from chat.live.turns import NOT_STORED
 from chat.models import Message, Ticket
-from chat.sockets.consumers import NOT_STORED
 from tests.browser.chat_page import ask, open_conversation, wait_until_done
 from tests.support.communicators import (
     WebsocketCommunicator,
