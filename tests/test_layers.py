@@ -13,10 +13,13 @@ The rules, lowest first:
 * `chat.upstream`, `chat.rendering`, `chat.simulator`, `chat.work` (the worker
   processes for expensive work on untrusted input) import nothing from `chat`
   outside themselves; `chat.files` imports only `chat.work`.
-* `chat.live` (the engine and its protocol) may import `chat.models`,
+* `chat.live.protocol` (the wire protocol: the server's frames, a shared
+  link's, the channel layer's events) imports only itself and `chat.models`.
+* `chat.live.engine` (the engine) may import the protocol, `chat.models`,
   `chat.upstream` and `chat.rendering`: never the sockets, the pages or the
   operators' modules.
-* `chat.sockets` (the WebSocket endpoints) may import `chat.live` too, never
+* `chat.sockets` (the WebSocket endpoints) may import the engine and the
+  protocol (`chat.live`) too, never
   `chat.web` or `chat.ops`; but `chat.sockets.daphne_protocol`, Daphne's
   connections for HTTP too, imports `chat.web.request_bodies`: each route's
   body limit and refusal, decided at the headers, before a byte is read.
@@ -27,8 +30,9 @@ The rules, lowest first:
   `chat.work`: the pages, the admin and the commands call it.
 * `chat.web` (pages), `chat.ops` (operators' pages) and `chat.accounts` (sign-in
   through identity providers) do not import the engine, the protocol or the
-  sockets: they reach the engine through `chat.live.control` and the group names
-  and event types through `chat.live.events`.
+  sockets: they reach the engine through `chat.live.engine.control` (and
+  `loop_state`, `server_status`), and the group names and event types through
+  `chat.live.protocol.channel_events`.
 """
 
 from __future__ import annotations
@@ -48,16 +52,18 @@ TRANSFER_MAY_IMPORT = ("chat.transfer", "chat.models", "chat.work")
 # One module of a package may import one of a sibling's, for the reason given
 # in the module docstring above.
 ALLOWED = {("chat.sockets.daphne_protocol", "chat.web.request_bodies")}
+PROTOCOL_MAY_IMPORT = ("chat.live.protocol", "chat.models")
 LIVE_MAY_IMPORT = ("chat.live", "chat.models", "chat.upstream", "chat.rendering")
 SOCKETS_MAY_IMPORT = ("chat.sockets", *LIVE_MAY_IMPORT)
 API_MAY_IMPORT = ("chat.api", *LIVE_MAY_IMPORT, "chat.web.client_address")
 # The engine and the protocol, which pages must not import.
 ENGINE_AND_PROTOCOL = (
-    "chat.live.runner",
-    "chat.live.generation",
-    "chat.live.checkpoints",
-    "chat.live.frames",
-    "chat.live.share_frames",
+    "chat.live.engine.runner",
+    "chat.live.engine.generation",
+    "chat.live.engine.checkpoints",
+    "chat.live.engine.turn",
+    "chat.live.protocol.frames",
+    "chat.live.protocol.share_frames",
     "chat.sockets",
 )
 PAGES = ("chat.web", "chat.ops", "chat.accounts")
@@ -141,6 +147,10 @@ def _rule_broken(importer: str, imported: str) -> str | None:
         within(imported, allowed) for allowed in TRANSFER_MAY_IMPORT
     ):
         return "chat.transfer may import only chat.models and chat.work"
+    if within(importer, "chat.live.protocol") and not any(
+        within(imported, allowed) for allowed in PROTOCOL_MAY_IMPORT
+    ):
+        return "chat.live.protocol may import only chat.models"
     if within(importer, "chat.live") and not any(
         within(imported, allowed) for allowed in LIVE_MAY_IMPORT
     ):
@@ -162,7 +172,8 @@ def _rule_broken(importer: str, imported: str) -> str | None:
         return (
             "chat.web, chat.ops and chat.accounts do not import the engine, the "
             "protocol or "
-            "the sockets (use chat.live.control and chat.live.events)"
+            "the sockets (use chat.live.engine.control and "
+            "chat.live.protocol.channel_events)"
         )
     return None
 
@@ -276,8 +287,8 @@ def test_no_import_cycles(chat_graph: Graph) -> None:
 
 def test_the_graph_sees_every_kind_of_import(chat_graph: Graph) -> None:
     """The real tree parses into a graph with edges (no silent empty pass)."""
-    assert "chat.live.runner" in chat_graph
-    assert "chat.models" in chat_graph["chat.live.runner"]
+    assert "chat.live.engine.runner" in chat_graph
+    assert "chat.models" in chat_graph["chat.live.engine.runner"]
 
 
 def test_test_modules_import_helpers_not_other_test_modules() -> None:
@@ -302,21 +313,25 @@ FAKE_CHAT = {
     "models/rows.py": "from chat.models import paging\n",
     "models/paging.py": "from chat.models import rows\n",  # inside models: fine
     "live/__init__.py": "",
-    "live/frames.py": (
+    "live/engine/__init__.py": "",
+    "live/protocol/__init__.py": "",
+    "live/protocol/frames.py": (
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n"
-        "    from chat.live.runner import Generation\n"
+        "    from chat.live.engine.runner import Generation\n"
     ),
-    "live/runner.py": "from chat.live import frames\n",
-    "live/events.py": "",
-    "live/control.py": "from . import runner\n",
+    "live/engine/runner.py": "from chat.live.protocol import frames\n",
+    "live/protocol/channel_events.py": "",
+    "live/engine/control.py": "from . import runner\n",
     "upstream/__init__.py": "from chat.upstream.pool import client\n",
     "upstream/pool.py": (
         "def client():\n    from chat.models import Row\n"
     ),  # a function's import counts
     "web/__init__.py": "",
     "web/pages.py": (
-        "from chat.live import control, events\nfrom ..live.frames import start\n"
+        "from chat.live.engine import control\n"
+        "from chat.live.protocol import channel_events\n"
+        "from ..live.protocol.frames import start\n"
     ),
 }
 
@@ -333,34 +348,38 @@ def test_checker_sees_imports_in_functions_type_checking_and_relative(
     tmp_path: Path,
 ) -> None:
     graph = _fake_graph(tmp_path)
-    assert graph["chat.live.frames"] == {"chat.live.runner"}
-    assert graph["chat.live.runner"] == {"chat.live.frames"}
-    assert graph["chat.live.control"] == {"chat.live.runner"}
+    assert graph["chat.live.protocol.frames"] == {"chat.live.engine.runner"}
+    assert graph["chat.live.engine.runner"] == {"chat.live.protocol.frames"}
+    assert graph["chat.live.engine.control"] == {"chat.live.engine.runner"}
     assert graph["chat.upstream.pool"] == {"chat.models"}
     assert graph["chat.web.pages"] == {
-        "chat.live.control",
-        "chat.live.events",
-        "chat.live.frames",
+        "chat.live.engine.control",
+        "chat.live.protocol.channel_events",
+        "chat.live.protocol.frames",
     }
     assert graph["chat.upstream"] == set()  # its own submodules do not count
 
 
 def test_checker_catches_a_layer_violation(tmp_path: Path) -> None:
     assert layer_violations(_fake_graph(tmp_path)) == [
+        "chat.live.protocol.frames imports chat.live.engine.runner: "
+        "chat.live.protocol may import only chat.models",
         "chat.upstream.pool imports chat.models: "
         "chat.upstream imports nothing from chat outside itself",
-        "chat.web.pages imports chat.live.frames: chat.web, chat.ops and "
+        "chat.web.pages imports chat.live.protocol.frames: chat.web, chat.ops and "
         "chat.accounts do not import the engine, the protocol or the sockets "
-        "(use chat.live.control and chat.live.events)",
+        "(use chat.live.engine.control and chat.live.protocol.channel_events)",
     ]
 
 
 def test_checker_catches_a_cycle_outside_models_only(tmp_path: Path) -> None:
     assert import_cycles(_fake_graph(tmp_path)) == [
         "import cycle (no cycles among chat modules outside chat.models): "
-        "chat.live.frames -> chat.live.runner -> chat.live.frames; the imports "
-        "that join chat.live.frames, chat.live.runner: "
-        "chat.live.frames -> chat.live.runner, chat.live.runner -> chat.live.frames"
+        "chat.live.engine.runner -> chat.live.protocol.frames -> "
+        "chat.live.engine.runner; the imports that join chat.live.engine.runner, "
+        "chat.live.protocol.frames: chat.live.engine.runner -> "
+        "chat.live.protocol.frames, chat.live.protocol.frames -> "
+        "chat.live.engine.runner"
     ]
 
 

@@ -1,6 +1,7 @@
 """An answer asked over the API: begun like a socket's turn
-(`chat.live.turns`: access, quotas, its place in the fair queue, all in one
-commit), run by the runner like any other answer (`chat.live.runner`), and
+(`chat.live.engine.turn.beginning`: access, quotas, its place in the fair queue, all in
+one
+commit), run by the runner like any other answer (`chat.live.engine.runner`), and
 read by the HTTP response through a sink, `ApiAnswer`.
 
 The relay never waits for an HTTP client (docs/latency.md, rules 1 and 2): the
@@ -18,8 +19,9 @@ from typing import Any
 
 from chat.api.errors import ApiError, seconds_until
 from chat.api.requests import ChatRequest
-from chat.live import frames, turns
-from chat.live.runner import runner
+from chat.live.engine.runner import runner
+from chat.live.engine.turn import beginning
+from chat.live.protocol import frames
 from chat.models import ApiKey, Conversation, ModelProfile, Turn, quotas, turn_rows
 
 
@@ -46,7 +48,7 @@ class ApiAnswer:
         self._silent_at = 0.0
         self._closed = False
 
-    # The runner's side (a `chat.live.generation.Sink`): never awaits.
+    # The runner's side (a `chat.live.engine.generation.Sink`): never awaits.
 
     async def send_frame(self, frame: frames.ServerFrame) -> None:
         if frame["type"] == "content":
@@ -161,27 +163,29 @@ def find_profile(api_key: ApiKey, model: str) -> ModelProfile:
     try:
         return turn_rows.api_profile(api_key, model)
     except (ModelProfile.DoesNotExist, Conversation.ModelForbidden) as exc:
-        raise refused(turns.Refused.of(exc)) from None
+        raise refused(beginning.Refused.of(exc)) from None
 
 
 async def begin(api_key: ApiKey, request: ChatRequest, *, store: bool) -> ApiAnswer:
-    """Begin the answer (`chat.live.turns`, as a socket's) and hand it to the
+    """Begin the answer (`chat.live.engine.turn.beginning`, as a socket's) and hand it
+    to the
     runner; ApiError when it is refused (nothing is stored then)."""
-    begun = await turns.begin(ask_of(api_key, request, store), ApiAnswer)
-    if isinstance(begun, turns.Refused):
+    begun = await beginning.begin(ask_of(api_key, request, store), ApiAnswer)
+    if isinstance(begun, beginning.Refused):
         raise refused(begun)
     assert isinstance(begun.sink, ApiAnswer)
     return begun.sink
 
 
-def ask_of(api_key: ApiKey, request: ChatRequest, store: bool) -> turns.ApiQuestion:
+def ask_of(api_key: ApiKey, request: ChatRequest, store: bool) -> beginning.ApiQuestion:
     """The turn the request asks for."""
-    return turns.ApiQuestion(
+    return beginning.ApiQuestion(
         api_key, request.model, request.messages, request.think, request.options, store
     )
 
 
-# A refused answer's HTTP status, by its code (`chat.live.turns.REFUSALS`), and
+# A refused answer's HTTP status, by its code
+# (`chat.live.engine.turn.beginning.REFUSALS`), and
 # the request's field it is about.
 STATUSES: dict[str, tuple[int, str | None]] = {
     "model_not_found": (404, "model"),
@@ -190,7 +194,7 @@ STATUSES: dict[str, tuple[int, str | None]] = {
 }
 
 
-def refused(refusal: turns.Refused) -> ApiError:
+def refused(refusal: beginning.Refused) -> ApiError:
     if refusal.code == "not_stored":
         return not_stored()
     status, param = STATUSES.get(refusal.code, (400, None))

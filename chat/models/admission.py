@@ -1,5 +1,5 @@
 """Admission tickets: one per answer, queued or holding a model slot, and the
-line an admission decides on (`chat.live.admission`).
+line an admission decides on (`chat.live.engine.admission`).
 
 The lock order: a transaction that admits an answer locks the site's row
 first (`Line.read`), then the conversation's and its owner's rows, then the
@@ -34,7 +34,7 @@ class Ticket(models.Model):
     process left behind when it died is marked interrupted by the orphan sweep,
     which gives the slot back without anyone touching the ticket. Finished
     answers' tickets are kept for a while: they say who was served last (see
-    `chat.live.admission`).
+    `chat.live.engine.admission`).
     """
 
     message = models.OneToOneField(

@@ -107,7 +107,7 @@ class Message(models.Model):
         INTERRUPTED = "interrupted", gettext_lazy("Interrupted")
 
     # A streaming answer's owner saves it about once a second, its heartbeat
-    # (chat/live/checkpoints.py, whose intervals must stay below this); one
+    # (chat/live/engine/checkpoints.py, whose intervals must stay below this); one
     # whose last save is older than this belongs to a process that died.
     ORPHAN_AFTER: ClassVar[timedelta] = timedelta(seconds=10)
     # Files of an answer's question (not a column: see `question_files`).

@@ -3,7 +3,8 @@ question, a regenerate, an edit or an answer asked over the API; and the
 versions of a turn shown in its place.
 
 Each begins in two steps, so that the answer's place in line can be decided
-between them (`chat.live.turns`, which owns the admission): `prepare_*` checks
+between them (`chat.live.engine.turn.beginning`, which owns the admission): `prepare_*`
+checks
 the turn (its model, whether an answer is running, the quotas, its files) and
 returns it `Pending`, its rows not written yet (the answer has no id); then
 `Pending.write` writes them and `Pending.close` the conversation's row, in the

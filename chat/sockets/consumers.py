@@ -1,8 +1,8 @@
 """The conversation's owner's socket: validates frames and hands work to the
 runner.
 
-The protocol is documented in `chat.live.frames`. The socket does not own the
-generation (see `chat.live.runner`): disconnecting only unsubscribes. What it
+The protocol is documented in `chat.live.protocol.frames`. The socket does not own the
+generation (see `chat.live.engine.runner`): disconnecting only unsubscribes. What it
 hears of the conversation, and how it resumes an answer, is its feed's
 (`chat.sockets.feed`), the same as a shared link's viewer's.
 """
@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from channels.db import database_sync_to_async
 
-from chat.live import control, frames, loop_state, turns
-from chat.live.runner import runner
+from chat.live.engine import control, loop_state
+from chat.live.engine.runner import runner
+from chat.live.engine.turn import beginning
+from chat.live.protocol import frames
 from chat.models import Conversation
+from chat.sockets import client_frames
 from chat.sockets.base import LiveSocket
 from chat.sockets.close_codes import CLOSE_FORBIDDEN, CLOSE_SIGNED_OUT
 from chat.sockets.ratelimit import FrameLimiter
@@ -47,11 +50,11 @@ class ChatConsumer(SessionBound, LiveSocket):
         self.unwatch_session()
         await self.leave()
 
-    async def handle(self, frame: frames.ClientFrame) -> None:
+    async def handle(self, frame: client_frames.ClientFrame) -> None:
         """Act on one valid frame."""
         if frame["type"] == "send":
             await self.start_answer(
-                turns.Question(
+                beginning.Question(
                     self.conversation_id,
                     frame["content"],
                     frame["client_id"],
@@ -68,11 +71,13 @@ class ChatConsumer(SessionBound, LiveSocket):
             )
         elif frame["type"] == "regenerate":
             answer_id = frame.get("message_id")
-            await self.start_answer(turns.Regenerate(self.conversation_id, answer_id))
+            await self.start_answer(
+                beginning.Regenerate(self.conversation_id, answer_id)
+            )
         elif frame["type"] == "edit":
             files = frame["attachments"]
             await self.start_answer(
-                turns.Edit(
+                beginning.Edit(
                     self.conversation_id,
                     frame["message_id"],
                     frame["content"],
@@ -90,11 +95,11 @@ class ChatConsumer(SessionBound, LiveSocket):
     async def send_frame(self, frame: frames.ServerFrame) -> None:
         await self.write(frame)
 
-    async def start_answer(self, ask: turns.Ask) -> None:
-        """A new turn (`chat.live.turns`); a refused one is told to this
+    async def start_answer(self, ask: beginning.Ask) -> None:
+        """A new turn (`chat.live.engine.turn.beginning`); a refused one is told to this
         socket only (the socket stays open)."""
-        begun = await turns.begin(ask)
-        if isinstance(begun, turns.Refused):
+        begun = await beginning.begin(ask)
+        if isinstance(begun, beginning.Refused):
             await self.send_frame(
                 frames.error(None, begun.code, begun.detail, content=begun.content)
             )

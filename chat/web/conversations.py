@@ -14,7 +14,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
-from chat.live import control
+from chat.live.engine import control
 from chat.models import (
     Conversation,
     EffectiveSettings,

@@ -198,7 +198,9 @@ def test_a_turn_without_files_builds_no_query_for_them(
         return as_sql(self, *args, **kwargs)
 
     with patch.object(SQLCompiler, "as_sql", spy):
-        with transaction.atomic():  # as the socket's turn (`chat.live.turns`)
+        with (
+            transaction.atomic()
+        ):  # as the socket's turn (`chat.live.engine.turn.beginning`)
             turn = turn_rows.begin_turn_of(conversation.pk, "Hello", "c")
         assert turn.question.files == []
     assert compiled  # the spy sees the turn's own queries

@@ -1,7 +1,8 @@
 """Run as ``python -m tests.support.concurrent_turns <conversations> <turns each>`` with
 DATABASE_URL naming a fresh SQLite file: migrates it, then stores that many
 turns at once, from one thread per conversation (as sockets on two processes
-would), each through the engine's own `chat.live.turns.store`. Prints the
+would), each through the engine's own `chat.live.engine.turn.beginning.store`. Prints
+the
 JSON summary {"stored": N, "errors": [...]}."""
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ def main(conversations: int, turns: int) -> dict[str, object]:
     from django.core.management import call_command
     from django.db import connections
 
-    from chat.live.turns import Question, store
+    from chat.live.engine.turn.beginning import Question, store
     from chat.models import Conversation, Message, ModelProfile
 
     call_command("migrate", verbosity=0)

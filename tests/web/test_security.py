@@ -22,7 +22,7 @@ from django.conf import settings
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from chat.live import frames
+from chat.live.protocol import frames
 from chat.models import Conversation, Message
 from chat.sockets.close_codes import CLOSE_RATE_LIMITED
 from chat.sockets.routing import websocket_urlpatterns
