@@ -31,7 +31,7 @@ from chat.models import (
 from chat.models.admission import TICKETS
 from chat.models.prepared import Prepared
 from chat.models.site import LOCKED_SITE_ROW, SITE_ROW
-from chat.models.turn_rows import EARLIER, TURN_READ, _turn_read
+from chat.models.turn_rows.rows import EARLIER, TURN_READ, _turn_read
 
 pytestmark = pytest.mark.django_db
 

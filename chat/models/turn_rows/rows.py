@@ -1,17 +1,6 @@
-"""The rows of a turn: a question and its answer's placeholder, for a sent
-question, a regenerate, an edit or an answer asked over the API; and the
-versions of a turn shown in its place.
-
-Each begins in two steps, so that the answer's place in line can be decided
-between them (`chat.live.engine.turn.beginning`, which owns the admission): `prepare_*`
-checks
-the turn (its model, whether an answer is running, the quotas, its files) and
-returns it `Pending`, its rows not written yet (the answer has no id); then
-`Pending.write` writes them and `Pending.close` the conversation's row, in the
-caller's transaction. The model server may be asked between the two
-(docs/latency.md, rule 8). `begin_turn`, `begin_regenerate` and `begin_edit`
-do all three at once, for callers that place the answer in no line.
-"""
+"""A turn's rows for a sent question (`begin_turn`, `prepare_turn_of`), the
+types every turn shares (`Turn`, `Pending`), and a question's first reads
+(`TURN_READ`, `EARLIER`). See the package's docstring."""
 
 from __future__ import annotations
 
@@ -21,21 +10,18 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.db import models, transaction
 from django.db.models import Exists, OuterRef, prefetch_related_objects
-from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from chat.models.admission import Line
 from chat.models.attachments import Attachment
-from chat.models.conversations import Conversation, VersionSwitch
+from chat.models.conversations import Conversation
 from chat.models.history import estimate_tokens, message_chars
 from chat.models.messages import Message, Sendable
 from chat.models.prepared import Prepared
-from chat.models.profiles import ModelProfile, ThinkingMode
+from chat.models.profiles import ModelProfile
 from chat.models.site import SiteDefaults
-from chat.models.versions import branch_below
 
 if TYPE_CHECKING:
-    from chat.models.api_keys import ApiKey
     from chat.models.teams import Team
 
 
@@ -84,6 +70,11 @@ class Pending:
         if self.turn.titled:
             self.conversation.title = Conversation.title_from(question.content)
 
+    def done(self) -> Any:
+        """Written and closed at once (no line to place the answer in)."""
+        self.write()
+        return self.close()
+
     def close(self) -> Turn | Retry:
         """The conversation's own row: what it is asked with now."""
         if self.written:
@@ -98,11 +89,6 @@ class Pending:
             return self.turn
         conversation.place_answers([self.turn.answer])
         return Retry(self.turn, self.removed)
-
-
-def _done(pending: Pending) -> Any:
-    pending.write()
-    return pending.close()
 
 
 class Asked(NamedTuple):
@@ -133,7 +119,7 @@ def begin_turn(
     Refused (nothing stored) with NoModel, ModelForbidden, Busy,
     AttachmentRefused or, before the model is asked, `quotas.QuotaReached`."""
     asked = Asked(content, client_id, attachments, truncate_documents)
-    turn: Turn = _done(prepare_turn(conversation, asked))
+    turn: Turn = prepare_turn(conversation, asked).done()
     return turn
 
 
@@ -147,7 +133,7 @@ def prepare_turn(conversation: Conversation, asked: Asked) -> Pending:
 @transaction.atomic
 def begin_turn_of(pk: int, content: str, client_id: str = "") -> Turn:
     """`begin_turn` for the conversation `pk` (see `prepare_turn_of`)."""
-    turn: Turn = _done(prepare_turn_of(pk, Asked(content, client_id)))
+    turn: Turn = prepare_turn_of(pk, Asked(content, client_id)).done()
     return turn
 
 
@@ -282,189 +268,6 @@ def _room_for_documents(
     return profile.context_length - profile.answer_reserve_tokens() - used
 
 
-def api_profile(api_key: ApiKey, model: str) -> ModelProfile:
-    """The enabled model profile named `model` that the key may ask (Ollama's
-    "name" means "name:latest"); `ModelProfile.DoesNotExist` for none of that
-    name, ModelForbidden for one the key or its owner may not use."""
-    names = [model] if ":" in model else [model, f"{model}:latest"]
-    for name in names:
-        profile = api_key.usable_profiles().filter(tag=name).first()
-        if profile is not None:
-            return profile
-    if ModelProfile.objects.filter(tag__in=names, enabled=True).exists():
-        raise Conversation.ModelForbidden(
-            f"The model {model} is not available to you with this key."
-        )
-    raise ModelProfile.DoesNotExist(f"The model {model} does not exist.")
-
-
-def prepare_api_turn(
-    api_key: ApiKey,
-    profile: ModelProfile,
-    messages: list[dict[str, str]],
-    *,
-    think: bool | None,
-    store: bool,
-    options: dict[str, Any],
-) -> Pending:
-    """An answer asked over the API (`chat.api`), in a conversation of its
-    own: listed in the owner's list only when `store`, else kept for its
-    figures (throughput, quotas) with the request's last question. The
-    history sent is the request's own `messages`, as given. Its rows are
-    written (`Pending.written`).
-
-    Refused (nothing stored) with ModelForbidden or, before the model is
-    asked, `quotas.QuotaReached`: the same checks as `begin_turn`."""
-    from chat.models import quotas  # see _prepare
-
-    owner = api_key.user
-    if not (profile.enabled and profile.allowed_for(owner) and api_key.allows(profile)):
-        raise Conversation.ModelForbidden(
-            _("The model %(model)s is not available to this key.")
-            % {"model": profile.tag}
-        )
-    quotas.lock(owner)
-    left = quotas.check(owner)
-    system = [m["content"] for m in messages if m["role"] == "system"]
-    turns = [m for m in messages if m["role"] != "system"]
-    questions = [m for m in turns if m["role"] == "user"]
-    first = questions[0]["content"] if questions else ""
-    conversation = Conversation.objects.create(
-        owner=owner,
-        model_profile=profile,
-        thinking=ThinkingMode.DEFAULT
-        if think is None
-        else (ThinkingMode.ON if think else ThinkingMode.OFF),
-        system_prompt="\n\n".join(system),
-        listed=store,
-        title=Conversation.title_from(first),
-    )
-    kept = turns if store else turns[-1:]
-    rows = Message.objects.append_branch(
-        [
-            Message(
-                conversation=conversation,
-                role=m["role"],
-                content=m["content"],
-                source=Message.Source.API,
-                api_key=api_key,
-                written_by_asker=m["role"] == Message.Role.ASSISTANT,
-            )
-            for m in kept
-        ]
-    )
-    chars = sum(message_chars(m["content"]) for m in messages)
-    answer = Message(
-        conversation=conversation,
-        parent=rows[-1] if rows else None,
-        role=Message.Role.ASSISTANT,
-        status=Message.Status.STREAMING,
-        model_tag=profile.tag,
-        thinking_enabled=think,
-        source=Message.Source.API,
-        api_key=api_key,
-        history_sent=len(messages),
-        history_total=len(messages),
-        prompt_chars=chars,
-        prompt_tokens_estimate=estimate_tokens(
-            chars, profile.estimated_chars_per_token
-        ),
-        context_tokens=profile.context_length,
-    )
-    options = dict(options)
-    quotas.reserve(answer, profile, options, left)
-    answer.save()
-    question = rows[-1] if rows else answer
-    turn = Turn(question, answer, profile, messages, False, options)
-    return Pending(conversation, turn, written=True)
-
-
-# Regenerates and edits: a new version of a shown turn.
-
-
-@transaction.atomic
-def begin_regenerate(conversation: Conversation, answer_id: int | None = None) -> Retry:
-    """`prepare_regenerate`, written."""
-    retry: Retry = _done(prepare_regenerate(conversation, answer_id))
-    return retry
-
-
-def prepare_regenerate(
-    conversation: Conversation, answer_id: int | None = None
-) -> Pending:
-    """Ask a shown answer's question again (the last one's by default): the
-    question, its answer and everything after them leave the shown branch
-    (kept: `replaced`), and a new version of the turn begins beside them,
-    so what was replaced is not in the history sent to the model."""
-    _check_before_retry(conversation)
-    if answer_id is None:
-        question = conversation.messages.filter(role=Message.Role.USER).last()
-    else:
-        answer = conversation.messages.filter(
-            pk=answer_id, role=Message.Role.ASSISTANT
-        ).first()
-        question = answer.parent if answer is not None else None
-        if question is None or question.role != Message.Role.USER:
-            raise Conversation.NothingToRegenerate(
-                _("That answer is not one of this conversation's to regenerate.")
-            )
-    if question is None:
-        raise Conversation.NothingToRegenerate(
-            _("There is no answer to regenerate yet.")
-        )
-    return _retry(conversation, question, question.content)
-
-
-@transaction.atomic
-def begin_edit(
-    conversation: Conversation,
-    message_id: int,
-    content: str,
-    *,
-    attachments: Sequence[str] | None = None,
-    truncate_documents: bool = False,
-) -> Retry:
-    """`prepare_edit`, written."""
-    retry: Retry = _done(
-        prepare_edit(
-            conversation,
-            message_id,
-            content,
-            attachments=attachments,
-            truncate_documents=truncate_documents,
-        )
-    )
-    return retry
-
-
-def prepare_edit(
-    conversation: Conversation,
-    message_id: int,
-    content: str,
-    *,
-    attachments: Sequence[str] | None = None,
-    truncate_documents: bool = False,
-) -> Pending:
-    """Ask a shown question again with new text: a new version of its turn,
-    the old one and what followed it kept on their own branch. It keeps
-    its files unless `attachments` (new uploads' ids) replace them."""
-    _check_before_retry(conversation)
-    question = conversation.messages.filter(
-        pk=message_id, role=Message.Role.USER
-    ).first()
-    if question is None:
-        raise Conversation.NotAQuestion(
-            _("Only your own questions in this conversation can be edited.")
-        )
-    return _retry(
-        conversation,
-        question,
-        content,
-        attachments=attachments,
-        truncate_documents=truncate_documents,
-    )
-
-
 def lock_when_idle(conversation: Conversation) -> None:
     """Raises Busy while an answer of the conversation is streaming."""
     # The row lock (PostgreSQL) makes two sends, retries or version switches
@@ -472,75 +275,6 @@ def lock_when_idle(conversation: Conversation) -> None:
     Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
     if conversation.messages.filter(status=Message.Status.STREAMING).exists():
         raise Conversation.Busy(_("Wait for the current answer, or stop it."))
-
-
-def _check_before_retry(conversation: Conversation) -> None:
-    # The model first, so a missing one changes nothing; then the lock.
-    conversation.model_for_next_answer()
-    lock_when_idle(conversation)
-
-
-def _retry(
-    conversation: Conversation,
-    question: Message,
-    content: str,
-    *,
-    attachments: Sequence[str] | None = None,
-    truncate_documents: bool = False,
-) -> Pending:
-    """The question and everything after it on the shown branch make way
-    for a new version of its turn: they are kept, marked replaced, so if
-    the new answer fails nothing is lost, and they stay reachable with the
-    turn's version control (`show_version`). The new question follows the
-    old one's parent: after the others leave, it is the branch's last."""
-    hidden = conversation.messages.filter(pk__gte=question.pk)
-    removed = sorted(hidden.values_list("pk", flat=True))
-    hidden.update(replaced=True)
-    if attachments is None:
-        # The new version asks with the same files (rows of its own that
-        # share the stored files).
-        asked = Asked(content, question.client_id, files_of=question)
-    else:
-        asked = Asked(content, question.client_id, attachments, truncate_documents)
-    pending = prepare_turn(conversation, asked)
-    pending.removed = removed
-    return pending
-
-
-@transaction.atomic
-def show_version(conversation: Conversation, question_id: int) -> VersionSwitch:
-    """Show another version of a shown turn: the shown version and
-    everything below it leave the shown branch (kept), and the chosen
-    question comes back with the branch last viewed below it (the newest
-    one if it was never left)."""
-    lock_when_idle(conversation)
-    chosen = Message.objects.filter(
-        conversation=conversation, pk=question_id, role=Message.Role.USER
-    ).first()
-    shown = None
-    if chosen is not None:
-        shown = conversation.messages.filter(
-            role=Message.Role.USER, parent_id=chosen.parent_id
-        ).first()
-    if chosen is None or shown is None:
-        raise Conversation.NotAVersion(
-            _("That is not a version of a question shown in this conversation.")
-        )
-    removed: list[int] = []
-    if shown.pk != chosen.pk:
-        hidden = conversation.messages.filter(pk__gte=shown.pk)
-        removed = sorted(hidden.values_list("pk", flat=True))
-        hidden.update(replaced=True)
-        below = Message.objects.filter(conversation=conversation, pk__gt=chosen.pk)
-        path = branch_below(chosen.pk, below.values_list("pk", "parent_id", "shown_at"))
-        Message.objects.filter(pk__in=path).update(
-            replaced=False, shown_at=timezone.now()
-        )
-    chosen_branch = conversation.messages.filter(pk__gte=chosen.pk).order_by("pk")
-    messages = list(chosen_branch.prefetch_related("attachments"))
-    conversation.place_answers(messages)
-    Attachment.count_for_answers(messages)
-    return VersionSwitch(removed, messages)
 
 
 # A question's first reads.
