@@ -12,7 +12,7 @@ class ChatConfig(AppConfig):
     def ready(self) -> None:
         # Registers the system checks, and the receivers closing sockets.
         from chat import checks  # noqa: F401
-        from chat.live.observers import on_answer_finished
+        from chat.live.engine.observers import on_answer_finished
         from chat.ops.metrics import observe_answer
         from chat.sockets import session_sockets  # noqa: F401
 

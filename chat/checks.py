@@ -7,7 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.core.checks import Error, Warning, register
 
-from chat.live import frames
+from chat.live.protocol import frames
 
 
 @register()

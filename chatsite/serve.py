@@ -12,7 +12,7 @@ transports, written in C, took about a sixth of the CPU per relayed token
 for Windows) the loop is asyncio's own.
 
 The WebSocket size caps. Daphne's defaults would refuse a frame the site takes
-(`chat.live.frames.max_frame_bytes`); they are set unless the options set them.
+(`chat.live.protocol.frames.max_frame_bytes`); they are set unless the options set them.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def main() -> None:
     django.setup()
     from daphne.cli import CommandLineInterface
 
-    from chat.live import frames
+    from chat.live.protocol import frames
 
     sys.argv = daphne_argv(sys.argv[1:], frames.max_frame_bytes())
     CommandLineInterface.entrypoint()

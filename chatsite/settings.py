@@ -128,8 +128,9 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             # channels-redis with a bounded pool that waits for a connection
-            # (redis-py's raises past 100 at once): see chat/live/layer.py.
-            "BACKEND": "chat.live.layer.RedisChannelLayer",
+            # (redis-py's raises past 100 at once): see
+            # chat/live/engine/processes/layer.py.
+            "BACKEND": "chat.live.engine.processes.layer.RedisChannelLayer",
             "CONFIG": {
                 "hosts": [
                     {

@@ -18,11 +18,16 @@ The rules, by package (they hold for any module moved inside a package):
   so does a new package without a row. `chat.models`, `chat.http` (request
   plumbing), `chat.upstream`, `chat.rendering`, `chat.simulator` and
   `chat.work` import no sibling.
+* Inside `chat.live`, the wire protocol (`chat.live.protocol`: the server's
+  frames, a shared link's, the channel layer's events) imports only itself and
+  `chat.models`: the engine, the sockets and the pages all speak it
+  (`INNER_ROWS`).
 * `chat.web` (pages), `chat.ops` (operators' pages) and `chat.accounts`
   (sign-in) reach the engine only through its doors (`LIVE_DOORS`: modules of
   `chat.live` by their name, wherever they sit in it): its commands
-  (`control`), the group names and event types (`events`), what the loop
-  knows of the model servers (`loop_state`).
+  (`control`), the group names and event types (`channel_events`), what the
+  loop knows of the model servers (`loop_state`) and what they are doing
+  (`server_status`).
 * The modules at the top of `chat` (`admin`, `apps`, `checks`: Django's ways
   into the app) may import any package; no package imports them.
 * `ALLOWED`: a module's import of a sibling's module against its package's
@@ -122,13 +127,13 @@ MAY_IMPORT: dict[str, dict[str, str]] = {
 }
 TOP_MODULES = ("chat.admin", "chat.apps", "chat.checks")
 # One module of a package may import one of a sibling's against its row.
-ALLOWED = {
-    # Until it moves next to the engine (issue 41, another branch): then the
-    # import follows it and this line goes.
-    ("chat.web.conversations.model_picker", "chat.ops.server_status"),
+ALLOWED: set[tuple[str, str]] = set()
+# Packages inside a package of chat, and the only parts of chat they import.
+INNER_ROWS = {
+    "chat.live.protocol": ("chat.live.protocol", "chat.models"),
 }
 # The modules of chat.live the pages may import, by name.
-LIVE_DOORS = ("control", "events", "loop_state")
+LIVE_DOORS = ("control", "channel_events", "loop_state", "server_status")
 PAGES = ("chat.web", "chat.ops", "chat.accounts")
 
 
@@ -147,12 +152,16 @@ def _row(package: str) -> str:
 def _rule_broken(importer: str, imported: str) -> str | None:
     if (importer, imported) in ALLOWED or imported == "chat":
         return None
+    for inner, allowed in INNER_ROWS.items():
+        if within(importer, inner) and not any(within(imported, a) for a in allowed):
+            return f"{inner} may import only {', '.join(allowed[1:])}"
     source, target = _package(importer), _package(imported)
     door = imported.rpartition(".")[2]
     if source in PAGES and within(imported, "chat.live") and door not in LIVE_DOORS:
         return (
             "chat.web, chat.ops and chat.accounts do not import the engine, the "
-            "protocol or the sockets (use chat.live.control and chat.live.events)"
+            "protocol or the sockets (use chat.live.engine.control and "
+            "chat.live.protocol.channel_events)"
         )
     if source == target or source in TOP_MODULES:
         return None
@@ -192,8 +201,8 @@ def test_no_import_cycles(chat_graph: Graph) -> None:
 
 def test_the_graph_sees_every_kind_of_import(chat_graph: Graph) -> None:
     """The real tree parses into a graph with edges (no silent empty pass)."""
-    assert "chat.live.runner" in chat_graph
-    assert "chat.models" in chat_graph["chat.live.runner"]
+    assert "chat.live.engine.runner" in chat_graph
+    assert "chat.models" in chat_graph["chat.live.engine.runner"]
 
 
 def test_test_modules_import_helpers_not_other_test_modules() -> None:
@@ -215,11 +224,13 @@ def test_test_modules_import_helpers_not_other_test_modules() -> None:
 
 def test_checker_catches_a_layer_violation(tmp_path: Path) -> None:
     assert layer_violations(written(tmp_path, FAKE_CHAT)) == [
+        "chat.live.protocol.frames imports chat.live.engine.runner: "
+        "chat.live.protocol may import only chat.models",
         "chat.upstream.pool imports chat.models: "
         "chat.upstream imports nothing from chat outside itself",
-        "chat.web.pages imports chat.live.frames: chat.web, chat.ops and "
+        "chat.web.pages imports chat.live.protocol.frames: chat.web, chat.ops and "
         "chat.accounts do not import the engine, the protocol or the sockets "
-        "(use chat.live.control and chat.live.events)",
+        "(use chat.live.engine.control and chat.live.protocol.channel_events)",
     ]
 
 
@@ -260,12 +271,15 @@ def test_a_package_without_a_row_and_an_import_of_a_top_module_fail() -> None:
 def test_pages_reach_the_engine_through_its_doors_wherever_they_move() -> None:
     graph: Graph = {
         "chat.web.pages": {"chat.live.engine.control", "chat.live.engine.runner"},
-        "chat.ops.health": {"chat.live.protocol.events", "chat.live.loop_state"},
+        "chat.ops.health": {
+            "chat.live.protocol.channel_events",
+            "chat.live.engine.loop_state",
+        },
     }
     assert layer_violations(graph) == [
         "chat.web.pages imports chat.live.engine.runner: chat.web, chat.ops and "
         "chat.accounts do not import the engine, the protocol or the sockets "
-        "(use chat.live.control and chat.live.events)",
+        "(use chat.live.engine.control and chat.live.protocol.channel_events)",
     ]
 
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from chat.live import frames
+from chat.live.protocol import frames
 from chatsite.serve import APPLICATION, daphne_argv
 
 ROOT = Path(__file__).resolve().parent.parent

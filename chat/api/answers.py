@@ -1,7 +1,8 @@
-"""An answer asked over the API: begun like a socket's turn (access, quotas,
-its place in the fair queue, all in one commit), run by the runner like any
-other answer (`chat.live.runner`), and read by the HTTP response through a
-sink, `ApiAnswer`.
+"""An answer asked over the API: begun like a socket's turn
+(`chat.live.engine.turn.beginning`: access, quotas, its place in the fair queue, all in
+one
+commit), run by the runner like any other answer (`chat.live.engine.runner`), and
+read by the HTTP response through a sink, `ApiAnswer`.
 
 The relay never waits for an HTTP client (docs/latency.md, rules 1 and 2): the
 sink only appends each frame's text to what the response has not written yet
@@ -13,23 +14,15 @@ is at most the answer's own text, which the generation holds anyway.
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import logging
 import math
-from collections.abc import Callable
-from functools import partial
 from typing import Any
-
-from django.db import DatabaseError, transaction
 
 from chat.api.errors import ApiError, seconds_until
 from chat.api.requests import ChatRequest
-from chat.live import admission, early, frames
-from chat.live.runner import runner
-from chat.models import ApiKey, Conversation, ModelProfile, ThinkingMode, Turn, quotas
-from chat.models.admission import Line
-
-logger = logging.getLogger(__name__)
+from chat.live.engine.runner import runner
+from chat.live.engine.turn import beginning
+from chat.live.protocol import frames
+from chat.models import ApiKey, Conversation, ModelProfile, Turn, quotas, turn_rows
 
 
 class ApiAnswer:
@@ -55,7 +48,7 @@ class ApiAnswer:
         self._silent_at = 0.0
         self._closed = False
 
-    # The runner's side (a `chat.live.generation.Sink`): never awaits.
+    # The runner's side (a `chat.live.engine.generation.Sink`): never awaits.
 
     async def send_frame(self, frame: frames.ServerFrame) -> None:
         if frame["type"] == "content":
@@ -164,113 +157,49 @@ class ApiAnswer:
 
 
 def find_profile(api_key: ApiKey, model: str) -> ModelProfile:
-    """The enabled model profile named `model` that the key may ask (Ollama's
-    "name" means "name:latest"); ApiError 404 for none of that name, 403 for
-    one the key or its owner may not use."""
-    names = [model] if ":" in model else [model, f"{model}:latest"]
-    for name in names:
-        profile = api_key.usable_profiles().filter(tag=name).first()
-        if profile is not None:
-            return profile
-    if ModelProfile.objects.filter(tag__in=names, enabled=True).exists():
-        raise ApiError(
-            403,
-            "model_forbidden",
-            f"The model {model} is not available to you with this key.",
-            "model",
-        )
-    raise ApiError(
-        404, "model_not_found", f"The model {model} does not exist.", "model"
-    )
-
-
-def _begin(
-    api_key: ApiKey,
-    request: ChatRequest,
-    store: bool,
-    admitted: Callable[[tuple[Turn, admission.Plan]], None],
-) -> tuple[Turn, admission.Plan]:
-    """Store the request's question and its answer's placeholder and take the
-    answer's place in line, in one commit (as `chat.sockets.turns.begin`);
-    `admitted` hears of an answer that holds a slot before the commit
-    (`chat.live.early`)."""
-    profile = find_profile(api_key, request.model)
-    if request.think is None:
-        think = profile.think_flag(ThinkingMode.DEFAULT)
-    else:  # a model that cannot think is not asked to (never a 400 for it)
-        think = request.think if profile.supports_thinking else None
-    options = profile.request_options(think)
-    options.update(request.options)
-    with transaction.atomic():
-        # The site's row first: the lock order (chat.models.admission).
-        line, _ = Line.read()
-        turn = Conversation.begin_api_turn(
-            api_key,
-            profile,
-            request.messages,
-            think=think,
-            store=store,
-            options=options,
-        )
-        plan = admission.take_ticket(
-            turn.answer,
-            profile,
-            api_key.user_id,
-            lambda p: admitted((turn, p)),
-            line,
-        )
-    return turn, plan
+    """The enabled model profile named `model` that the key may ask
+    (`turn_rows.api_profile`); ApiError 404 for none of that name, 403 for one
+    the key or its owner may not use."""
+    try:
+        return turn_rows.api_profile(api_key, model)
+    except (ModelProfile.DoesNotExist, Conversation.ModelForbidden) as exc:
+        raise refused(beginning.Refused.of(exc)) from None
 
 
 async def begin(api_key: ApiKey, request: ChatRequest, *, store: bool) -> ApiAnswer:
-    """Begin the answer and hand it to the runner; ApiError when it is refused
-    (nothing is stored then)."""
-    try:
-        stored, admitted, asked = await early.store(
-            partial(_begin, api_key, request, store)
-        )
-        turn, plan = stored.result() if admitted is None else admitted
-    except Conversation.ModelForbidden as exc:
-        raise ApiError(403, "model_forbidden", str(exc), "model") from None
-    except quotas.QuotaReached as exc:
-        retry = seconds_until(exc.resets_at)
-        raise ApiError(429, "quota_reached", str(exc), retry_after=retry) from None
-    except DatabaseError:
-        logger.exception("an API answer could not be stored")
-        raise not_stored() from None
-    answer = ApiAnswer(turn)
-    conversation_id = answer.conversation_id
-    # A conversation of its own, new: nobody else can hold its claim.
-    claimed = runner.claim(conversation_id)
-    assert claimed, "a new conversation was claimed already"
-    runner.subscribe(conversation_id, answer)
-    # Admitted before the commit, the model server is asked now (docs/latency.md,
-    # rules 8 and 9); an API turn tells no socket (its conversation is new).
-    committed = None if admitted is None else early.told(stored, lambda _: [], asked)
-    # Started from a context of its own: the request's holds Django's
-    # per-request executor for `sync_to_async`, which quits when the response
-    # ends, and the answer's task (and the runner's, if this starts them) would
-    # inherit it and outlive it.
-    started = runner.start(
-        turn.profile,
-        turn.answer,
-        turn.history,
-        turn.options,
-        plan=plan,
-        stored=committed,
+    """Begin the answer (`chat.live.engine.turn.beginning`, as a socket's) and hand it
+    to the
+    runner; ApiError when it is refused (nothing is stored then)."""
+    begun = await beginning.begin(ask_of(api_key, request, store), ApiAnswer)
+    if isinstance(begun, beginning.Refused):
+        raise refused(begun)
+    assert isinstance(begun.sink, ApiAnswer)
+    return begun.sink
+
+
+def ask_of(api_key: ApiKey, request: ChatRequest, store: bool) -> beginning.ApiQuestion:
+    """The turn the request asks for."""
+    return beginning.ApiQuestion(
+        api_key, request.model, request.messages, request.think, request.options, store
     )
-    try:
-        await asyncio.create_task(started, context=contextvars.Context())
-    except BaseException:
-        answer.close()
-        raise
-    failed = stored.exception() if committed is not None and stored.done() else None
-    if failed is not None:
-        # The runner closed the upstream request and stored nothing.
-        logger.error("an API answer could not be stored", exc_info=failed)
-        runner.unsubscribe(answer.conversation_id, answer)
-        raise not_stored()
-    return answer
+
+
+# A refused answer's HTTP status, by its code
+# (`chat.live.engine.turn.beginning.REFUSALS`), and
+# the request's field it is about.
+STATUSES: dict[str, tuple[int, str | None]] = {
+    "model_not_found": (404, "model"),
+    "model_forbidden": (403, "model"),
+    "quota_reached": (429, None),
+}
+
+
+def refused(refusal: beginning.Refused) -> ApiError:
+    if refusal.code == "not_stored":
+        return not_stored()
+    status, param = STATUSES.get(refusal.code, (400, None))
+    retry = seconds_until(refusal.resets_at)
+    return ApiError(status, refusal.code, refusal.detail, param, retry_after=retry)
 
 
 def not_stored() -> ApiError:

@@ -13,13 +13,7 @@ from chat.models.admission import Ticket
 from chat.models.api_keys import ApiKey
 from chat.models.attachments import Attachment, AttachmentRefused, DocumentsTooLarge
 from chat.models.audit import AuditEvent
-from chat.models.conversations import (
-    Conversation,
-    Placed,
-    Retry,
-    Turn,
-    VersionSwitch,
-)
+from chat.models.conversations import Conversation, VersionSwitch
 from chat.models.effective import Effective, EffectiveSettings, History, Level
 from chat.models.folders import Folder
 from chat.models.group_rules import GroupRule
@@ -39,6 +33,7 @@ from chat.models.shared_messages import SharedMessage
 from chat.models.sharing import ShareLink
 from chat.models.site import SiteDefaults
 from chat.models.teams import Membership, Team
+from chat.models.turn_rows import Pending, Retry, Turn
 from chat.models.versions import Versions
 
 __all__ = [
@@ -68,7 +63,7 @@ __all__ = [
     "MessageQuerySet",
     "ModelProfile",
     "ModelProfileQuerySet",
-    "Placed",
+    "Pending",
     "Retry",
     "SharedMessage",
     "ShareLink",

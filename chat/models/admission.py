@@ -1,12 +1,12 @@
 """Admission tickets: one per answer, queued or holding a model slot, and the
-line an admission decides on (`chat.live.admission`).
+line an admission decides on (`chat.live.engine.admission`).
 
 The lock order: a transaction that admits an answer locks the site's row
 first (`Line.read`), then the conversation's and its owner's rows, then the
 owner's teams' (`chat.models.quotas.lock`). Whoever holds the site's row
 decides; a transaction that admits nothing never waits for it. So a question's
 first trip can lock the site's row and read the tickets with the conversation
-(`Conversation.begin_turn_of`), and two answers asked at once, from the socket,
+(`turn_rows.prepare_turn_of`), and two answers asked at once, from the socket,
 a retry or the API, never wait for each other's rows in a cycle.
 """
 
@@ -34,7 +34,7 @@ class Ticket(models.Model):
     process left behind when it died is marked interrupted by the orphan sweep,
     which gives the slot back without anyone touching the ticket. Finished
     answers' tickets are kept for a while: they say who was served last (see
-    `chat.live.admission`).
+    `chat.live.engine.admission`).
     """
 
     message = models.OneToOneField(

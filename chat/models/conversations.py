@@ -1,41 +1,33 @@
-"""Conversations and the turn that starts an answer."""
+"""Conversations: their settings, the prompt sent with their next question,
+and the messages they show (a turn's rows are `chat.models.turn_rows`')."""
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from django.conf import settings
-from django.db import models, transaction
-from django.db.models import Exists, OuterRef, Q, prefetch_related_objects
+from django.db import models
+from django.db.models import Q
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from chat.models.admission import Line
 from chat.models.attachments import Attachment, files_by_message
 from chat.models.effective import Effective, EffectiveSettings, History, Level
-from chat.models.history import Prompt, build_prompt, estimate_tokens, message_chars
+from chat.models.history import Prompt, build_prompt
 from chat.models.messages import Message, Sendable
 from chat.models.notices import SettingsChange
 from chat.models.paging import Page, newest_before, page_size
-from chat.models.prepared import Prepared
 from chat.models.profiles import HistoryPolicy, ModelProfile, ThinkingMode
 from chat.models.site import SiteDefaults
 from chat.models.versions import (
     branch_above,
-    branch_below,
     place,
     siblings_by_parent,
 )
-
-if TYPE_CHECKING:
-    from chat.models.api_keys import ApiKey
-    from chat.models.teams import Team
-
 
 # A search hit this many pages above the newest message or fewer opens on a page
 # that reaches the newest (Conversation.timeline_around); one further up opens
@@ -182,7 +174,7 @@ class Conversation(models.Model):
     def next_model(cls, pk: int) -> ModelProfile | None:
         """The model the conversation's next answer would use, if it has one
         (none over quota: a preload would load a model for nothing)."""
-        from chat.models import quotas  # see begin_turn
+        from chat.models import quotas  # quotas counts teams', which import this
 
         conversation = cls.objects.select_related("model_profile").filter(pk=pk).first()
         if conversation is None:
@@ -196,7 +188,7 @@ class Conversation(models.Model):
 
     # Effective settings: the conversation's own value, else its model's
     # default, else the site's. Resolved here only; views, the panel and
-    # begin_turn all ask these.
+    # a turn's rows (`chat.models.turn_rows`) all ask these.
 
     @classmethod
     def start(cls, owner: Any) -> Conversation:
@@ -336,284 +328,6 @@ class Conversation(models.Model):
             files=files_by_message(self.pk) if files is None else files,
         )
 
-    @transaction.atomic
-    def begin_turn(
-        self,
-        content: str,
-        client_id: str = "",
-        *,
-        attachments: Sequence[str] = (),
-        truncate_documents: bool = False,
-        files_of: Message | None = None,
-        placed: Placed | None = None,
-    ) -> Turn:
-        """Store the user's message and a streaming placeholder for the answer;
-        return both, the model to ask and the history to send it. The uploads
-        `attachments` (ids) go with the question, or the files of the question
-        `files_of` (a retry's).
-
-        Refused (nothing stored) with NoModel, ModelForbidden, Busy,
-        AttachmentRefused or, before the model is asked, `quotas.QuotaReached`."""
-        profile = self.model_for_next_answer()
-        self._lock_when_idle()
-        return self._store_turn(
-            profile,
-            content,
-            client_id,
-            attachments=attachments,
-            truncate_documents=truncate_documents,
-            files_of=files_of,
-            placed=placed,
-        )
-
-    @classmethod
-    @transaction.atomic
-    def begin_turn_of(
-        cls,
-        pk: int,
-        content: str,
-        client_id: str = "",
-        *,
-        attachments: Sequence[str] = (),
-        truncate_documents: bool = False,
-        placed: Placed | None = None,
-    ) -> Turn:
-        """`begin_turn` for the conversation `pk`, in as few trips to the
-        database as it takes (docs/latency.md, rule 8): one trip that locks the
-        site's row (the admission's; `chat.models.admission`) and reads the
-        tickets, then reads the conversation, its model and its owner, locking
-        the conversation's and the owner's rows and saying whether an answer is
-        running, and the messages the question follows. `placed(turn, line)`
-        runs before the question's row (unless it has files) and the answer's
-        are written, in the same transaction: the answer's place in line
-        (`chat.sockets.turns`), decided while they have no ids yet; what it
-        returns runs once they are written and the title is set (the turn may
-        be shown then, and the answer's ticket is written), before the
-        conversation's own row is updated."""
-        # One trip (`prepared.together`): the site's row locked (first: the
-        # lock order of `chat.models.admission`) with the tickets, the
-        # conversation locked, and the messages the question follows.
-        line, (read, earlier) = Line.read((TURN_READ, pk), (EARLIER, pk))
-        conversation = TURN_READ.one(read)
-        known = conversation.model_allowed  # type: ignore[attr-defined]
-        if conversation.model_profile is not None and known:
-            # Known now: `effective_model` need not ask again.
-            conversation.model_profile.allowed_owner = conversation.owner_id
-        site = line.site
-        profile = conversation.effective_model(site).value
-        if conversation.busy:  # type: ignore[attr-defined]  # annotated above
-            raise Conversation.Busy(_("Wait for the current answer, or stop it."))
-        return conversation._store_turn(
-            profile,
-            content,
-            client_id,
-            attachments=attachments,
-            truncate_documents=truncate_documents,
-            site=site,
-            locked=True,
-            placed=placed,
-            sent_files=conversation.sent_files,  # type: ignore[attr-defined]
-            earlier_rows=earlier,
-            line=line,
-            # On no team (read with the owner's row, locked): no team's row to
-            # lock or quotas to count.
-            teams=None if conversation.on_teams else [],  # type: ignore[attr-defined]
-        )
-
-    def _store_turn(
-        self,
-        profile: ModelProfile,
-        content: str,
-        client_id: str,
-        *,
-        attachments: Sequence[str] = (),
-        truncate_documents: bool = False,
-        files_of: Message | None = None,
-        site: SiteDefaults | None = None,
-        locked: bool = False,
-        placed: Placed | None = None,
-        sent_files: bool = True,
-        teams: list[Team] | None = None,
-        earlier_rows: list[Any] | None = None,
-        line: Line | None = None,
-    ) -> Turn:
-        """The rows of a turn (see `begin_turn`; `locked`: the owner's row is
-        locked already; `sent_files`: False when no message of the conversation
-        has files, which the caller read already; `teams`: the owner's teams when
-        the caller knows them, locked; `earlier_rows`: `EARLIER`'s, read already
-        under the conversation's lock; `line`: what the admission decides on,
-        read already, given to `placed`)."""
-        # Imported here: quotas counts teams' answers, and teams import this module.
-        from chat.models import quotas
-
-        if teams is None:
-            teams = quotas.lock(self.owner, user_locked=locked)
-        left = quotas.check(self.owner, site=site, teams=teams)
-        if earlier_rows is None:
-            earlier_rows = EARLIER.rows(self.pk)
-        earlier: list[Sendable] = [SentRow(*row) for row in earlier_rows]
-        # The question follows the shown branch's last message (read just now).
-        question = Message(
-            conversation=self,
-            role=Message.Role.USER,
-            content=content,
-            client_id=client_id,
-            parent_id=earlier[-1].pk if earlier else None,
-        )
-        if files_of is not None or attachments:
-            # Its files are bound to its row (and may refuse the turn).
-            question.save(root=not earlier)
-            if files_of is not None:
-                Attachment.copy_to(question, files_of, profile)
-            else:
-                Attachment.bind(
-                    question,
-                    attachments,
-                    profile,
-                    room_tokens=self._room_for_documents(profile, content),
-                    truncate=truncate_documents,
-                )
-            # Known now, in the database's thread: its frame is rendered on the loop.
-            prefetch_related_objects([question], "attachments")
-        else:  # nothing attached: no need to ask the database
-            # Evaluated already: iterating `none()` still compiles its query
-            # (about 0.5 ms, before the request and again on the loop).
-            none = Attachment.objects.none()
-            none._result_cache = []
-            question._prefetched_objects_cache = {  # type: ignore[attr-defined]
-                "attachments": none
-            }
-        prompt = self.build_prompt(
-            profile,
-            site=site,
-            messages=[*earlier, question],
-            # No files sent before, none now: no need to look for them.
-            files=None if sent_files or question.pk is not None else {},
-        )
-        answer = Message(
-            conversation=self,
-            role=Message.Role.ASSISTANT,
-            status=Message.Status.STREAMING,
-            model_tag=profile.tag,
-            thinking_enabled=self.effective_thinking(profile).value,
-            **prompt.figures(),
-        )
-        answer.files_with_question = len(question.files)
-        options = self.request_options(profile)
-        # Before `placed`: the model server may be asked from there.
-        quotas.reserve(answer, profile, options, left)
-        titled = not self.title
-        turn = Turn(question, answer, profile, prompt.messages, titled, options)
-        # The answer's place in line is decided before its rows are written
-        # (docs/latency.md, rule 8): the model server may be asked meanwhile.
-        then = placed(turn, line) if placed is not None else None
-        if question.pk is None:
-            question.save(root=not earlier)
-        answer.parent_id = question.pk
-        answer.save()
-        if titled:  # set before `then`, which may show the turn (its title too)
-            self.title = self.title_from(content)
-        if then is not None:
-            then()
-        if self.model_profile_id is not None:
-            # Its model was disabled: keep the one that answered. (No model at
-            # all means "the site default", which it keeps following.)
-            self.model_profile = profile
-        self.save(update_fields=["title", "model_profile", "updated_at"])
-        return turn
-
-    def _room_for_documents(self, profile: ModelProfile, content: str) -> int:
-        """Tokens of the model's context left for a question's attachments:
-        less the answer's reserve, the system prompt and the question's text."""
-        chars = message_chars(content)
-        if self.system_prompt:
-            chars += message_chars(self.system_prompt)
-        used = estimate_tokens(chars, profile.estimated_chars_per_token)
-        return profile.context_length - profile.answer_reserve_tokens() - used
-
-    @classmethod
-    @transaction.atomic
-    def begin_api_turn(
-        cls,
-        api_key: ApiKey,
-        profile: ModelProfile,
-        messages: list[dict[str, str]],
-        *,
-        think: bool | None,
-        store: bool,
-        options: dict[str, Any],
-    ) -> Turn:
-        """An answer asked over the API (`chat.api`), in a conversation of its
-        own: listed in the owner's list only when `store`, else kept for its
-        figures (throughput, quotas) with the request's last question. The
-        history sent is the request's own `messages`, as given.
-
-        Refused (nothing stored) with ModelForbidden or, before the model is
-        asked, `quotas.QuotaReached`: the same checks as `begin_turn`."""
-        from chat.models import quotas  # see begin_turn
-
-        owner = api_key.user
-        if not (
-            profile.enabled and profile.allowed_for(owner) and api_key.allows(profile)
-        ):
-            raise Conversation.ModelForbidden(
-                _("The model %(model)s is not available to this key.")
-                % {"model": profile.tag}
-            )
-        quotas.lock(owner)
-        left = quotas.check(owner)
-        system = [m["content"] for m in messages if m["role"] == "system"]
-        turns = [m for m in messages if m["role"] != "system"]
-        questions = [m for m in turns if m["role"] == "user"]
-        first = questions[0]["content"] if questions else ""
-        conversation = cls.objects.create(
-            owner=owner,
-            model_profile=profile,
-            thinking=ThinkingMode.DEFAULT
-            if think is None
-            else (ThinkingMode.ON if think else ThinkingMode.OFF),
-            system_prompt="\n\n".join(system),
-            listed=store,
-            title=cls.title_from(first),
-        )
-        kept = turns if store else turns[-1:]
-        rows = Message.objects.append_branch(
-            [
-                Message(
-                    conversation=conversation,
-                    role=m["role"],
-                    content=m["content"],
-                    source=Message.Source.API,
-                    api_key=api_key,
-                    written_by_asker=m["role"] == Message.Role.ASSISTANT,
-                )
-                for m in kept
-            ]
-        )
-        chars = sum(message_chars(m["content"]) for m in messages)
-        answer = Message(
-            conversation=conversation,
-            parent=rows[-1] if rows else None,
-            role=Message.Role.ASSISTANT,
-            status=Message.Status.STREAMING,
-            model_tag=profile.tag,
-            thinking_enabled=think,
-            source=Message.Source.API,
-            api_key=api_key,
-            history_sent=len(messages),
-            history_total=len(messages),
-            prompt_chars=chars,
-            prompt_tokens_estimate=estimate_tokens(
-                chars, profile.estimated_chars_per_token
-            ),
-            context_tokens=profile.context_length,
-        )
-        options = dict(options)
-        quotas.reserve(answer, profile, options, left)
-        answer.save()
-        question = rows[-1] if rows else answer
-        return Turn(question, answer, profile, messages, False, options)
-
     def timeline(self) -> list[Message | SettingsChange]:
         """The newest page of `timeline_page`."""
         return self.timeline_page().items
@@ -660,108 +374,6 @@ class Conversation(models.Model):
             return self.timeline_page(size=len(later) + 1 + size // 2), False
         return self.timeline_page(later[size // 2], size=size), True
 
-    @transaction.atomic
-    def begin_regenerate(
-        self, answer_id: int | None = None, placed: Placed | None = None
-    ) -> Retry:
-        """Ask a shown answer's question again (the last one's by default): the
-        question, its answer and everything after them leave the shown branch
-        (kept: `replaced`), and a new version of the turn begins beside them,
-        so what was replaced is not in the history sent to the model."""
-        self._check_before_retry()
-        if answer_id is None:
-            question = self.messages.filter(role=Message.Role.USER).last()
-        else:
-            answer = self.messages.filter(
-                pk=answer_id, role=Message.Role.ASSISTANT
-            ).first()
-            question = answer.parent if answer is not None else None
-            if question is None or question.role != Message.Role.USER:
-                raise Conversation.NothingToRegenerate(
-                    _("That answer is not one of this conversation's to regenerate.")
-                )
-        if question is None:
-            raise Conversation.NothingToRegenerate(
-                _("There is no answer to regenerate yet.")
-            )
-        return self._retry(question, question.content, placed=placed)
-
-    @transaction.atomic
-    def begin_edit(
-        self,
-        message_id: int,
-        content: str,
-        *,
-        attachments: Sequence[str] | None = None,
-        truncate_documents: bool = False,
-        placed: Placed | None = None,
-    ) -> Retry:
-        """Ask a shown question again with new text: a new version of its turn,
-        the old one and what followed it kept on their own branch. It keeps
-        its files unless `attachments` (new uploads' ids) replace them.
-        `placed`: as `begin_turn_of`'s, for regenerates and edits alike."""
-        self._check_before_retry()
-        question = self.messages.filter(pk=message_id, role=Message.Role.USER).first()
-        if question is None:
-            raise Conversation.NotAQuestion(
-                _("Only your own questions in this conversation can be edited.")
-            )
-        if attachments is None:
-            return self._retry(question, content, placed=placed)
-        return self._retry(
-            question,
-            content,
-            attachments=attachments,
-            truncate_documents=truncate_documents,
-            placed=placed,
-        )
-
-    def _lock_when_idle(self) -> None:
-        # The row lock (PostgreSQL) makes two sends, retries or version switches
-        # from two processes take turns.
-        Conversation.objects.select_for_update().filter(pk=self.pk).first()
-        if self.messages.filter(status=Message.Status.STREAMING).exists():
-            raise Conversation.Busy(_("Wait for the current answer, or stop it."))
-
-    def _check_before_retry(self) -> None:
-        # The model first, so a missing one changes nothing; then the lock.
-        self.model_for_next_answer()
-        self._lock_when_idle()
-
-    def _retry(
-        self,
-        question: Message,
-        content: str,
-        *,
-        attachments: Sequence[str] | None = None,
-        truncate_documents: bool = False,
-        placed: Placed | None = None,
-    ) -> Retry:
-        """The question and everything after it on the shown branch make way
-        for a new version of its turn: they are kept, marked replaced, so if
-        the new answer fails nothing is lost, and they stay reachable with the
-        turn's version control (`show_version`). The new question follows the
-        old one's parent: after the others leave, it is the branch's last."""
-        hidden = self.messages.filter(pk__gte=question.pk)
-        removed = sorted(hidden.values_list("pk", flat=True))
-        hidden.update(replaced=True)
-        if attachments is None:
-            # The new version asks with the same files (rows of its own that
-            # share the stored files).
-            turn = self.begin_turn(
-                content, question.client_id, files_of=question, placed=placed
-            )
-        else:
-            turn = self.begin_turn(
-                content,
-                question.client_id,
-                attachments=attachments,
-                truncate_documents=truncate_documents,
-                placed=placed,
-            )
-        self.place_answers([turn.answer])
-        return Retry(turn, removed)
-
     def place_answers(self, shown: list[Message]) -> None:
         """Tell each answer among `shown` (messages on the shown branch) where
         its question stands among its turn's versions, for the "‹ 2 / 3 ›"
@@ -792,43 +404,6 @@ class Conversation(models.Model):
                 group = siblings.get(parents[question_id], [])
                 answer.versions = place(question_id, group)
 
-    @transaction.atomic
-    def show_version(self, question_id: int) -> VersionSwitch:
-        """Show another version of a shown turn: the shown version and
-        everything below it leave the shown branch (kept), and the chosen
-        question comes back with the branch last viewed below it (the newest
-        one if it was never left)."""
-        self._lock_when_idle()
-        chosen = Message.objects.filter(
-            conversation=self, pk=question_id, role=Message.Role.USER
-        ).first()
-        shown = None
-        if chosen is not None:
-            shown = self.messages.filter(
-                role=Message.Role.USER, parent_id=chosen.parent_id
-            ).first()
-        if chosen is None or shown is None:
-            raise Conversation.NotAVersion(
-                _("That is not a version of a question shown in this conversation.")
-            )
-        removed: list[int] = []
-        if shown.pk != chosen.pk:
-            hidden = self.messages.filter(pk__gte=shown.pk)
-            removed = sorted(hidden.values_list("pk", flat=True))
-            hidden.update(replaced=True)
-            below = Message.objects.filter(conversation=self, pk__gt=chosen.pk)
-            path = branch_below(
-                chosen.pk, below.values_list("pk", "parent_id", "shown_at")
-            )
-            Message.objects.filter(pk__in=path).update(
-                replaced=False, shown_at=timezone.now()
-            )
-        chosen_branch = self.messages.filter(pk__gte=chosen.pk).order_by("pk")
-        messages = list(chosen_branch.prefetch_related("attachments"))
-        self.place_answers(messages)
-        Attachment.count_for_answers(messages)
-        return VersionSwitch(removed, messages)
-
     def branch_to(self, leaf_id: int) -> list[int]:
         """The ids of the branch from the first question down to `leaf_id`,
         shown or not (a snapshot link keeps the branch shown when it was made)."""
@@ -845,81 +420,6 @@ def _created_at(item: Message | SettingsChange) -> datetime:
     return item.created_at
 
 
-def _turn_read(pk: int) -> models.QuerySet[Conversation]:
-    """The conversation a question is sent to, with its model and owner, their
-    rows locked, and what `begin_turn_of` needs to know in the same trip."""
-    streaming = Message.shown.filter(
-        conversation=OuterRef("pk"), status=Message.Status.STREAMING
-    )
-    sent_files = Attachment.objects.filter(
-        conversation=OuterRef("pk"), message__isnull=False
-    )
-    # Imported here: teams import this module.
-    from chat.models.teams import Membership
-
-    on_teams = Membership.objects.filter(user=OuterRef("owner"))
-    model_allowed = ModelProfile.objects.allowed_to(OuterRef("owner")).filter(
-        pk=OuterRef("model_profile")
-    )
-    return (
-        Conversation.objects.select_related("model_profile", "owner")
-        .select_for_update(of=("self", "owner"))
-        .annotate(
-            # Whether an answer is running, whether any of its messages has
-            # files, whether its owner is on a team, and whether the owner may
-            # use its model.
-            busy=Exists(streaming),
-            sent_files=Exists(sent_files),
-            on_teams=Exists(on_teams),
-            model_allowed=Exists(model_allowed),
-        )
-        .filter(pk=pk)
-    )
-
-
-# Compiled once (`chat.models.prepared`): the compiler costs more than the trip.
-TURN_READ: Prepared[Conversation] = Prepared(_turn_read, at_start=True)
-
-# The shown branch's messages a new question follows, by the conversation's id:
-# the columns the history is built from, not whole messages (a long
-# conversation's would cost milliseconds before the model is asked).
-EARLIER: Prepared[Message] = Prepared(
-    lambda pk: (
-        Message.shown.filter(conversation_id=pk)
-        .order_by("pk")
-        .values_list("pk", "role", "content", "status")
-    ),
-    at_start=True,
-)
-
-
-class SentRow(NamedTuple):
-    pk: int
-    role: str
-    content: str
-    status: str
-
-
-# The answer's place in line, decided before its rows are written
-# (`Conversation.begin_turn_of`): given the turn and the line its first trip read
-# (`Line.read`; None if it did not), returns what runs once they are.
-Placed = Callable[["Turn", Line | None], Callable[[], None]]
-
-
-class Turn(NamedTuple):
-    question: Message
-    answer: Message
-    profile: ModelProfile
-    history: list[dict[str, Any]]
-    titled: bool  # the conversation took its title from this question
-    options: dict[str, Any] | None = None  # the request's options (num_ctx, ...)
-
-
 class VersionSwitch(NamedTuple):
     removed: list[int]  # the messages the chosen version replaces, oldest first
     shown: list[Message]  # the chosen question and the branch below it, answers placed
-
-
-class Retry(NamedTuple):
-    turn: Turn
-    removed: list[int]  # the messages the new turn replaces, oldest first

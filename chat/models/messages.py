@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 class Sendable(Protocol):
     """What the history builder reads of a message (`chat.models.history`): a
     stored one, or a row of these columns alone, much cheaper to read than
-    whole messages when a turn begins (`Conversation._store_turn`)."""
+    whole messages when a turn begins (`chat.models.turn_rows`)."""
 
     @property
     def pk(self) -> Any: ...
@@ -107,7 +107,7 @@ class Message(models.Model):
         INTERRUPTED = "interrupted", gettext_lazy("Interrupted")
 
     # A streaming answer's owner saves it about once a second, its heartbeat
-    # (chat/live/checkpoints.py, whose intervals must stay below this); one
+    # (chat/live/engine/checkpoints.py, whose intervals must stay below this); one
     # whose last save is older than this belongs to a process that died.
     ORPHAN_AFTER: ClassVar[timedelta] = timedelta(seconds=10)
     # Files of an answer's question (not a column: see `question_files`).
@@ -277,7 +277,7 @@ class Message(models.Model):
     def save(self, *args: Any, root: bool = False, **kwargs: Any) -> None:
         """A new message follows the shown branch's last one, unless told its
         parent: an edit or a regenerate first takes the turn and what follows
-        off the branch (`Conversation._retry`), so its question lands beside the
+        off the branch (`chat.models.turn_rows`), so its question lands beside the
         old one. `root`: it has none, as its caller knows from the branch it
         read (a conversation's first question: no query to find it again)."""
         if self._state.adding and self.parent_id is None and not root:
@@ -341,7 +341,7 @@ class Message(models.Model):
 
     def question_files(self) -> int:
         """How many files went with this answer's question: counted when the
-        answer is stored (`Conversation.begin_turn`) or read with it
+        answer is stored (`chat.models.turn_rows`) or read with it
         (`files_with_question`, an annotation); never a query here."""
         if self.role != Message.Role.ASSISTANT:
             return 0

@@ -4,7 +4,8 @@ Keyset paging by message id, never OFFSET: a page is the `page_size()` messages
 just below a cursor, read backwards along the (conversation, id) index, so the
 newest page of a 100,000-message conversation costs what a 50-message one does.
 The owner's page uses message ids as cursors; shared and team pages name messages
-by their ordinal (`chat.live.share_frames`), so theirs is an ordinal, turned into its
+by their ordinal (`chat.live.protocol.share_frames`), so theirs is an ordinal, turned
+into its
 message id with one index walk that loads no rows (`id_at`), and their newest
 page counts the messages before it (one COUNT on the same index) to number them.
 """

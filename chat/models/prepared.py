@@ -1,6 +1,6 @@
 """Queries compiled once per connection and run again with another key.
 
-A question's first read (`Conversation.begin_turn_of`: the conversation, its
+A question's first read (`turn_rows.prepare_turn_of`: the conversation, its
 model, its owner, three facts and a lock) spends about 1.3 ms in Django's query
 compiler and about 0.1 ms in SQLite, before the model server is asked
 (docs/latency.md, rule 8). `Prepared` keeps what the compiler made of the

@@ -122,7 +122,7 @@ class ModelProfileQuerySet(models.QuerySet["ModelProfile"]):
         access rule. A profile limited to teams (`ModelProfile.teams`) is for
         their members only; one with no teams is for everyone. `user_id` may
         be an `OuterRef` (a turn reads it with its conversation,
-        `chat.models.conversations.TURN_READ`)."""
+        `chat.models.turn_rows.TURN_READ`)."""
         open_to_all = models.Q(teams__isnull=True)
         their_team = models.Q(teams__memberships__user_id=user_id)
         return self.filter(open_to_all | their_team)
@@ -295,7 +295,7 @@ class ModelProfile(models.Model):
         ]
 
     # A user known to be allowed, read with the row (not a column: a turn reads
-    # it with its conversation, `Conversation.begin_turn_of`).
+    # it with its conversation, `turn_rows.prepare_turn_of`).
     allowed_owner: int | None = None
 
     def __str__(self) -> str:

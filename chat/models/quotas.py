@@ -7,7 +7,7 @@ whatever its end, except one refused or failed before its first word. Its
 tokens are the server's own count when it sent one, else the estimate the
 throughput page uses (characters of answer and thinking over four).
 
-Checked at admission, before the model is asked (`Conversation.begin_turn`),
+Checked at admission, before the model is asked (`chat.models.turn_rows`),
 with the user's row (and their teams') locked, so turns begin one at a time
 (`lock`). A running answer's own tokens are not known yet: under a token limit
 it reserves what it may use as it is admitted (`reserve`: its `num_predict`,
@@ -187,7 +187,7 @@ def limits_for(
     teams: Iterable[Team] | None = None,
 ) -> list[Limit]:
     """Every limit that applies to `user` (none set: an empty list). `site` and
-    `teams` (the user's): rows the caller read already (`Conversation.begin_turn`
+    `teams` (the user's): rows the caller read already (`chat.models.turn_rows`
     reads each once per turn)."""
     now = now or timezone.now()
     limits: list[Limit] = []

@@ -3,7 +3,7 @@
 Readers name messages by their ordinal in the conversation (1, 2, 3, ...), never
 by their database id, and are told a failed answer's plain sentence, never the
 owner's detail. The pages (`chat.web.sharing`) and the viewer's socket
-(`chat.live.share_frames`) both show messages through `SharedMessage`, so the
+(`chat.live.protocol.share_frames`) both show messages through `SharedMessage`, so the
 two cannot tell a reader different things.
 """
 

@@ -207,7 +207,7 @@ def delete_empty(owner: Any | None = None, now: datetime | None = None) -> int:
     for `EMPTY_KEPT_FOR`; how many were deleted.
 
     By `updated_at`, and under row locks that skip rows someone holds: a first
-    question being stored (`Conversation.begin_turn`) locks the row and bumps
+    question being stored (`chat.models.turn_rows`) locks the row and bumps
     `updated_at`, so its conversation is never taken for an old empty one."""
     cutoff = (now or timezone.now()) - EMPTY_KEPT_FOR
     with transaction.atomic():

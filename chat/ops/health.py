@@ -20,7 +20,6 @@ from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-import httpx
 from asgiref.sync import sync_to_async
 from channels.layers import BaseChannelLayer, get_channel_layer
 from django.conf import settings
@@ -30,23 +29,25 @@ from django.urls import path
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from chat.live import loop_state
-from chat.live.events import HealthPing
+from chat.live.engine.server_status import (
+    MODEL_SERVER_TIMEOUT,
+    check_model_server,
+    failure,
+)
+from chat.live.protocol.channel_events import HealthPing
 from chat.models import ModelProfile
-from chat.upstream import UpstreamError
 
 logger = logging.getLogger(__name__)
 
 DATABASE_TIMEOUT = 1.0
 CHANNEL_LAYER_TIMEOUT = 1.0
-MODEL_SERVER_TIMEOUT = 2.0
 DEADLINE = 2.5  # everything, below the 3 s a proxy typically allows a check
 
 # The database work runs on these threads, not on the request's thread-sensitive
 # one: a hung query there would also hold up the middleware's response path. Two
 # threads bound what hung queries can pin; later checks then time out ("failing").
 # Per process, not per event loop (threads serve any loop), so it stays here
-# rather than in `chat.live.loop_state`; its one owner is this module.
+# rather than in `chat.live.engine.loop_state`; its one owner is this module.
 _db_executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="healthz-db")
 
 
@@ -120,14 +121,6 @@ async def _timed(awaitable: Awaitable[T], limit: float) -> tuple[T, float]:
     return result, round((time.perf_counter() - start) * 1000, 1)
 
 
-def _failure(exc: BaseException, limit: float) -> str:
-    if isinstance(exc, TimeoutError):
-        return f"no answer within {limit:.3g} s"
-    if isinstance(exc, UpstreamError):
-        return exc.detail
-    return f"{type(exc).__name__}: {exc}".strip()
-
-
 async def _check_database(
     request: HttpRequest, *, need_user: bool
 ) -> tuple[Check, list[tuple[str, str]], bool]:
@@ -139,7 +132,7 @@ async def _check_database(
         )
     except Exception as exc:  # any failure of the database is the answer itself
         logger.warning("health: database check failed: %r", exc)
-        return {"ok": False, "error": _failure(exc, DATABASE_TIMEOUT)}, [], False
+        return {"ok": False, "error": failure(exc, DATABASE_TIMEOUT)}, [], False
     return {"ok": True, "ms": ms}, servers, is_staff
 
 
@@ -170,7 +163,7 @@ async def _check_channel_layer() -> Check:
         _, ms = await _timed(_round_trip(layer), CHANNEL_LAYER_TIMEOUT)
     except Exception as exc:  # a broken layer is the answer itself
         logger.warning("health: channel layer check failed: %r", exc)
-        return {"ok": False, "error": _failure(exc, CHANNEL_LAYER_TIMEOUT)}
+        return {"ok": False, "error": failure(exc, CHANNEL_LAYER_TIMEOUT)}
     return {"ok": True, "ms": ms, "backend": type(layer).__name__}
 
 
@@ -187,26 +180,9 @@ async def _round_trip(layer: BaseChannelLayer) -> None:
 async def _check_model_servers(servers: list[tuple[str, str]], budget: float) -> Check:
     timeout = min(MODEL_SERVER_TIMEOUT, budget)
     results = await asyncio.gather(
-        *(_check_model_server(url, backend, timeout) for url, backend in servers)
+        *(check_model_server(url, backend, timeout) for url, backend in servers)
     )
     return {"ok": all(result["ok"] for result in results), "servers": results}
-
-
-async def _check_model_server(url: str, backend: str, limit: float) -> Check:
-    try:
-        version, ms = await _timed(_server_version(url, backend), limit)
-    except (UpstreamError, httpx.HTTPError, TimeoutError) as exc:
-        return {"url": url, "ok": False, "error": _failure(exc, limit)}
-    return {"url": url, "ok": True, "ms": ms, "version": version}
-
-
-async def _server_version(url: str, backend: str) -> str:
-    if backend == ModelProfile.Backend.OLLAMA:
-        return await loop_state.clients().ollama(url).version()
-    # OpenAI-compatible servers have no version endpoint; /v1/models answering
-    # with a model list proves the server is up.
-    await loop_state.clients().openai(url).models()
-    return ""
 
 
 # Included by `chatsite.urls` at "healthz".

@@ -10,7 +10,7 @@ Two kinds of figures (see README, "Metrics"):
   and answers waiting for a model slot (`chatsite_queue_length`).
 * Per-process counters and histograms, counted when an answer of this process
   finishes (`observe_answer`, which `chat.apps` registers with the engine's
-  `chat.live.observers`: one call after its final save, nothing per token):
+  `chat.live.engine.observers`: one call after its final save, nothing per token):
   answers by status, output and prompt tokens, time to first token, decode rate,
   answer duration and queue wait, per model. Scrape every process; sum across
   instances in queries.
@@ -117,7 +117,8 @@ def _observe(message: Message) -> None:
 
 
 def queue_length() -> int:
-    """Answers waiting for a model slot, in all processes (`chat.live.admission`)."""
+    """Answers waiting for a model slot, in all processes
+    (`chat.live.engine.admission`)."""
     return _waiting().count()
 
 

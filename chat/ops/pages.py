@@ -20,10 +20,10 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
+from chat.live.engine.server_status import server_statuses
 from chat.models import Message
 from chat.ops import audit_log, throughput
 from chat.ops.charts import LineChart, line_chart
-from chat.ops.server_status import server_statuses
 
 RANGES = {
     "24h": timedelta(hours=24),

@@ -19,10 +19,12 @@ from django.utils import translation
 from django.utils.translation import gettext
 
 from chat.http.daphne_protocol import text_sender
-from chat.live import frames, layer
-from chat.live.events import CatchupEvent, DeltaEvent, FrameEvent
-from chat.live.frames import ServerFrame
-from chat.live.share_frames import ViewerFrame
+from chat.live.engine.processes import layer
+from chat.live.protocol import frames
+from chat.live.protocol.channel_events import CatchupEvent, DeltaEvent, FrameEvent
+from chat.live.protocol.frames import ServerFrame
+from chat.live.protocol.share_frames import ViewerFrame
+from chat.sockets import client_frames
 from chat.sockets.close_codes import CLOSE_RATE_LIMITED, CLOSE_SERVER_ERROR
 from chat.sockets.feed import Feed
 from chat.sockets.languages import socket_language
@@ -91,13 +93,13 @@ class LiveSocket(AsyncWebsocketConsumer):
         if self.signed_out or await self.flooded():
             return
         try:
-            frame = frames.parse(text_data)
-        except frames.FrameError as exc:
+            frame = client_frames.parse(text_data)
+        except client_frames.FrameError as exc:
             await self.send_frame(frames.error(None, exc.code, exc.detail))
             return
         await self.handle(frame)
 
-    async def handle(self, frame: frames.ClientFrame) -> None:
+    async def handle(self, frame: client_frames.ClientFrame) -> None:
         """Act on one valid frame."""
         raise NotImplementedError
 

@@ -5,7 +5,8 @@ both hear.
 A feed subscribes its socket to the runner of this process (answers streamed
 here are sent to the socket directly) and joins it to the conversation's group
 (answers streamed by other processes come as channel-layer events, see
-`chat.live.fanout`). It resumes an answer the page has part of, from the runner
+`chat.live.engine.processes.fanout`). It resumes an answer the page has part of, from
+the runner
 when it runs here, by a catch-up request when it runs elsewhere, or from the
 store when it ended. The socket decides what its user may ask and how frames
 are written (`Socket.send_frame`).
@@ -19,11 +20,18 @@ from typing import Protocol
 from channels.db import database_sync_to_async
 from django.utils.translation import gettext as _
 
-from chat.live import control, frames, layer
-from chat.live.events import CatchupEvent, DeltaEvent, FrameEvent, conversation_group
-from chat.live.fanout import RemoteDelta, RemoteView
-from chat.live.generation import Sink
-from chat.live.runner import runner
+from chat.live.engine import control
+from chat.live.engine.generation import Sink
+from chat.live.engine.processes import layer
+from chat.live.engine.processes.fanout import RemoteDelta, RemoteView
+from chat.live.engine.runner import runner
+from chat.live.protocol import frames
+from chat.live.protocol.channel_events import (
+    CatchupEvent,
+    DeltaEvent,
+    FrameEvent,
+    conversation_group,
+)
 from chat.models import Message
 
 # How long a catch-up request waits for its reply before it is asked again

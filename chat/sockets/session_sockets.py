@@ -38,8 +38,8 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.http import HttpRequest
 
-from chat.live import layer
-from chat.live.events import SessionCheck, SessionEnd, user_group
+from chat.live.engine.processes import layer
+from chat.live.protocol.channel_events import SessionCheck, SessionEnd, user_group
 from chat.sockets.close_codes import CLOSE_SIGNED_OUT
 
 logger = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ class SessionBound:
         if self.signed_out:
             return
         self.signed_out = True
-        from chat.live.runner import runner  # (this module loads with the app)
+        from chat.live.engine.runner import runner  # (this module loads with the app)
 
         # No answer's text reaches the socket any more, even before it closes.
         runner.unsubscribe(self.conversation_id, self)  # type: ignore[arg-type]

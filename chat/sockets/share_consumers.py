@@ -3,8 +3,10 @@
 It hears the conversation like the owner's socket (the runner in this process, the
 conversation's group for other processes) and passes its viewer only read-only
 frames, with ordinals for message ids and thinking dropped unless the link
-includes it (`chat.live.share_frames`). Its text comes merged to one frame about
-every 50 ms (`chat.live.fanout.Pacer`): a link watched by a crowd must not slow the
+includes it (`chat.live.protocol.share_frames`). Its text comes merged to one frame
+about
+every 50 ms (`chat.live.engine.processes.fanout.Pacer`): a link watched by a crowd must
+not slow the
 owner's answer, whose relay writes to every socket of the process. A viewer may
 only `resume`; any other frame is answered with a `read_only` error frame and
 the socket stays open.
@@ -32,11 +34,13 @@ from channels.db import database_sync_to_async
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
-from chat.live import frames, layer
-from chat.live.events import ShareGone
-from chat.live.fanout import Pacer
-from chat.live.share_frames import Ordinals, for_viewer
+from chat.live.engine.processes import layer
+from chat.live.engine.processes.fanout import Pacer
+from chat.live.protocol import frames
+from chat.live.protocol.channel_events import ShareGone
+from chat.live.protocol.share_frames import Ordinals, for_viewer
 from chat.models import ShareLink, SiteDefaults
+from chat.sockets import client_frames
 from chat.sockets.base import LiveSocket
 from chat.sockets.close_codes import CLOSE_GONE, CLOSE_NOT_FOUND, CLOSE_SIGNED_OUT
 from chat.sockets.feed import Feed
@@ -123,7 +127,7 @@ class ShareConsumer(LiveSocket):
         self.pacer.close()
         await self.leave()  # leaves the link's group too
 
-    async def handle(self, frame: frames.ClientFrame) -> None:
+    async def handle(self, frame: client_frames.ClientFrame) -> None:
         """Only `resume` (by ordinal) is accepted: the link is read-only."""
         if frame["type"] != "resume":
             await self.send_frame(

@@ -3,7 +3,7 @@
 The seam takes plain values (a base URL, the backend's name, how thinking is
 switched), never a Django model: `chat.models.ModelProfile.server_settings`
 gives them. Which loop a pool belongs to is its owner's business (see
-`chat.live.loop_state`).
+`chat.live.engine.loop_state`).
 """
 
 from __future__ import annotations

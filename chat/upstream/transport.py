@@ -26,7 +26,7 @@ import httpx
 from yarl import URL
 
 # A request extension: called once the request's body is handed to the socket
-# (or the request failed before): `chat.live.early` waits for it.
+# (or the request failed before): `chat.live.engine.turn.early` waits for it.
 WRITTEN = "chatsite.written"
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from chat.api import endpoint
 from chat.api.answers import ApiAnswer
-from chat.live import frames
+from chat.live.protocol import frames
 
 # A wait that should end long before this fails instead of hanging the suite.
 BOUND = 10.0

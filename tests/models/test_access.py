@@ -10,7 +10,14 @@ import pytest
 from django.contrib.auth.models import AnonymousUser
 from django.urls import reverse
 
-from chat.models import Conversation, Message, ModelProfile, SiteDefaults, Team
+from chat.models import (
+    Conversation,
+    Message,
+    ModelProfile,
+    SiteDefaults,
+    Team,
+    turn_rows,
+)
 from tests.support.settings_forms import shown
 
 pytestmark = pytest.mark.django_db
@@ -80,7 +87,7 @@ def test_a_forbidden_conversation_model_is_refused_not_replaced(bob, small, big)
     with pytest.raises(Conversation.ModelForbidden, match="Big is not available"):
         conversation.effective_model()
     with pytest.raises(Conversation.ModelForbidden):
-        conversation.begin_turn("Hello")
+        turn_rows.begin_turn(conversation, "Hello")
     assert not Message.objects.exists()
     assert Conversation.next_model(conversation.pk) is None  # nothing preloaded
 
@@ -96,15 +103,15 @@ def test_a_model_becomes_forbidden_when_its_user_leaves_the_team(alice, big, gpu
 
 def test_a_retry_with_a_forbidden_model_changes_nothing(alice, big, gpu_team):
     conversation = Conversation.objects.create(owner=alice, model_profile=big)
-    turn = conversation.begin_turn("Hello")
+    turn = turn_rows.begin_turn(conversation, "Hello")
     turn.answer.status = Message.Status.DONE
     turn.answer.save()
     gpu_team.members.remove(alice)
     conversation = Conversation.objects.get(pk=conversation.pk)
     with pytest.raises(Conversation.ModelForbidden):
-        conversation.begin_regenerate()
+        turn_rows.begin_regenerate(conversation)
     with pytest.raises(Conversation.ModelForbidden):
-        conversation.begin_edit(turn.question.pk, "Changed")
+        turn_rows.begin_edit(conversation, turn.question.pk, "Changed")
     assert conversation.messages.count() == 2
     assert not conversation.messages.filter(replaced=True).exists()
 

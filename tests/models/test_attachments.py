@@ -9,7 +9,7 @@ import base64
 import pytest
 from django.core.files.storage import default_storage
 
-from chat.models import Attachment, AttachmentRefused
+from chat.models import Attachment, AttachmentRefused, turn_rows
 from chat.models.attachments import prompt_message
 from tests.files import samples
 from tests.files.attaching import attach
@@ -30,8 +30,8 @@ def test_a_question_carries_its_documents_before_its_text_and_its_images(
 ):
     image = attach(alice, "a.png", samples.png())
     notes = attach(alice, "notes.md", b"# Plan\nship it")
-    turn = conversation.begin_turn(
-        "Thoughts?", attachments=[notes.public_id, image.public_id]
+    turn = turn_rows.begin_turn(
+        conversation, "Thoughts?", attachments=[notes.public_id, image.public_id]
     )
     sent = turn.history[-1]
     assert sent["content"] == (
@@ -53,7 +53,9 @@ def test_fit_context_counts_files_and_drops_older_turns_for_them(
     conversation.messages.create(role="user", content="old question " * 40)
     conversation.messages.create(role="assistant", content="old answer " * 40)
     notes = attach(alice, "notes.txt", b"x" * 5400)  # ~1,350 tokens
-    turn = conversation.begin_turn("Read this", attachments=[notes.public_id])
+    turn = turn_rows.begin_turn(
+        conversation, "Read this", attachments=[notes.public_id]
+    )
     assert [m["content"][:12] for m in turn.history] == ["----- BEGIN "]
     assert turn.answer.history_sent == 1 and turn.answer.history_total == 3
     assert 1350 < turn.answer.prompt_tokens_estimate <= 2048 - 512
@@ -62,7 +64,7 @@ def test_fit_context_counts_files_and_drops_older_turns_for_them(
 def test_a_refusal_stores_nothing(alice, conversation):
     image = attach(alice, "a.png", samples.png())
     with pytest.raises(AttachmentRefused, match="cannot see images"):
-        conversation.begin_turn("Look", attachments=[image.public_id])
+        turn_rows.begin_turn(conversation, "Look", attachments=[image.public_id])
     assert not conversation.messages.exists()
     image.refresh_from_db()
     assert image.message is None and image.conversation is None
@@ -72,11 +74,11 @@ def test_a_version_asked_again_shares_the_files_until_the_last_row_goes(
     alice, conversation, vision, django_capture_on_commit_callbacks
 ):
     image = attach(alice, "a.png", samples.png())
-    first = conversation.begin_turn("Look", attachments=[image.public_id])
+    first = turn_rows.begin_turn(conversation, "Look", attachments=[image.public_id])
     first.answer.status = "done"
     first.answer.content = "A red square."
     first.answer.save()
-    retry = conversation.begin_regenerate()
+    retry = turn_rows.begin_regenerate(conversation)
     copy = Attachment.objects.get(message=retry.turn.question)
     assert copy.storage_name == image.storage_name and copy.pk != image.pk
     assert copy.public_id != image.public_id
@@ -91,16 +93,19 @@ def test_a_version_asked_again_shares_the_files_until_the_last_row_goes(
 
 def test_an_edit_keeps_the_files_or_takes_new_ones(alice, conversation, vision):
     notes = attach(alice, "notes.txt", b"first notes")
-    turn = conversation.begin_turn("Read", attachments=[notes.public_id])
+    turn = turn_rows.begin_turn(conversation, "Read", attachments=[notes.public_id])
     turn.answer.status = "done"
     turn.answer.save()
-    kept = conversation.begin_edit(turn.question.pk, "Read again")
+    kept = turn_rows.begin_edit(conversation, turn.question.pk, "Read again")
     assert [a.name for a in kept.turn.question.files] == ["notes.txt"]
     kept.turn.answer.status = "done"
     kept.turn.answer.save()
     other = attach(alice, "other.txt", b"other notes")
-    replaced = conversation.begin_edit(
-        kept.turn.question.pk, "Read this one", attachments=[other.public_id]
+    replaced = turn_rows.begin_edit(
+        conversation,
+        kept.turn.question.pk,
+        "Read this one",
+        attachments=[other.public_id],
     )
     assert [a.name for a in replaced.turn.question.files] == ["other.txt"]
     assert "other notes" in replaced.turn.history[-1]["content"]
@@ -110,14 +115,14 @@ def test_earlier_pictures_are_left_out_for_a_model_without_vision(
     alice, conversation, vision
 ):
     image = attach(alice, "a.png", samples.png(1400, 1400))  # 2,500 patches
-    first = conversation.begin_turn("Look", attachments=[image.public_id])
+    first = turn_rows.begin_turn(conversation, "Look", attachments=[image.public_id])
     assert first.answer.prompt_tokens_estimate > 2500
     first.answer.status = "done"
     first.answer.content = "A red square."
     first.answer.save()
     vision.supports_vision = False
     vision.save()
-    turn = conversation.begin_turn("And in words?")
+    turn = turn_rows.begin_turn(conversation, "And in words?")
     assert [m.get("images") for m in turn.history] == [None, None, None]
     assert turn.answer.prompt_tokens_estimate < 100
 
@@ -126,14 +131,14 @@ def test_asking_a_picture_again_of_a_model_without_vision_is_refused(
     alice, conversation, vision
 ):
     image = attach(alice, "a.png", samples.png())
-    first = conversation.begin_turn("Look", attachments=[image.public_id])
+    first = turn_rows.begin_turn(conversation, "Look", attachments=[image.public_id])
     first.answer.status = "done"
     first.answer.content = "A red square."
     first.answer.save()
     vision.supports_vision = False
     vision.save()
     with pytest.raises(AttachmentRefused, match="cannot see images"):
-        conversation.begin_regenerate()
+        turn_rows.begin_regenerate(conversation)
     first.answer.refresh_from_db()
     assert not first.answer.replaced  # nothing changed
 

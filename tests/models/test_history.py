@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from chat.models import Conversation, History, Message, ModelProfile, SiteDefaults
+from chat.models import (
+    Conversation,
+    History,
+    Message,
+    ModelProfile,
+    SiteDefaults,
+    turn_rows,
+)
 from chat.models.history import MESSAGE_OVERHEAD_CHARS, build_prompt, turns
 
 pytestmark = pytest.mark.django_db
@@ -196,7 +203,7 @@ def test_begin_turn_records_what_was_sent(chat):
     chat.history_policy, chat.history_last_n = "last_n", 2
     chat.save()
     add_turns(chat, 3)
-    turn = chat.begin_turn("and now?")
+    turn = turn_rows.begin_turn(chat, "and now?")
     answer = turn.answer
     assert [m["content"] for m in turn.history][1:] == [
         "q3........",

@@ -6,7 +6,7 @@ from unittest.mock import patch
 import pytest
 from django.utils import timezone
 
-from chat.models import Conversation, Message, ModelProfile
+from chat.models import Conversation, Message, ModelProfile, turn_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -79,8 +79,8 @@ def test_history_skips_thinking_streaming_and_empty_answers(alice, thinker):
 
 def test_begin_turn_stores_question_and_streaming_placeholder(alice, thinker):
     conversation = Conversation.objects.create(owner=alice, thinking="off")
-    question, answer, profile, history, titled, _ = conversation.begin_turn(
-        "Hi  there", "id-1"
+    question, answer, profile, history, titled, _ = turn_rows.begin_turn(
+        conversation, "Hi  there", "id-1"
     )
     assert profile == thinker and titled
     assert question.content == "Hi  there" and question.client_id == "id-1"
@@ -91,10 +91,10 @@ def test_begin_turn_stores_question_and_streaming_placeholder(alice, thinker):
     assert conversation.title == "Hi there"
     assert conversation.model_profile is None  # it follows the site default
     with pytest.raises(Conversation.Busy):
-        conversation.begin_turn("while it streams")
+        turn_rows.begin_turn(conversation, "while it streams")
     answer.status = Message.Status.DONE
     answer.save()
-    assert not conversation.begin_turn("again").titled
+    assert not turn_rows.begin_turn(conversation, "again").titled
     assert conversation.messages.filter(role="user").count() == 2
 
 
@@ -104,9 +104,9 @@ def test_a_first_question_is_stored_without_looking_for_its_parent(alice, thinke
     and the page, docs/latency.md rule 8); a later one follows the answer."""
     conversation = Conversation.objects.create(owner=alice)
     with patch.object(Message, "last_shown_id", side_effect=AssertionError):
-        first = Conversation.begin_turn_of(conversation.pk, "First", "c1")
+        first = turn_rows.begin_turn_of(conversation.pk, "First", "c1")
         Message.objects.filter(pk=first.answer.pk).update(status=Message.Status.DONE)
-        second = Conversation.begin_turn_of(conversation.pk, "Second", "c2")
+        second = turn_rows.begin_turn_of(conversation.pk, "Second", "c2")
     assert first.question.parent_id is None
     assert first.answer.parent_id == first.question.pk
     assert second.question.parent_id == first.answer.pk
@@ -115,7 +115,7 @@ def test_a_first_question_is_stored_without_looking_for_its_parent(alice, thinke
 def test_begin_turn_without_any_model_stores_nothing(alice):
     conversation = Conversation.objects.create(owner=alice)
     with pytest.raises(Conversation.NoModel):
-        conversation.begin_turn("hello")
+        turn_rows.begin_turn(conversation, "hello")
     assert not Message.objects.exists()
 
 
@@ -152,7 +152,7 @@ def test_decode_rate_comes_from_the_servers_figures():
 def test_regenerate_replaces_the_last_answer_and_does_not_send_it(answered):
     last_question, last_answer = answered.messages.order_by("pk")[2:4]
     (question, answer, profile, history, titled, _), removed = (
-        answered.begin_regenerate()
+        turn_rows.begin_regenerate(answered)
     )
     assert removed == [last_question.pk, last_answer.pk]
     # Kept, not shown: a retry that fails loses nothing.
@@ -179,7 +179,7 @@ def test_regenerate_replaces_the_last_answer_and_does_not_send_it(answered):
 
 def test_regenerate_after_a_failed_answer_asks_again(answered):
     answered.messages.filter(content="second").update(status="error", content="")
-    _, removed = answered.begin_regenerate()
+    _, removed = turn_rows.begin_regenerate(answered)
     assert len(removed) == 2
     assert answered.messages.filter(status="error").count() == 0
 
@@ -187,14 +187,14 @@ def test_regenerate_after_a_failed_answer_asks_again(answered):
 def test_regenerate_is_refused_while_an_answer_streams(answered):
     answered.messages.filter(content="second").update(status="streaming")
     with pytest.raises(Conversation.Busy):
-        answered.begin_regenerate()
+        turn_rows.begin_regenerate(answered)
     assert answered.messages.count() == 4
 
 
 def test_regenerate_with_nothing_asked_yet_is_refused(alice, thinker):
     conversation = Conversation.objects.create(owner=alice)
     with pytest.raises(Conversation.NothingToRegenerate):
-        conversation.begin_regenerate()
+        turn_rows.begin_regenerate(conversation)
     assert not Message.objects.exists()
 
 
@@ -202,5 +202,5 @@ def test_regenerate_without_any_model_deletes_nothing(answered, thinker):
     thinker.enabled = False
     thinker.save()
     with pytest.raises(Conversation.NoModel):
-        answered.begin_regenerate()
+        turn_rows.begin_regenerate(answered)
     assert answered.messages.count() == 4

@@ -20,11 +20,18 @@ from django.db.models.sql.compiler import SQLCompiler
 from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 
-from chat.models import Attachment, Conversation, ModelProfile, SiteDefaults, prepared
+from chat.models import (
+    Attachment,
+    Conversation,
+    ModelProfile,
+    SiteDefaults,
+    prepared,
+    turn_rows,
+)
 from chat.models.admission import TICKETS
-from chat.models.conversations import EARLIER, TURN_READ, _turn_read
 from chat.models.prepared import Prepared
 from chat.models.site import LOCKED_SITE_ROW, SITE_ROW
+from chat.models.turn_rows.rows import EARLIER, TURN_READ, _turn_read
 
 pytestmark = pytest.mark.django_db
 
@@ -191,8 +198,10 @@ def test_a_turn_without_files_builds_no_query_for_them(
         return as_sql(self, *args, **kwargs)
 
     with patch.object(SQLCompiler, "as_sql", spy):
-        with transaction.atomic():  # as the socket's turn (`chat.sockets.turns`)
-            turn = Conversation.begin_turn_of(conversation.pk, "Hello", "c")
+        with (
+            transaction.atomic()
+        ):  # as the socket's turn (`chat.live.engine.turn.beginning`)
+            turn = turn_rows.begin_turn_of(conversation.pk, "Hello", "c")
         assert turn.question.files == []
     assert compiled  # the spy sees the turn's own queries
     assert Attachment not in compiled

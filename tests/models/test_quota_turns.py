@@ -9,7 +9,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from chat.models import Conversation, Membership, Message, SiteDefaults, Team, quotas
+from chat.models import (
+    Conversation,
+    Membership,
+    Message,
+    SiteDefaults,
+    Team,
+    quotas,
+    turn_rows,
+)
 from tests.models.quota_usage import answered, conversation_of, site_limits
 
 pytestmark = pytest.mark.django_db
@@ -30,13 +38,13 @@ def over_quota(alice, profile) -> Conversation:
 def test_a_turn_over_quota_is_refused_and_nothing_stored(over_quota):
     before = Message.objects.count()
     with pytest.raises(quotas.QuotaReached, match="resets at 00:00 UTC"):
-        over_quota.begin_turn("One more")
+        turn_rows.begin_turn(over_quota, "One more")
     assert Message.objects.count() == before
 
 
 def test_a_regenerate_over_quota_keeps_the_last_answer(over_quota):
     with pytest.raises(quotas.QuotaReached):
-        over_quota.begin_regenerate()
+        turn_rows.begin_regenerate(over_quota)
     assert not Message.objects.filter(replaced=True).exists()
     assert over_quota.messages.count() == 2
 
@@ -44,7 +52,7 @@ def test_a_regenerate_over_quota_keeps_the_last_answer(over_quota):
 def test_an_edit_over_quota_keeps_the_question(over_quota):
     question = over_quota.messages.get(role=Message.Role.USER)
     with pytest.raises(quotas.QuotaReached):
-        over_quota.begin_edit(question.pk, "Changed")
+        turn_rows.begin_edit(over_quota, question.pk, "Changed")
     question.refresh_from_db()
     assert question.content == "a question" and not question.replaced
 
@@ -55,14 +63,14 @@ def test_a_team_over_quota_refuses_its_members_turns(alice, bob, profile):
     Membership.objects.create(team=team, user=bob)
     answered(conversation_of(alice, profile), at=datetime.now(UTC))
     with pytest.raises(quotas.QuotaReached, match="team GPU"):
-        conversation_of(bob, profile).begin_turn("Hello")
+        turn_rows.begin_turn(conversation_of(bob, profile), "Hello")
 
 
 def test_under_quota_a_turn_begins(alice, profile):
     site_limits(user_answers=2)
     own = conversation_of(alice, profile)
     answered(own, at=datetime.now(UTC))
-    turn = own.begin_turn("Hello")
+    turn = turn_rows.begin_turn(own, "Hello")
     assert turn.answer.status == Message.Status.STREAMING
 
 
@@ -71,7 +79,7 @@ def test_zero_means_no_limit(alice, profile):
     Team.objects.create(name="GPU").members.add(alice)
     own = conversation_of(alice, profile)
     answered(own, tokens=10**6, at=datetime.now(UTC))
-    own.begin_turn("Hello")
+    turn_rows.begin_turn(own, "Hello")
 
 
 def test_over_quota_there_is_no_next_model_to_preload(over_quota, profile):
@@ -87,13 +95,13 @@ def test_over_quota_there_is_no_next_model_to_preload(over_quota, profile):
 def test_a_running_answer_holds_what_the_limit_leaves(alice, profile):
     site_limits(user_output_tokens=1000)
     answered(conversation_of(alice, profile), tokens=100, at=datetime.now(UTC))
-    turn = conversation_of(alice, profile).begin_turn("Hello")
+    turn = turn_rows.begin_turn(conversation_of(alice, profile), "Hello")
     assert turn.answer.reserved_tokens == 900
     assert turn.options is not None and turn.options["num_predict"] == 900
     [limit] = quotas.limits_for(alice)
     assert (limit.used, limit.allowed) == (1000, 1000)
     with pytest.raises(quotas.QuotaReached, match=r"\(1,000 of 1,000 output tokens\)"):
-        conversation_of(alice, profile).begin_turn("Meanwhile")
+        turn_rows.begin_turn(conversation_of(alice, profile), "Meanwhile")
 
 
 def test_an_answer_asked_for_fewer_tokens_holds_only_those(alice, profile):
@@ -101,23 +109,23 @@ def test_an_answer_asked_for_fewer_tokens_holds_only_those(alice, profile):
     profile.options = {"num_predict": 300}
     profile.save()
     for _ in range(3):
-        turn = conversation_of(alice, profile).begin_turn("Hello")
+        turn = turn_rows.begin_turn(conversation_of(alice, profile), "Hello")
         assert turn.answer.reserved_tokens == 300
-    last = conversation_of(alice, profile).begin_turn("The rest")
+    last = turn_rows.begin_turn(conversation_of(alice, profile), "The rest")
     assert last.answer.reserved_tokens == 100
     assert last.options is not None and last.options["num_predict"] == 100
     with pytest.raises(quotas.QuotaReached):
-        conversation_of(alice, profile).begin_turn("One too many")
+        turn_rows.begin_turn(conversation_of(alice, profile), "One too many")
 
 
 def test_an_answer_holds_no_more_than_its_context_leaves(alice, profile):
     """Under a large limit an answer does not hold it all: other answers of
     the user (or their team) still begin beside it."""
     site_limits(user_output_tokens=10**6)
-    turn = conversation_of(alice, profile).begin_turn("Hello")
+    turn = turn_rows.begin_turn(conversation_of(alice, profile), "Hello")
     prompt = turn.answer.prompt_tokens_estimate
     assert prompt and turn.answer.reserved_tokens == profile.context_length - prompt
-    assert conversation_of(alice, profile).begin_turn("Beside it").answer.pk
+    assert turn_rows.begin_turn(conversation_of(alice, profile), "Beside it").answer.pk
 
 
 def test_the_tightest_limit_sets_the_reservation(alice, bob, profile):
@@ -126,15 +134,15 @@ def test_the_tightest_limit_sets_the_reservation(alice, bob, profile):
     Membership.objects.create(team=team, user=alice)
     Membership.objects.create(team=team, user=bob)
     answered(conversation_of(bob, profile), tokens=200, at=datetime.now(UTC))
-    turn = conversation_of(alice, profile).begin_turn("Hello")
+    turn = turn_rows.begin_turn(conversation_of(alice, profile), "Hello")
     assert turn.answer.reserved_tokens == 300
     with pytest.raises(quotas.QuotaReached, match="team GPU"):
-        conversation_of(bob, profile).begin_turn("Hello")
+        turn_rows.begin_turn(conversation_of(bob, profile), "Hello")
 
 
 def test_without_a_token_limit_nothing_is_reserved(alice, profile):
     site_limits(user_answers=5)
-    turn = conversation_of(alice, profile).begin_turn("Hello")
+    turn = turn_rows.begin_turn(conversation_of(alice, profile), "Hello")
     assert turn.answer.reserved_tokens == 0
     assert turn.options is not None and "num_predict" not in turn.options
 
@@ -150,20 +158,22 @@ def test_without_a_token_limit_nothing_is_reserved(alice, profile):
 )
 def test_the_end_settles_at_what_the_answer_used(alice, profile, end, used):
     site_limits(user_output_tokens=1000)
-    turn = conversation_of(alice, profile).begin_turn("Hello")
+    turn = turn_rows.begin_turn(conversation_of(alice, profile), "Hello")
     Message.objects.filter(pk=turn.answer.pk).update(content="x" * 8)
     # While it runs: the reservation, however little it wrote.
     assert quotas.limits_for(alice)[0].used == 1000
     Message.objects.filter(pk=turn.answer.pk).update(**end)
     assert quotas.limits_for(alice)[0].used == used
-    assert conversation_of(alice, profile).begin_turn("Next").answer.reserved_tokens
+    assert turn_rows.begin_turn(
+        conversation_of(alice, profile), "Next"
+    ).answer.reserved_tokens
 
 
 def test_a_dead_process_answer_gives_its_reservation_back(alice, profile):
     """The orphan sweep (`Runner.sweep_orphans`) marks the answer a dead
     process left streaming interrupted: it counts what it wrote, no more."""
     site_limits(user_output_tokens=1000)
-    turn = conversation_of(alice, profile).begin_turn("Hello")
+    turn = turn_rows.begin_turn(conversation_of(alice, profile), "Hello")
     Message.objects.filter(pk=turn.answer.pk).update(content="x" * 400)
     assert quotas.limits_for(alice)[0].used == 1000
     assert Message.objects.mark_orphans_interrupted(older_than=timedelta(0)) == 1
@@ -177,7 +187,7 @@ def test_a_running_answer_that_wrote_more_than_it_held_counts_what_it_wrote(
     site_limits(user_output_tokens=1000)
     profile.options = {"num_predict": 10}
     profile.save()
-    turn = conversation_of(alice, profile).begin_turn("Hello")
+    turn = turn_rows.begin_turn(conversation_of(alice, profile), "Hello")
     assert turn.answer.reserved_tokens == 10
     Message.objects.filter(pk=turn.answer.pk).update(content="x" * 400)
     assert quotas.limits_for(alice)[0].used == 100
@@ -207,7 +217,7 @@ def test_two_turns_at_once_cannot_both_take_the_last_answer(alice, profile):
     def hold_a_turn() -> None:
         try:
             with transaction.atomic():
-                first.begin_turn("first tab")
+                turn_rows.begin_turn(first, "first tab")
                 began.set()
                 release.wait(timeout=30)
         finally:
@@ -215,7 +225,7 @@ def test_two_turns_at_once_cannot_both_take_the_last_answer(alice, profile):
 
     def second_turn() -> None:
         try:
-            Conversation.objects.get(pk=second.pk).begin_turn("second tab")
+            turn_rows.begin_turn(Conversation.objects.get(pk=second.pk), "second tab")
             outcome["result"] = "began"
         except quotas.QuotaReached as exc:
             outcome["result"] = exc

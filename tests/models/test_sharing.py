@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from chat.models import Conversation, Message, ShareLink, Team
+from chat.models import Conversation, Message, ShareLink, Team, turn_rows
 from chat.models.sharing import token_digest
 from chat.models.teams import copy_conversation, team_conversations
 
@@ -140,7 +140,7 @@ def test_a_copy_is_the_shown_branch_and_can_branch_itself(alice, bob, conversati
     make_turn(conversation, "One?", "First.")
     make_turn(conversation, "Two?", "Second.")
     question = conversation.messages.get(content="Two?")
-    conversation.begin_edit(question.pk, "Two, reworded?")
+    turn_rows.begin_edit(conversation, question.pk, "Two, reworded?")
     conversation.messages.filter(status=Message.Status.STREAMING).update(
         status=Message.Status.DONE, content="Second, again."
     )
@@ -154,8 +154,8 @@ def test_a_copy_is_the_shown_branch_and_can_branch_itself(alice, bob, conversati
     ]
     assert [m.parent_id for m in rows] == [None, *(m.pk for m in rows[:-1])]
     # The copy's own versions work as any conversation's.
-    copy.begin_edit(rows[2].pk, "Two, copied?")
+    turn_rows.begin_edit(copy, rows[2].pk, "Two, copied?")
     copy.messages.filter(status=Message.Status.STREAMING).update(status="done")
-    switch = copy.show_version(rows[2].pk)
+    switch = turn_rows.show_version(copy, rows[2].pk)
     assert [m.content for m in switch.shown] == ["Two, reworded?", "Second, again."]
     assert switch.shown[1].versions.count == 2

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from chat.models import Conversation, Message, Retry, ShareLink, Turn
+from chat.models import Conversation, Message, Retry, ShareLink, Turn, turn_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -43,7 +43,7 @@ def five(alice, thinker) -> Conversation:
     """Five finished turns: q1/a1 ... q5/a5."""
     conversation = Conversation.objects.create(owner=alice, title="Five")
     for n in range(1, 6):
-        finish(conversation.begin_turn(f"q{n}", client_id=f"c{n}"), f"a{n}")
+        finish(turn_rows.begin_turn(conversation, f"q{n}", client_id=f"c{n}"), f"a{n}")
     return conversation
 
 
@@ -71,7 +71,7 @@ def test_editing_the_second_of_five_questions_keeps_the_old_branch(five):
     old = question(five, "q2")
     below = list(five.messages.filter(pk__gte=old.pk).values_list("pk", flat=True))
 
-    retry = five.begin_edit(old.pk, "q2, reworded")
+    retry = turn_rows.begin_edit(five, old.pk, "q2, reworded")
     assert retry.removed == below  # q2 to a5, oldest first
     assert retry.turn.history[-3:] == [
         {"role": "user", "content": "q1"},
@@ -95,7 +95,7 @@ def test_editing_the_second_of_five_questions_keeps_the_old_branch(five):
 
 def test_regenerating_an_earlier_answer_asks_its_question_again(five):
     a3 = five.messages.get(content="a3")
-    retry = five.begin_regenerate(a3.pk)
+    retry = turn_rows.begin_regenerate(five, a3.pk)
     assert retry.turn.question.content == "q3"
     assert retry.turn.question.client_id == "c3"
     assert [m["content"] for m in retry.turn.history] == ["q1", "a1", "q2", "a2", "q3"]
@@ -106,10 +106,10 @@ def test_regenerating_an_earlier_answer_asks_its_question_again(five):
 
 def test_switching_back_at_turn_two_shows_the_old_turns_three_to_five(five):
     old = question(five, "q2")
-    new = finish(five.begin_edit(old.pk, "q2'"), "a2'")
-    finish(five.begin_turn("q3'"), "a3'")
+    new = finish(turn_rows.begin_edit(five, old.pk, "q2'"), "a2'")
+    finish(turn_rows.begin_turn(five, "q3'"), "a3'")
 
-    switch = five.show_version(old.pk)
+    switch = turn_rows.show_version(five, old.pk)
     assert [m.content for m in switch.shown] == [
         "q2", "a2", "q3", "a3", "q4", "a4", "q5", "a5",
     ]  # fmt: skip
@@ -126,7 +126,7 @@ def test_switching_back_at_turn_two_shows_the_old_turns_three_to_five(five):
     assert [m.versions for m in switch.shown[3::2]] == [None, None, None]
 
     # And forward again: the branch last viewed below q2' comes back whole.
-    forward = five.show_version(new.question.pk)
+    forward = turn_rows.show_version(five, new.question.pk)
     assert [m.content for m in forward.shown] == ["q2'", "a2'", "q3'", "a3'"]
     assert sent(five) == ["q1", "a1", "q2'", "a2'", "q3'", "a3'"]
 
@@ -135,26 +135,30 @@ def test_a_switch_shows_below_the_branch_last_viewed_there(five):
     """Three levels: versions at turn 2, and at turn 3 under the first of them."""
     q2 = question(five, "q2")
     q3 = question(five, "q3")
-    q3b = finish(five.begin_edit(q3.pk, "q3b"), "a3b").question  # turn 3: q3, q3b
+    q3b = finish(
+        turn_rows.begin_edit(five, q3.pk, "q3b"), "a3b"
+    ).question  # turn 3: q3, q3b
     # Back to q3 (its old branch: q4, q5), then a new version of turn 2.
-    five.show_version(q3.pk)
-    q2b = finish(five.begin_edit(q2.pk, "q2b"), "a2b").question
+    turn_rows.show_version(five, q3.pk)
+    q2b = finish(turn_rows.begin_edit(five, q2.pk, "q2b"), "a2b").question
     # Back to q2: below it, q3 and its branch, the one last viewed (not q3b,
     # the newest).
-    five.show_version(q2.pk)
+    turn_rows.show_version(five, q2.pk)
     assert shown(five) == ["q1", "a1", "q2", "a2", "q3", "a3", "q4", "a4", "q5", "a5"]
-    five.show_version(q3b.pk)
-    five.show_version(q2b.pk)
-    five.show_version(q2.pk)
+    turn_rows.show_version(five, q3b.pk)
+    turn_rows.show_version(five, q2b.pk)
+    turn_rows.show_version(five, q2.pk)
     assert shown(five) == ["q1", "a1", "q2", "a2", "q3b", "a3b"]
     assert sent(five) == ["q1", "a1", "q2", "a2", "q3b", "a3b"]
 
 
 def test_the_page_places_every_answer_among_its_turns_versions(five):
     q2, q4 = question(five, "q2"), question(five, "q4")
-    five.show_version(finish(five.begin_edit(q2.pk, "q2b"), "a2b").question.pk)
-    five.show_version(q2.pk)
-    finish(five.begin_regenerate(five.messages.get(content="a4").pk), "a4b")
+    turn_rows.show_version(
+        five, finish(turn_rows.begin_edit(five, q2.pk, "q2b"), "a2b").question.pk
+    )
+    turn_rows.show_version(five, q2.pk)
+    finish(turn_rows.begin_regenerate(five, five.messages.get(content="a4").pk), "a4b")
     answers = {m.content: m.versions for m in five.timeline() if m.role == "assistant"}
     assert answers["a1"] is None and answers["a3"] is None
     assert (answers["a2"].number, answers["a2"].count) == (1, 2)
@@ -164,18 +168,18 @@ def test_the_page_places_every_answer_among_its_turns_versions(five):
 
 def test_the_first_turn_has_versions_too(five):
     q1 = question(five, "q1")
-    retry = five.begin_edit(q1.pk, "q1b")
+    retry = turn_rows.begin_edit(five, q1.pk, "q1b")
     assert retry.turn.question.parent_id is None
     assert [m["content"] for m in retry.turn.history] == ["q1b"]
     finish(retry, "a1b")
-    switch = five.show_version(q1.pk)
+    switch = turn_rows.show_version(five, q1.pk)
     assert len(switch.shown) == 10
     assert switch.shown[1].versions.count == 2
 
 
 def test_showing_the_shown_version_changes_nothing(five):
     q2 = question(five, "q2")
-    switch = five.show_version(q2.pk)
+    switch = turn_rows.show_version(five, q2.pk)
     assert switch.removed == []
     assert [m.content for m in switch.shown][:2] == ["q2", "a2"]
     assert shown(five)[-1] == "a5"
@@ -186,13 +190,13 @@ def test_showing_the_shown_version_changes_nothing(five):
 
 def test_an_edit_of_what_is_not_a_shown_question_is_refused(five, bobs):
     q2 = question(five, "q2")
-    finish(five.begin_edit(q2.pk, "q2b"), "a2b")  # q2..a5 now off the branch
+    finish(turn_rows.begin_edit(five, q2.pk, "q2b"), "a2b")  # q2..a5 now off the branch
     foreign = bobs["user"]
     a1 = five.messages.get(content="a1")
     before = shown(five)
     for message_id in (a1.pk, q2.pk, foreign.pk, 10**12):
         with pytest.raises(Conversation.NotAQuestion):
-            five.begin_edit(message_id, "changed")
+            turn_rows.begin_edit(five, message_id, "changed")
     assert shown(five) == before
     assert not Message.objects.filter(content="changed").exists()
 
@@ -200,40 +204,40 @@ def test_an_edit_of_what_is_not_a_shown_question_is_refused(five, bobs):
 def test_a_regenerate_of_what_is_not_a_shown_answer_is_refused(five, bobs):
     q2 = question(five, "q2")
     a3 = five.messages.get(content="a3")
-    finish(five.begin_edit(q2.pk, "q2b"), "a2b")
+    finish(turn_rows.begin_edit(five, q2.pk, "q2b"), "a2b")
     foreign = bobs["assistant"]
     before = shown(five)
     for message_id in (q2.pk, a3.pk, foreign.pk, 10**12):
         with pytest.raises(Conversation.NothingToRegenerate):
-            five.begin_regenerate(message_id)
+            turn_rows.begin_regenerate(five, message_id)
     assert shown(five) == before
 
 
 def test_an_edit_regenerate_or_switch_while_an_answer_streams_is_refused(five):
     q2 = question(five, "q2")
-    finish(five.begin_edit(q2.pk, "q2b"), "a2b")
-    five.begin_turn("q3b")  # its answer still streaming
+    finish(turn_rows.begin_edit(five, q2.pk, "q2b"), "a2b")
+    turn_rows.begin_turn(five, "q3b")  # its answer still streaming
     before = shown(five)
     with pytest.raises(Conversation.Busy):
-        five.begin_edit(q2.pk, "changed")
+        turn_rows.begin_edit(five, q2.pk, "changed")
     with pytest.raises(Conversation.Busy):
-        five.begin_regenerate(five.messages.get(content="a1").pk)
+        turn_rows.begin_regenerate(five, five.messages.get(content="a1").pk)
     with pytest.raises(Conversation.Busy):
-        five.show_version(q2.pk)
+        turn_rows.show_version(five, q2.pk)
     assert shown(five) == before
 
 
 def test_a_switch_to_a_version_of_a_turn_not_shown_is_refused(five, bobs):
     q2, q3 = question(five, "q2"), question(five, "q3")
-    finish(five.begin_edit(q3.pk, "q3b"), "a3b")
-    finish(five.begin_edit(q2.pk, "q2b"), "a2b")
+    finish(turn_rows.begin_edit(five, q3.pk, "q3b"), "a3b")
+    finish(turn_rows.begin_edit(five, q2.pk, "q2b"), "a2b")
     # q3b and q3 are versions of a turn below q2, which is not shown now.
     foreign = bobs["user"]
     a1 = five.messages.get(content="a1")
     before = shown(five)
     for message_id in (q3.pk, a1.pk, foreign.pk, 10**12):
         with pytest.raises(Conversation.NotAVersion):
-            five.show_version(message_id)
+            turn_rows.show_version(five, message_id)
     assert shown(five) == before
 
 
@@ -243,7 +247,7 @@ def test_a_switch_to_a_version_of_a_turn_not_shown_is_refused(five, bobs):
 def test_a_snapshot_keeps_its_branch_after_a_switch(five):
     link, _ = ShareLink.create_for(five)
     q2 = question(five, "q2")
-    finish(five.begin_edit(q2.pk, "q2b"), "a2b")
+    finish(turn_rows.begin_edit(five, q2.pk, "q2b"), "a2b")
     contents = list(link.visible_messages().values_list("content", flat=True))
     assert contents == ["q1", "a1", "q2", "a2", "q3", "a3", "q4", "a4", "q5", "a5"]
     link.update_snapshot()
@@ -277,12 +281,12 @@ def test_a_deep_and_wide_tree_switches_in_one_go(alice, thinker):
         )
         question.parent_id = q100.parent_id
         question.save(update_fields=["parent"])
-    newest = conversation.show_version(question.pk)
+    newest = turn_rows.show_version(conversation, question.pk)
     assert [m.content for m in newest.shown] == ["q100 v48", "v48"]
     assert newest.shown[1].versions.number == newest.shown[1].versions.count == 50
     assert len(newest.removed) == 200
 
-    switch = conversation.show_version(q100.pk)
+    switch = turn_rows.show_version(conversation, q100.pk)
     assert len(switch.shown) == 200
     assert (switch.shown[1].versions.number, switch.shown[1].versions.count) == (1, 50)
     assert shown(conversation)[-1] == "a199"

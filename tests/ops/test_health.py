@@ -10,7 +10,7 @@ import pytest
 from django.db import OperationalError
 from django.test import AsyncClient
 
-from chat.live import loop_state
+from chat.live.engine import loop_state
 from chat.models import ModelProfile
 from chat.ops import health
 

@@ -8,7 +8,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import AsyncClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from chat.live import loop_state
+from chat.live.engine import loop_state
 from chat.models import Conversation, Message, Ticket
 from chat.ops.metrics import REGISTRY, observe_answer, queue_length
 from chatsite.asgi import application

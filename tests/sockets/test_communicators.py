@@ -14,7 +14,8 @@ from tests.support.communicators import WebsocketCommunicator
 
 def stubborn_application(released: asyncio.Event):
     """Accepts, then ignores every cancellation until `released` is set (as
-    a read of Redis that swallowed its cancellation did: chat/live/layer.py)."""
+    a read of Redis that swallowed its cancellation did:
+    chat/live/engine/processes/layer.py)."""
 
     async def application(scope, receive, send):
         await receive()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from chat.live import frames
-from chat.live.runner import runner
+from chat.live.engine.runner import runner
+from chat.live.protocol import frames
 from chat.sockets.feed import Feed
 
 CONVERSATION = 3

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chat.live.runner import runner
+from chat.live.engine.runner import runner
 from chat.models import Conversation, Message
 from chatsite.asgi import application
 from tests.support.communicators import (
@@ -392,7 +392,7 @@ async def test_a_nul_character_is_refused_not_a_crash(alice, conversation):
 
 @pytest.mark.parametrize("key", ["message_id", "offset", "thinking_offset"])
 def test_numbers_past_the_databases_integers_are_refused(key):
-    from chat.live.frames import FrameError, parse
+    from chat.sockets.client_frames import FrameError, parse
 
     resume = {"type": "resume", "message_id": 1, "offset": 0, key: 2**63}
     with pytest.raises(FrameError) as refused:

@@ -80,7 +80,7 @@ async def test_a_model_servers_failure_is_told_in_the_sockets_language(
     alice, conversation, demo_profile, language, leads
 ):
     # The seam (chat/upstream) words it in English around the server's text:
-    # in Chinese the code's sentence comes first (chat/live/finish.py).
+    # in Chinese the code's sentence comes first (chat/live/engine/finish.py).
     demo_profile.base_url = "http://127.0.0.1:9"  # nothing listens there
     await demo_profile.asave()
     communicator = await _open(alice, conversation, language=language)

@@ -13,8 +13,8 @@ from django.test import AsyncClient
 from django.urls import reverse
 from django.utils import timezone
 
-from chat.live.events import conversation_group
-from chat.live.fanout import COALESCE_SECONDS
+from chat.live.engine.processes.fanout import COALESCE_SECONDS
+from chat.live.protocol.channel_events import conversation_group
 from chat.models import Conversation, Message, ShareLink, SiteDefaults
 from chat.sockets.close_codes import CLOSE_GONE, CLOSE_NOT_FOUND, CLOSE_SIGNED_OUT
 from tests.support.communicators import (

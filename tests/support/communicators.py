@@ -20,7 +20,8 @@ class WebsocketCommunicator(testing.WebsocketCommunicator):  # type: ignore[misc
     """Channels' communicator, whose waits all end. Past a wait's timeout,
     channels' cancels the application and then waits for it without a bound:
     an application that does not end when cancelled (a read of Redis that
-    swallowed its cancellation, chat/live/layer.py) hung the suite there. This
+    swallowed its cancellation, chat/live/engine/processes/layer.py) hung the suite
+    there. This
     one gives it `ENDING_SECONDS` and fails with where it is stuck.
 
     And a wait for the application's answer lasts `DEADLINE` unless the test

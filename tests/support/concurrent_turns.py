@@ -1,7 +1,8 @@
 """Run as ``python -m tests.support.concurrent_turns <conversations> <turns each>`` with
 DATABASE_URL naming a fresh SQLite file: migrates it, then stores that many
 turns at once, from one thread per conversation (as sockets on two processes
-would), each through the socket's own `chat.sockets.turns.begin`. Prints the
+would), each through the engine's own `chat.live.engine.turn.beginning.store`. Prints
+the
 JSON summary {"stored": N, "errors": [...]}."""
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ def main(conversations: int, turns: int) -> dict[str, object]:
     from django.core.management import call_command
     from django.db import connections
 
+    from chat.live.engine.turn.beginning import Question, store
     from chat.models import Conversation, Message, ModelProfile
-    from chat.sockets.turns import begin
 
     call_command("migrate", verbosity=0)
     user = get_user_model().objects.create_user("load", password="x")
@@ -39,7 +40,7 @@ def main(conversations: int, turns: int) -> dict[str, object]:
         start.wait()
         try:
             for n in range(turns):
-                turn, _ = begin(conversation_id, f"question {n}", f"c{n}")
+                turn, _ = store(Question(conversation_id, f"question {n}", f"c{n}"))
                 # The answer ends before the next question (as the runner would).
                 Message.objects.filter(pk=turn.answer.pk).update(status="done")
         except Exception as exc:  # reported, not raised: the summary says it

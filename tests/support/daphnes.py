@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import connection
 from redis import asyncio as aioredis
 
-from chat.live.events import conversation_group
+from chat.live.protocol.channel_events import conversation_group
 from tests.support.waiting import until
 
 ROOT = Path(__file__).resolve().parents[2]

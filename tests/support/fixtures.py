@@ -87,10 +87,10 @@ async def _stop_runner() -> Any:
     of the loop, it would write into the next test's database."""
     from channels.layers import channel_layers
 
-    from chat.live.runner import runner
+    from chat.live.engine.runner import runner
 
     # The one reset: channels' own cache of the process's layer. Everything of
-    # ours that is bound to a loop is in its `chat.live.loop_state.LoopState`: a
+    # ours that is bound to a loop is in its `chat.live.engine.loop_state.LoopState`: a
     # new loop gets a new one, and the shutdown below closes it.
     channel_layers.backends.clear()
     yield

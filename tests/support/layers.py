@@ -174,21 +174,25 @@ FAKE_CHAT = {
     "models/rows.py": "from chat.models import paging\n",
     "models/paging.py": "from chat.models import rows\n",  # inside models: fine
     "live/__init__.py": "",
-    "live/frames.py": (
+    "live/engine/__init__.py": "",
+    "live/protocol/__init__.py": "",
+    "live/protocol/frames.py": (
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n"
-        "    from chat.live.runner import Generation\n"
+        "    from chat.live.engine.runner import Generation\n"
     ),
-    "live/runner.py": "from chat.live import frames\n",
-    "live/events.py": "",
-    "live/control.py": "from . import runner\n",
+    "live/engine/runner.py": "from chat.live.protocol import frames\n",
+    "live/protocol/channel_events.py": "",
+    "live/engine/control.py": "from . import runner\n",
     "upstream/__init__.py": "from chat.upstream.pool import client\n",
     "upstream/pool.py": (
         "def client():\n    from chat.models import Row\n"
     ),  # a function's import counts
     "web/__init__.py": "",
     "web/pages.py": (
-        "from chat.live import control, events\nfrom ..live.frames import start\n"
+        "from chat.live.engine import control\n"
+        "from chat.live.protocol import channel_events\n"
+        "from ..live.protocol.frames import start\n"
     ),
 }
 

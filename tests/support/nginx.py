@@ -1,5 +1,5 @@
 """A throwaway Debian nginx running the shipped `deploy/nginx.conf`, for the test
-of the production recipe (`tests/live/test_nginx.py`).
+of the production recipe (`tests/live/engine/processes/test_nginx.py`).
 
 The file is read as shipped and changed only where a test run must differ: the
 port (plain HTTP on 127.0.0.1 instead of TLS on 443, so no redirect server and

@@ -13,14 +13,14 @@ def test_checker_sees_imports_in_functions_type_checking_and_relative(
     tmp_path: Path,
 ) -> None:
     graph = written(tmp_path, FAKE_CHAT)
-    assert graph["chat.live.frames"] == {"chat.live.runner"}
-    assert graph["chat.live.runner"] == {"chat.live.frames"}
-    assert graph["chat.live.control"] == {"chat.live.runner"}
+    assert graph["chat.live.protocol.frames"] == {"chat.live.engine.runner"}
+    assert graph["chat.live.engine.runner"] == {"chat.live.protocol.frames"}
+    assert graph["chat.live.engine.control"] == {"chat.live.engine.runner"}
     assert graph["chat.upstream.pool"] == {"chat.models"}
     assert graph["chat.web.pages"] == {
-        "chat.live.control",
-        "chat.live.events",
-        "chat.live.frames",
+        "chat.live.engine.control",
+        "chat.live.protocol.channel_events",
+        "chat.live.protocol.frames",
     }
     # A package's `__init__` counts like any module, its own submodules too.
     assert graph["chat.upstream"] == {"chat.upstream.pool"}
@@ -29,9 +29,11 @@ def test_checker_sees_imports_in_functions_type_checking_and_relative(
 def test_checker_catches_a_cycle_outside_models_only(tmp_path: Path) -> None:
     assert import_cycles(written(tmp_path, FAKE_CHAT)) == [
         "import cycle (no cycles among chat modules outside chat.models): "
-        "chat.live.frames -> chat.live.runner -> chat.live.frames; the imports "
-        "that join chat.live.frames, chat.live.runner: "
-        "chat.live.frames -> chat.live.runner, chat.live.runner -> chat.live.frames"
+        "chat.live.engine.runner -> chat.live.protocol.frames -> "
+        "chat.live.engine.runner; the imports that join chat.live.engine.runner, "
+        "chat.live.protocol.frames: chat.live.engine.runner -> "
+        "chat.live.protocol.frames, chat.live.protocol.frames -> "
+        "chat.live.engine.runner"
     ]
 
 

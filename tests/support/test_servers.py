@@ -53,8 +53,9 @@ async def test_channel_layer_backend(test_mode, redis_server):
         assert redis_server is None
         assert backend == "channels.layers.InMemoryChannelLayer"
     else:
-        # channels-redis' layer with a waiting connection pool (chat/live/layer.py).
-        assert backend == "chat.live.layer.RedisChannelLayer"
+        # channels-redis' layer with a waiting connection pool
+        # (chat/live/engine/processes/layer.py).
+        assert backend == "chat.live.engine.processes.layer.RedisChannelLayer"
         assert isinstance(layer, channels_redis.core.RedisChannelLayer)
         layers: dict[str, Any] = settings.CHANNEL_LAYERS
         (host,) = layers["default"]["CONFIG"]["hosts"]

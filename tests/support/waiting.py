@@ -2,8 +2,8 @@
 
 Some work comes after the frames that a test sees: the runner saves an answer
 and sends `done` and `message`, and only then frees the answer's place in line
-(`chat.live.admission.release`), wakes the other waiters and calibrates the model
-profile (`chat.live.finish.learn_token_ratio`); a checkpoint lands about once a
+(`chat.live.engine.admission.release`), wakes the other waiters and calibrates the model
+profile (`chat.live.engine.finish.learn_token_ratio`); a checkpoint lands about once a
 second; a stopped answer's task ends on the loop's next turn. A test that reads
 that work's result right after the frame passes on a quiet machine and fails on
 a busy one. So it waits for the work itself: `until` polls a check of the
@@ -130,7 +130,7 @@ async def calibrated(profile_id: int, timeout: float = DEADLINE) -> ModelProfile
 async def idle(conversation_id: int, timeout: float = DEADLINE) -> None:
     """This process's runner no longer holds the conversation (its answer's
     task has run its clean-up)."""
-    from chat.live.runner import runner
+    from chat.live.engine.runner import runner
 
     await until(
         lambda: not runner.is_busy(conversation_id),

@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from chat.models import Conversation, Folder, Message, ModelProfile, SettingsChange
+from chat.models import (
+    Conversation,
+    Folder,
+    Message,
+    ModelProfile,
+    SettingsChange,
+    turn_rows,
+)
 from chat.transfer.export import DOCUMENT_NAME
 from tests.models import conftest as model_fixtures
 
@@ -47,13 +54,15 @@ def branched(alice: Any, thinker: ModelProfile) -> Conversation:
         history_last_n=6,
         temperature=0.4,
     )
-    finish(conversation.begin_turn("q1", client_id="c1"), "a1", thinking="hmm 1")
-    q2 = conversation.begin_turn("q2", client_id="c2")
+    finish(
+        turn_rows.begin_turn(conversation, "q1", client_id="c1"), "a1", thinking="hmm 1"
+    )
+    q2 = turn_rows.begin_turn(conversation, "q2", client_id="c2")
     finish(q2, "a2")
-    finish(conversation.begin_edit(q2.question.pk, "q2 edited"), "a2 edited")
-    conversation.show_version(q2.question.pk)  # back to the first version
-    finish(conversation.begin_turn("q3 — 中文"), "a3", thinking="思考")
-    finish(conversation.begin_regenerate(), "a3 again")
+    finish(turn_rows.begin_edit(conversation, q2.question.pk, "q2 edited"), "a2 edited")
+    turn_rows.show_version(conversation, q2.question.pk)  # back to the first version
+    finish(turn_rows.begin_turn(conversation, "q3 — 中文"), "a3", thinking="思考")
+    finish(turn_rows.begin_regenerate(conversation), "a3 again")
     SettingsChange.objects.create(conversation=conversation, text="Settings changed: x")
     Conversation.objects.filter(pk=conversation.pk).update(
         folder=folder, pinned_at=timezone.now() - timedelta(hours=1)

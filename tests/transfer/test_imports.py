@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone, translation
 
-from chat.models import Conversation, Folder, Message
+from chat.models import Conversation, Folder, Message, turn_rows
 from chat.transfer import imports
 from chat.transfer.export import conversation_document, for_export
 from chat.transfer.imports import import_file
@@ -263,7 +263,7 @@ def test_an_imported_conversation_is_asked_nothing_until_continued(
     assert conversation.model_profile == demo_profile
     assert simulator.log == [] and simulator.ps_requests == 0
     imported_answer = conversation.messages.get(role="assistant")
-    turn = conversation.begin_turn("And at sunset?")
+    turn = turn_rows.begin_turn(conversation, "And at sunset?")
     assert turn.question.parent == imported_answer
     assert [m["content"] for m in turn.history if m["role"] != "system"] == [
         "Why is the sky blue? Keep it short.",

@@ -101,7 +101,7 @@ class Command(BaseCommand):
         """Run `count` Daphne processes on the one listening socket (the kernel
         hands each connection to one of them), starting another whenever one
         exits. Its answers are marked interrupted by the others' orphan sweep
-        (chat/live/checkpoints.py), as after any process's death."""
+        (chat/live/engine/checkpoints.py), as after any process's death."""
         fd = listener.fileno()
 
         def start() -> subprocess.Popen[bytes]:

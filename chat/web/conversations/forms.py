@@ -44,7 +44,7 @@ class FirstQuestionForm(forms.Form):
         model = self.fields["model"]
         assert isinstance(model, forms.ModelChoiceField)
         model.queryset = ModelProfile.objects.usable_by(owner)
-        # The socket's limit (chat/live/frames.py), read when used, as it does.
+        # The socket's limit (chat/live/protocol/frames.py), read when used, as it does.
         self.fields["content"] = forms.CharField(
             required=False, strip=False, max_length=settings.MESSAGE_MAX_CHARS
         )

@@ -2,7 +2,7 @@
 page, from the profiles' own facts: size, quantization, thinking, vision), and
 which of them the model server holds in memory, fetched by the menu when it
 opens (never while the page renders) from the admin status panel's probe
-(chat/ops/server_status.py), cached briefly for everyone."""
+(chat/live/engine/server_status.py), cached briefly for everyone."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from django.core.cache import cache
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
+from chat.live.engine.server_status import server_statuses
 from chat.models import ModelProfile
-from chat.ops.server_status import server_statuses
 
 # Loaded models change when a model loads or its keep-alive ends: a few seconds
 # stale is fine, and one probe serves every menu opened meanwhile.

@@ -13,7 +13,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from chat.http.requests import SignedInRequest, text_response
-from chat.live import control
+from chat.live.engine import control
 from chat.models import (
     Conversation,
     EffectiveSettings,
@@ -23,6 +23,7 @@ from chat.models import (
     quotas,
 )
 from chat.models import sidebar as lists
+from chat.models.turn_rows import show_version as switch_version
 from chat.web.conversations.forms import (
     FirstAdminForm,
     FirstQuestionForm,
@@ -351,7 +352,7 @@ def show_version(request: SignedInRequest, pk: int, message_id: int) -> HttpResp
     Refused while an answer is being written."""
     current = _owned(request, pk)
     try:
-        switch = current.show_version(message_id)
+        switch = switch_version(current, message_id)
     except Conversation.Busy as exc:
         return text_response(str(exc), status=409)
     except Conversation.NotAVersion as exc:

@@ -7,7 +7,13 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from chat.models import Conversation, ModelProfile, SettingsChange, SiteDefaults
+from chat.models import (
+    Conversation,
+    ModelProfile,
+    SettingsChange,
+    SiteDefaults,
+    turn_rows,
+)
 from tests.support.settings_forms import shown
 
 pytestmark = pytest.mark.django_db
@@ -300,13 +306,13 @@ def test_the_conversations_temperature_is_sent_on_top_of_the_models(own, thinker
 
 def test_a_conversation_on_the_site_default_keeps_following_it(alice, thinker, plain):
     conversation = Conversation.objects.create(owner=alice, model_profile=None)
-    assert conversation.begin_turn("hello").profile == thinker
+    assert turn_rows.begin_turn(conversation, "hello").profile == thinker
     conversation.messages.filter(status="streaming").update(status="done")
     site = SiteDefaults.load()
     site.default_profile = plain
     site.save()
     conversation.refresh_from_db()
-    assert conversation.begin_turn("again").profile == plain
+    assert turn_rows.begin_turn(conversation, "again").profile == plain
 
 
 def test_a_disabled_model_is_replaced_by_the_one_that_answers(alice, thinker, plain):
@@ -315,7 +321,7 @@ def test_a_disabled_model_is_replaced_by_the_one_that_answers(alice, thinker, pl
     plain.save()
     conversation.refresh_from_db()
     assert conversation.effective_model().level == "site"
-    assert conversation.begin_turn("hello").profile == thinker
+    assert turn_rows.begin_turn(conversation, "hello").profile == thinker
     conversation.refresh_from_db()
     assert conversation.model_profile == thinker
 

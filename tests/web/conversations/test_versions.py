@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from chat.models import Message
+from chat.models import Message, turn_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -20,7 +20,7 @@ def regenerated(own):
     """A question answered twice (a regenerate); the second answer shown."""
     own.messages.create(role="user", content="the question")
     own.messages.create(role="assistant", content="The first answer.")
-    turn = own.begin_regenerate().turn
+    turn = turn_rows.begin_regenerate(own).turn
     turn.answer.content, turn.answer.status = "The second answer.", "done"
     turn.answer.save()
     return own

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from chat.live import frames
+from chat.live.protocol import frames
 from chat.models import Conversation, Message
 
 ROOT = Path(__file__).resolve().parents[3]

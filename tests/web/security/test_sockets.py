@@ -10,7 +10,7 @@ import pytest
 import websockets
 from django.conf import settings
 
-from chat.live import frames
+from chat.live.protocol import frames
 from chat.models import Conversation, Message
 from chat.sockets.close_codes import CLOSE_RATE_LIMITED
 from chat.sockets.routing import websocket_urlpatterns
