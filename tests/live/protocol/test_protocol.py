@@ -110,7 +110,7 @@ def test_the_server_frame_types_are_the_documented_ones():
 def test_the_protocol_tables_list_every_frame_type_once():
     server = protocol_table_types("Server → client:")
     assert sorted(server) == sorted(SERVER_TYPES)
-    client = protocol_table_types("Client â server:")
+    client = protocol_table_types("Client → server:")
     assert sorted(client) == sorted(literal_types(client_frames.ClientFrame))
 
 

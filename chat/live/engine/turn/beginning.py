@@ -229,7 +229,9 @@ async def begin(
     response; a socket is subscribed already)."""
     conversation_id = None if isinstance(ask, ApiQuestion) else ask.conversation_id
     if conversation_id is not None and not runner.claim(conversation_id):
-        return Refused("busy", _("Wait for the current answer, or stop it."))
+        return Refused(
+            code="busy", detail=_("Wait for the current answer, or stop it.")
+        )
     # A sent question without files is shown before its commit. (One with
     # files is not: the page would have its files back in the composer only
     # if nothing was shown, `static/chat/turn.js`.)
@@ -246,7 +248,7 @@ async def begin(
         # the text back to the composer.
         logger.exception("a turn was not stored (conversation %s)", conversation_id)
         _release(conversation_id)
-        return Refused("not_stored", _(NOT_STORED))
+        return Refused(code="not_stored", detail=_(NOT_STORED))
     except BaseException:
         _release(conversation_id)
         raise
@@ -312,7 +314,7 @@ async def begin(
             runner.unsubscribe(turn.answer.conversation_id, sink)
         # Its text too: the question may have been shown, and echoed, before.
         content = ask.content if isinstance(ask, Question) else ""
-        return Refused("not_stored", _(NOT_STORED), content=content)
+        return Refused(code="not_stored", detail=_(NOT_STORED), content=content)
     return Started(turn, generation, sink)
 
 
