@@ -347,7 +347,7 @@ def test_the_fuzzer_knows_every_documented_error_code():
     """The protocol page's list and the fuzzer's agree (so a new code is checked)."""
     from pathlib import Path
 
-    docs = Path(__file__).resolve().parents[2] / "docs"
+    docs = Path(__file__).resolve().parents[3] / "docs"
     protocol = (docs / "protocol.md").read_text()
     for code in ERROR_CODES - {"internal_error"}:
         assert f"`{code}`" in protocol, code
