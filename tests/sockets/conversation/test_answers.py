@@ -8,13 +8,7 @@ from __future__ import annotations
 import pytest
 
 from chat.models import Conversation, Message, ModelProfile
-from tests.support.communicators import (
-    answer_of,
-    connect,
-    frames_until,
-    send,
-    text_of,
-)
+from tests.support.communicators import answer_of, connect, frames_until, send, text_of
 from tests.support.waiting import idle, settled
 
 pytestmark = pytest.mark.django_db(transaction=True)

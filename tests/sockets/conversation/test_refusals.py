@@ -9,13 +9,7 @@ import json
 import pytest
 
 from chat.models import Message
-from tests.support.communicators import (
-    answer_of,
-    connect,
-    frames_until,
-    send,
-    text_of,
-)
+from tests.support.communicators import answer_of, connect, frames_until, send, text_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

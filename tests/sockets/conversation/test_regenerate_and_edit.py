@@ -10,13 +10,7 @@ from django.test import AsyncClient
 from django.urls import reverse
 
 from chat.models import Conversation, Message
-from tests.support.communicators import (
-    answer_of,
-    connect,
-    frames_until,
-    send,
-    text_of,
-)
+from tests.support.communicators import answer_of, connect, frames_until, send, text_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
