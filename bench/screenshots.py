@@ -1,7 +1,7 @@
 """Screenshots of every page of the tour (bench/tour.py) in light and dark, on a
 desktop (1280x800) and a phone (390x844), in English and Chinese: to see that
 the pages look like one product. The accessibility test walks the same tour
-(tests/browser/test_accessibility.py).
+(tests/browser/site/test_accessibility.py).
 
 A throwaway SQLite database, the simulator as the model server and a Daphne, as
 ``bench/browser/`` has them; a second Daphne with OpenID Connect sign-in on

@@ -1,5 +1,5 @@
 """Every page of the site, with the data each one needs: the accessibility test
-(tests/browser/test_accessibility.py) and the screenshots (bench/screenshots.py)
+(tests/browser/site/test_accessibility.py) and the screenshots (bench/screenshots.py)
 walk the same tour, so a page added here is both checked and photographed.
 
 `populate()` makes the people and their conversations, team, links and

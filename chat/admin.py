@@ -243,7 +243,7 @@ class LabelledInlineFormSet(forms.BaseInlineFormSet):  # type: ignore[type-arg]
     """A tabular inline's fields are labelled only by their column's heading,
     which screen readers do not tie to them: each field gets its label as its
     accessible name (axe's `label` and `select-name` rules,
-    tests/browser/test_accessibility.py)."""
+    tests/browser/site/test_accessibility.py)."""
 
     def add_fields(self, form: forms.ModelForm[Any], index: int | None) -> None:
         super().add_fields(form, index)

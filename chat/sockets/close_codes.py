@@ -3,8 +3,8 @@
 The 4xxx codes are the application's own (the HTTP status each echoes, plus
 4000); the 1xxx codes are the protocol's (RFC 6455, section 7.4.1). The browser
 has the same names and values in `static/chat/close_codes.js`, and
-tests/sockets/test_close_codes.py keeps the two in step. README.md's "Limits and
-close codes" and its shared-link section tell users what each means.
+tests/sockets/frames/test_close_codes.py keeps the two in step. README.md's
+"Limits and close codes" and its shared-link section tell users what each means.
 """
 
 from __future__ import annotations

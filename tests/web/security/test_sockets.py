@@ -34,7 +34,8 @@ async def test_someone_elses_conversation_socket_is_closed_4403_for_every_route(
     alice, bob
 ):
     """Every socket route taking an id refuses bob on alice's objects (see also
-    tests/sockets/test_consumers.py for the single route's 4401/4403)."""
+    tests/sockets/conversation/test_connecting.py for the single route's
+    4401/4403)."""
     mine = await Conversation.objects.acreate(owner=alice, title="alice's")
     message = await Message.objects.acreate(
         conversation=mine, role="user", content="private"

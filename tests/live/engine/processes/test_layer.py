@@ -422,7 +422,7 @@ async def test_a_cancelled_read_ends_wherever_the_cancellation_lands(
     its start (the pool's connection, its handshake, the clean-up script, the
     pop), the read ends: on Python 3.11 redis-py's `wait_for` around a send
     could swallow the cancellation, and the read then popped forever (the
-    consumer with it, and the suite hung in tests/sockets/test_origins.py)."""
+    consumer with it, and the suite hung in tests/sockets/auth/test_origins.py)."""
     redis_layer(settings, test_mode)
     config = settings.CHANNEL_LAYERS["default"]["CONFIG"]
     layer = RedisChannelLayer(**config)

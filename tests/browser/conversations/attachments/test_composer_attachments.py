@@ -1,7 +1,7 @@
 """The composer's attachments in Chromium (static/chat/attachments.js): files
 come by the button, a drop and a paste, go up at once with a chip each (size,
 token cost, thumbnail, remove), and go with the question. What is refused:
-tests/browser/test_attachment_refusals.py."""
+test_attachment_refusals.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,11 @@ import pytest
 from playwright.sync_api import expect
 
 from chat.models import Attachment, Conversation, Message
-from tests.browser.attachment_page import (
+from tests.browser.chat_page import (
+    open_conversation,
+    wait_until_done,
+)
+from tests.browser.conversations.attachments.attachment_page import (
     a_file,
     chip,
     choose,
@@ -17,10 +21,6 @@ from tests.browser.attachment_page import (
     paste,
     sha256,
     uploads_to,
-)
-from tests.browser.chat_page import (
-    open_conversation,
-    wait_until_done,
 )
 from tests.browser.csp import LISTENER
 from tests.files import samples

@@ -9,7 +9,13 @@ import pytest
 from playwright.sync_api import expect
 
 from chat.models import Attachment, Conversation, Message, ModelProfile
-from tests.browser.attachment_page import (
+from tests.browser.chat_page import (
+    choose_model,
+    open_conversation,
+    open_settings,
+    wait_until_done,
+)
+from tests.browser.conversations.attachments.attachment_page import (
     MB,
     a_file,
     chip,
@@ -17,12 +23,6 @@ from tests.browser.attachment_page import (
     drop,
     paste,
     uploads_to,
-)
-from tests.browser.chat_page import (
-    choose_model,
-    open_conversation,
-    open_settings,
-    wait_until_done,
 )
 from tests.files import samples
 

@@ -1,36 +1,19 @@
-"""Hypothesis drives the conversation socket with arbitrary frame sequences.
-
-Valid and invalid JSON, every frame type with random fields and sizes, binary
-frames, floods, pauses that let answers stream, all against the simulator (which
-is sometimes told to fail). Afterwards the database must be consistent and the
-socket open, or closed with a documented code.
-
-``FUZZ_EXAMPLES`` (default 25) sets how many sequences are tried.
-"""
+"""What the fuzzer of the conversation socket (test_fuzz.py) sends and checks: the
+documented frames, codes and statuses, the strategies of frame sequences, the fuzzed
+socket and the checks of what it left behind."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 from typing import Any
 
-import pytest
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chat.live.engine.runner import runner
-from chat.models import Conversation, Message
-from chatsite.asgi import application
-from tests.support.communicators import (
-    ORIGIN,
-    WebsocketCommunicator,
-    connect,
-    frames_until,
-)
+from chat.models import Message
+from tests.support.communicators import WebsocketCommunicator
 from tests.support.waiting import generations_ended, until
-
-pytestmark = pytest.mark.django_db(transaction=True)
 
 MESSAGE_MAX_CHARS = 300
 # What docs/protocol.md documents.
@@ -278,179 +261,3 @@ async def check_database(session: Session) -> None:
     # At most one answer per conversation is streaming, anywhere.
     streaming = Message.objects.filter(status=Message.Status.STREAMING)
     assert await streaming.acount() == 0
-
-
-# ---------------------------------------------------------------- the test
-
-
-@settings(
-    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "25")),
-    deadline=None,
-    database=None,
-    print_blob=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(
-    steps=st.lists(actions, min_size=1, max_size=12),
-    mode=simulator_modes,
-    burst=st.sampled_from([40, 5]),
-)
-async def test_any_frame_sequence_leaves_a_consistent_database(
-    steps, mode, burst, alice, demo_profile, simulator, django_settings_override
-):
-    django_settings_override(
-        MESSAGE_MAX_CHARS=MESSAGE_MAX_CHARS,
-        WS_FRAME_BURST=burst,
-        WS_FLOOD_CLOSE_AFTER=20,
-    )
-    behaviour = {**QUICK_ANSWERS, **mode}
-    for name, value in behaviour.items():
-        setattr(simulator.config, name, value)
-
-    conversation = await Conversation.objects.acreate(
-        owner=alice, model_profile=demo_profile
-    )
-    communicator = WebsocketCommunicator(
-        application, f"/ws/conversations/{conversation.pk}/", headers=[ORIGIN]
-    )
-    communicator.scope["user"] = alice
-    connected, _ = await communicator.connect()
-    assert connected
-    session = Session(communicator, conversation.pk)
-    try:
-        for step in steps:
-            if session.closed_with is not None:
-                break
-            await session.act(step)
-    finally:
-        # The consumer handles its frames in order: once it has handled the
-        # disconnect, every frame sent before has been handled too.
-        await communicator.disconnect(timeout=20)
-    await wait_until_idle(conversation.pk)
-    await session.drain()
-    check_frames(session)
-    await check_database(session)
-
-
-@pytest.fixture
-def django_settings_override(settings):
-    """Hypothesis reuses function fixtures across examples: set, don't yield."""
-
-    def override(**values: Any) -> None:
-        for name, value in values.items():
-            setattr(settings, name, value)
-
-    return override
-
-
-def test_the_fuzzer_knows_every_documented_error_code():
-    """The protocol page's list and the fuzzer's agree (so a new code is checked)."""
-    from pathlib import Path
-
-    docs = Path(__file__).resolve().parents[2] / "docs"
-    protocol = (docs / "protocol.md").read_text()
-    for code in ERROR_CODES - {"internal_error"}:
-        assert f"`{code}`" in protocol, code
-
-
-# ---------------------------------------------------------------- found by the fuzzer
-
-
-async def test_stopping_twice_does_not_cut_short_the_final_save(
-    alice, conversation, simulator
-):
-    simulator.config.tps = 100
-    simulator.config.answer_tokens = 400
-    communicator = await connect(alice, conversation)
-    await communicator.send_json_to({"type": "send", "content": "Hi", "client_id": ""})
-    await frames_until(communicator, "content")
-    assert runner.stop(conversation.pk)
-    for _ in range(20):  # the stop is being saved: a second one must wait
-        await asyncio.sleep(0)
-        runner.stop(conversation.pk)
-    received = await frames_until(communicator, "done")
-    final = await communicator.receive_json_from(timeout=5)
-    await communicator.disconnect()
-    assert received[-1]["status"] == "stopped"
-    assert final["type"] == "message" and final["message"]["status"] == "stopped"
-    answer = await Message.objects.aget(pk=final["message"]["id"])
-    assert answer.status == Message.Status.STOPPED
-
-
-async def test_a_nul_character_is_refused_not_a_crash(alice, conversation):
-    communicator = await connect(alice, conversation)
-    for frame in (
-        {"type": "send", "content": "a\x00b"},
-        {"type": "send", "content": "ok", "client_id": "\x00"},
-    ):
-        await communicator.send_json_to(frame)
-        error = await communicator.receive_json_from(timeout=5)
-        assert error["code"] == "bad_frame" and "NUL" in error["detail"]
-    await communicator.disconnect()
-    assert await conversation.messages.acount() == 0
-
-
-@pytest.mark.parametrize("key", ["message_id", "offset", "thinking_offset"])
-def test_numbers_past_the_databases_integers_are_refused(key):
-    from chat.sockets.client_frames import FrameError, parse
-
-    resume = {"type": "resume", "message_id": 1, "offset": 0, key: 2**63}
-    with pytest.raises(FrameError) as refused:
-        parse(json.dumps(resume))
-    assert refused.value.code == "bad_frame" and key in refused.value.detail
-    resume[key] = 2**63 - 1
-    assert parse(json.dumps(resume))[key] == 2**63 - 1
-
-
-async def test_stops_at_every_moment_leave_the_answer_saved_and_the_conversation_free(
-    alice, conversation, simulator
-):
-    """Stops from the moment the answer starts (before its task has run, while it
-    fails, while it is saved) until the conversation is free again."""
-    simulator.config.status = 500
-    communicator = await connect(alice, conversation)
-    await communicator.send_json_to({"type": "send", "content": "Hi", "client_id": ""})
-    await frames_until(communicator, "start")
-
-    def freed() -> bool:
-        if not runner.is_busy(conversation.pk):
-            return True
-        runner.stop(conversation.pk)
-        return False
-
-    # No pause between tries: a stop at every step of the answer's life.
-    await until(freed, "the conversation stayed claimed", interval=0)
-    answer = await Message.objects.filter(role="assistant").aget()
-    assert answer.status in (Message.Status.ERROR, Message.Status.STOPPED)
-    received = await frames_until(communicator, "done")
-    await communicator.disconnect()
-    assert received[-1]["status"] == answer.status
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "[" * 3000 + "]" * 3000,
-        '{"type": "send", "content": ' + "[" * 3000 + "]" * 3000 + "}",
-        '{"type": "send", "content": "a\\ud800b", "client_id": ""}',
-        '{"type": "send", "content": "ok", "client_id": "\\udfff"}',
-        '{"type": "edit", "message_id": 1, "content": "\\ud83d"}',
-        '{"type": "stop", "\\ud800": 1}',
-    ],
-)
-async def test_a_malformed_frame_is_refused_and_the_socket_stays_open(
-    alice, conversation, simulator, text
-):
-    """Deep nesting and lone surrogates (in any string, read or ignored) are
-    refused like any bad frame: the socket goes on and takes the next question."""
-    communicator = await connect(alice, conversation)
-    await communicator.send_to(text_data=text)
-    error = await communicator.receive_json_from(timeout=5)
-    assert error["type"] == "error" and error["code"] == "bad_frame", error
-    await communicator.send_json_to(
-        {"type": "send", "content": "still here", "client_id": ""}
-    )
-    received = await frames_until(communicator, "done")
-    await communicator.disconnect()
-    assert received[-1]["status"] == "done"
-    assert await conversation.messages.filter(content="still here").aexists()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from chat.sockets import close_codes
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 JS = ROOT / "static" / "chat" / "close_codes.js"
 EXPORT = re.compile(r"^export const (CLOSE_[A-Z0-9_]+) = (\d+);$")
 ASSIGNMENT = re.compile(r"^(CLOSE_[A-Z0-9_]+) = (\d+)\b", re.MULTILINE)
