@@ -116,7 +116,7 @@ else:
             "timeout": 10,
         }
     if env_bool("DATABASE_PREPARED", True):
-        # The queries of `chat.models.prepared` (a question's, before the model
+        # The queries of `chat.models.compiled_queries` (a question's, before the model
         # is asked) are prepared on the server: planned once per connection.
         # Django's own cursors bind on the client and are never prepared. Off
         # behind a PgBouncer older than 1.21 or without max_prepared_statements.

@@ -4,13 +4,15 @@ bytes, a name and limits, and gives back what to store, or refuses with a
 message for the user (`Refused`, with the HTTP status that fits).
 
 `images`: Pillow opens, orients, strips, downscales and re-encodes pictures;
-`documents`: text, PDF (pypdf) and DOCX (python-docx) to plain text;
+`document_text`: text, PDF (pypdf) and DOCX (python-docx) to plain text;
 `reading`: where each is read (the costly ones in a worker process, `chat.work`).
 """
 
 from __future__ import annotations
 
-from chat.files.prepared import (
+from chat.files.reading import read
+from chat.files.refusals import Refused
+from chat.files.uploads import (
     ACCEPTED_EXTENSIONS,
     IMAGE_EXTENSIONS,
     Limits,
@@ -19,8 +21,6 @@ from chat.files.prepared import (
     prepare,
     too_large,
 )
-from chat.files.reading import read
-from chat.files.refusals import Refused
 
 __all__ = [
     "ACCEPTED_EXTENSIONS",

@@ -17,12 +17,12 @@ from django.utils.translation import gettext_lazy
 
 from chat.models.admission import Line
 from chat.models.attachments import Attachment, files_by_message
+from chat.models.compiled_queries import Prepared
 from chat.models.effective import Effective, EffectiveSettings, History, Level
 from chat.models.history import Prompt, build_prompt, estimate_tokens, message_chars
 from chat.models.messages import Message, Sendable
 from chat.models.notices import SettingsChange
 from chat.models.paging import Page, newest_before, page_size
-from chat.models.prepared import Prepared
 from chat.models.profiles import HistoryPolicy, ModelProfile, ThinkingMode
 from chat.models.site import SiteDefaults
 from chat.models.versions import (
@@ -390,7 +390,7 @@ class Conversation(models.Model):
         returns runs once they are written and the title is set (the turn may
         be shown then, and the answer's ticket is written), before the
         conversation's own row is updated."""
-        # One trip (`prepared.together`): the site's row locked (first: the
+        # One trip (`compiled_queries.together`): the site's row locked (first: the
         # lock order of `chat.models.admission`) with the tickets, the
         # conversation locked, and the messages the question follows.
         line, (read, earlier) = Line.read((TURN_READ, pk), (EARLIER, pk))
@@ -877,7 +877,7 @@ def _turn_read(pk: int) -> models.QuerySet[Conversation]:
     )
 
 
-# Compiled once (`chat.models.prepared`): the compiler costs more than the trip.
+# Compiled once (`chat.models.compiled_queries`): the compiler costs more than the trip.
 TURN_READ: Prepared[Conversation] = Prepared(_turn_read, at_start=True)
 
 # The shown branch's messages a new question follows, by the conversation's id:

@@ -34,7 +34,7 @@ from django.utils.translation.trans_real import parse_accept_lang_header
 from chat import files
 from chat.api.errors import ApiError
 from chat.api.requests import max_body_bytes
-from chat.files.prepared import mebibytes
+from chat.files.uploads import mebibytes
 from chat.web.transfer import FORM_OVERHEAD, too_large_message
 from chat.web.transfer_urls import IMPORT_PATH
 

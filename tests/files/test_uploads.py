@@ -1,5 +1,5 @@
 """An upload's kind from its extension, its content checked against it, and its
-name cleaned (chat.files.prepared)."""
+name cleaned (chat.files.uploads)."""
 
 from __future__ import annotations
 
