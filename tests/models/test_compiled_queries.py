@@ -3,7 +3,9 @@ objects as the ORM's own `get`, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 from unittest.mock import patch
 
@@ -395,3 +397,28 @@ def test_an_error_of_a_read_together_is_djangos_and_the_connection_goes_on(
         compiled_queries.together((EARLIER, answered.pk), (divided, answered.pk))
     with transaction.atomic():
         assert len(compiled_queries.together((EARLIER, answered.pk))[0]) == 4
+
+
+def test_psycopg_still_has_what_begun_in_borrows() -> None:
+    """`compiled_queries._begun_in` uses two private names of psycopg to send
+    a transaction's BEGIN in the same trip as the reads after it. If this
+    fails after an upgrade of psycopg, read that function's docstring: find
+    the new names, or let psycopg send its own BEGIN (a trip more)."""
+    psycopg = pytest.importorskip("psycopg")
+    from psycopg import IsolationLevel
+
+    connection_class = psycopg.Connection
+    # The BEGIN psycopg sends, from the connection's settings.
+    settings = SimpleNamespace(
+        _begin_statement=b"",
+        isolation_level=IsolationLevel.SERIALIZABLE,
+        read_only=True,
+        deferrable=None,
+    )
+    begin = connection_class._get_tx_start_command(settings)
+    assert begin == b"BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY"
+    # The flag: what `autocommit` reads, and what decides whether psycopg
+    # begins a transaction before a statement.
+    flag = SimpleNamespace(_autocommit="the flag")
+    assert connection_class.autocommit.fget(flag) == "the flag"
+    assert "self._autocommit" in inspect.getsource(connection_class._start_query)
