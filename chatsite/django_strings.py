@@ -3,7 +3,7 @@
 in locale/zh_Hans/LC_MESSAGES/django.po, whose translations win over Django's
 (LOCALE_PATHS comes first), so the admin shows no English on a Chinese page.
 Nothing imports this module: the marks are its purpose. When Django's catalog
-gains them, they may go (tests/test_admin.py shows the admin in Chinese)."""
+gains them, they may go (tests/admin/test_profiles.py shows the admin in Chinese)."""
 
 from __future__ import annotations
 

@@ -8,9 +8,7 @@ import ssl
 from pathlib import Path
 from typing import Any
 
-import dj_database_url
-from django.core.exceptions import ImproperlyConfigured
-
+from chatsite.databases import databases
 from chatsite.env import env_bool, env_int, env_list, env_networks, env_token, env_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -74,53 +72,7 @@ TEMPLATES = [
     },
 ]
 
-_DEFAULT_DATABASE_URL = f"sqlite:///{BASE_DIR / 'db.sqlite3'}"
-try:
-    DATABASES = {
-        "default": dj_database_url.config(
-            env="DATABASE_URL", default=_DEFAULT_DATABASE_URL, conn_max_age=0
-        )
-    }
-except ValueError as exc:
-    raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from None
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Several async tasks write (checkpoints, final saves): wait for the lock
-    # instead of failing, and let readers run beside the writer. A transaction
-    # takes the write lock when it begins (IMMEDIATE): a deferred one that read
-    # first and then writes cannot wait for the lock (another writer may have
-    # changed what it read), so SQLite fails it at once with "database is
-    # locked" whatever the timeout (a question stored by `begin_turn` was lost).
-    DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {
-            "timeout": 20,
-            "transaction_mode": "IMMEDIATE",
-            "init_command": "PRAGMA journal_mode=WAL;",
-        }
-    )
-    # Kept open between calls (one file, no server to tie up): opening one is a
-    # new SQLite handle, the WAL pragma and Django's functions registered again,
-    # about a millisecond before a question's first query (docs/latency.md,
-    # rule 8). PostgreSQL's come from the pool instead (CONN_MAX_AGE 0 there).
-    DATABASES["default"]["CONN_MAX_AGE"] = None
-else:
-    # The live-server test child must not derive "test_test_<name>"
-    # (docs/testing.md, G5).
-    DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}"}
-    if env_bool("DATABASE_POOL", True):
-        # Every database call of a socket or a request takes a connection and
-        # gives it back (ASGI cannot keep one per thread): from a pool, that
-        # costs no connection set-up. Off (DATABASE_POOL=false) behind PgBouncer.
-        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-            "min_size": 1,
-            "max_size": env_int("DATABASE_POOL_SIZE", 10, minimum=1),
-            "timeout": 10,
-        }
-    if env_bool("DATABASE_PREPARED", True):
-        # The queries of `chat.models.prepared` (a question's, before the model
-        # is asked) are prepared on the server: planned once per connection.
-        # Django's own cursors bind on the client and are never prepared. Off
-        # behind a PgBouncer older than 1.21 or without max_prepared_statements.
-        DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 5
+DATABASES = databases(BASE_DIR)
 
 REDIS_URL = os.environ.get("REDIS_URL", "").strip()
 if REDIS_URL:

@@ -76,7 +76,7 @@ def test_postgresql_connections_come_from_a_pool_unless_turned_off():
 
 def test_postgresql_statements_may_be_prepared_unless_turned_off():
     """On: psycopg prepares what a server-binding cursor runs
-    (`chat.models.prepared`); Django's own client-binding cursors never are."""
+    (`chat.models.compiled_queries`); Django's own client-binding cursors never are."""
     url = {"DATABASE_URL": "postgres://chatsite@db.internal:5432/chatsite"}
     assert settings_with(url)["prepare_threshold"] == 5
     assert "prepare_threshold" not in settings_with(

@@ -55,10 +55,10 @@ def multipart(name: str, content_type: str, data: bytes) -> Body:
 
 
 def export_bomb(unpacked: int = BOMB_UNPACKED) -> bytes:
-    """A ZIP of a chatsite export (chat/transfer/documents.py) whose answer is
+    """A ZIP of a chatsite export (chat/transfer/export_format.py) whose answer is
     `unpacked` bytes of "ha ": written while deflated, never whole in memory.
     A repeat of at most 3 bytes is what deflate packs best (about 1,026:1)."""
-    from chat.transfer.documents import FORMAT, VERSION, FiguresDoc
+    from chat.transfer.export_format import FORMAT, VERSION, FiguresDoc
 
     moment = "2025-01-01T12:00:00+00:00"
     figures: dict[str, Any] = dict.fromkeys(FiguresDoc.__annotations__)

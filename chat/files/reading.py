@@ -19,8 +19,9 @@ from asgiref.sync import sync_to_async
 from django.utils.translation import gettext as _
 
 from chat import work
-from chat.files import documents, images
-from chat.files.prepared import (
+from chat.files import document_text, images
+from chat.files.refusals import Refused
+from chat.files.uploads import (
     IMAGE_EXTENSIONS,
     Limits,
     Prepared,
@@ -28,10 +29,9 @@ from chat.files.prepared import (
     mebibytes,
     prepare,
 )
-from chat.files.refusals import Refused
 
 # Read in a worker: what a parser builds from a few bytes may be huge.
-PARSED_EXTENSIONS = {*documents.PARSED, ".json", *IMAGE_EXTENSIONS}
+PARSED_EXTENSIONS = {*document_text.PARSED, ".json", *IMAGE_EXTENSIONS}
 
 
 class PixelBudget:

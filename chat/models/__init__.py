@@ -11,7 +11,8 @@ from chat.models.accounts import (
 )
 from chat.models.admission import Ticket
 from chat.models.api_keys import ApiKey
-from chat.models.attachments import Attachment, AttachmentRefused, DocumentsTooLarge
+from chat.models.attachment_checks import AttachmentRefused, DocumentsTooLarge
+from chat.models.attachments import Attachment
 from chat.models.audit import AuditEvent
 from chat.models.conversations import Conversation, VersionSwitch
 from chat.models.effective import Effective, EffectiveSettings, History, Level

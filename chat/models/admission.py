@@ -20,9 +20,9 @@ from django.db import models
 from django.db.models import F, Q, QuerySet
 from django.utils.translation import gettext_lazy
 
-from chat.models import prepared
+from chat.models import compiled_queries
+from chat.models.compiled_queries import Prepared
 from chat.models.messages import Message
-from chat.models.prepared import Prepared
 from chat.models.profiles import ModelProfile
 from chat.models.site import LOCKED_SITE_ROW, SiteDefaults
 
@@ -83,7 +83,7 @@ def _tickets(_: int) -> QuerySet[Any, Any]:
     )
 
 
-# Read at each decision: compiled once (`chat.models.prepared`).
+# Read at each decision: compiled once (`chat.models.compiled_queries`).
 TICKETS: Prepared[Ticket] = Prepared(_tickets, keyed=False, at_start=True)
 
 
@@ -99,14 +99,14 @@ class Line:
     def read(cls, *also: tuple[Prepared[Any], int]) -> tuple[Line, list[list[Any]]]:
         """Lock the site's row and read the tickets, first in the transaction
         that admits (the lock order above), and in the same trip the rows of
-        `also`'s reads (`prepared.together`), returned with the line."""
+        `also`'s reads (`compiled_queries.together`), returned with the line."""
         reads: list[tuple[Prepared[Any], int]] = [
             (LOCKED_SITE_ROW, 1),
             (TICKETS, 0),
             *also,
         ]
-        site_row, tickets, *rows = prepared.together(*reads)
+        site_row, tickets, *rows = compiled_queries.together(*reads)
         if not site_row:  # none yet: made, then locked and everything read again
             SiteDefaults.load()
-            site_row, tickets, *rows = prepared.together(*reads)
+            site_row, tickets, *rows = compiled_queries.together(*reads)
         return cls(LOCKED_SITE_ROW.one(site_row), tickets), rows

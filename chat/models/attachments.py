@@ -6,6 +6,9 @@ question is sent, bound to the question's message when it is
 (`Attachment.bind`), and leaves with its conversation: the files of deleted
 rows are deleted from storage once the deletion commits. The link is on this
 row, so the message table is never altered for it.
+
+What the files put into a prompt: `chat.models.attachment_prompts`; the
+refusals before they go: `chat.models.attachment_checks`.
 """
 
 from __future__ import annotations
@@ -28,10 +31,12 @@ from django.db.models.signals import post_delete
 from django.dispatch import receiver
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.translation import gettext, gettext_lazy
+from django.utils.translation import gettext_lazy
 from PIL import Image
 
-from chat.models.messages import Message, Sendable, spoken_tokens
+from chat.models import attachment_checks as checks
+from chat.models.attachment_prompts import cut_to_fit, document_block, image_tokens
+from chat.models.messages import Message
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -41,25 +46,6 @@ if TYPE_CHECKING:
 
 # Safe to show inline: what the site itself re-encoded images to.
 INLINE_TYPES = ("image/png", "image/jpeg")
-# A picture's cost to a vision model, estimated as one token per 28x28 patch
-# (Qwen2.5-VL's patch size; LLaVA and Gemma 3 use a fixed few hundred).
-IMAGE_PATCH = 28
-# How a document's text is put into the question: a block whose first and last
-# lines name the file (the simulator counts these, chat/simulator/received.py).
-BLOCK_START = "----- BEGIN ATTACHED FILE: {name} -----"
-BLOCK_END = "----- END ATTACHED FILE: {name} -----"
-SEPARATOR = "\n\n"
-TRUNCATED = "\n[... the rest of the file was left out to fit the model's context]"
-
-
-class AttachmentRefused(Exception):
-    """A question's attachments cannot go: not the asker's, already sent, too
-    many, an image to a model without vision, or a document over the context."""
-
-
-class DocumentsTooLarge(AttachmentRefused):
-    """The documents do not fit the model's context: the asker may send them
-    truncated instead (the composer offers it for this refusal's own code)."""
 
 
 def new_public_id() -> str:
@@ -233,16 +219,9 @@ class Attachment(models.Model):
     def block(self, limit: int | None = None) -> str:
         """The document as it goes into the question (its first `limit`
         characters, with a line saying the rest was left out)."""
-        text = self.text
-        if limit is None and self.sent_chars is not None:
+        if limit is None:
             limit = self.sent_chars
-        if limit is not None and limit < len(text):
-            text = text[:limit] + TRUNCATED
-        start, end = (
-            BLOCK_START.format(name=self.name),
-            BLOCK_END.format(name=self.name),
-        )
-        return f"{start}\n{text}\n{end}"
+        return document_block(self.name, self.text, limit)
 
     def read(self) -> bytes:
         with default_storage.open(self.storage_name, "rb") as stored:
@@ -311,47 +290,15 @@ class Attachment(models.Model):
         ids = list(dict.fromkeys(public_ids))
         if not ids:
             return []
-        limit = settings.ATTACHMENT_MAX_FILES
-        if len(ids) > limit:
-            raise AttachmentRefused(
-                gettext(
-                    "%(count)s files are attached; at most %(limit)s can go with "
-                    "one question."
-                )
-                % {"count": len(ids), "limit": limit}
-            )
+        checks.not_too_many(ids)
         found: list[Attachment] = list(
             Attachment.objects.select_for_update()
             .filter(public_id__in=ids, owner_id=conversation.owner_id)
             .filter(models.Q(conversation=None) | models.Q(conversation=conversation))
         )
-        by_id = {attachment.public_id: attachment for attachment in found}
-        missing = [i for i in ids if i not in by_id]
-        if missing:
-            raise AttachmentRefused(
-                gettext(
-                    "An attached file is no longer available (removed, or not "
-                    "yours): attach it again."
-                )
-            )
-        attachments = [by_id[i] for i in ids]
-        sent = [a.name for a in attachments if a.message_id is not None]
-        if sent:
-            raise AttachmentRefused(
-                gettext(
-                    "%(name)s was already sent with another question: attach it again."
-                )
-                % {"name": sent[0]}
-            )
-        images = [a for a in attachments if a.is_image]
-        if images and not profile.supports_vision:
-            raise AttachmentRefused(
-                gettext(
-                    "%(model)s cannot see images: %(reason)s Remove the image or "
-                    "choose a model with vision."
-                )
-                % {"model": profile.label, "reason": profile.vision_reason()}
-            )
+        attachments = checks.all_found(ids, found)
+        checks.none_sent(attachments)
+        checks.seen_by(profile, [a for a in attachments if a.is_image])
         documents = [a for a in attachments if not a.is_image]
         for attachment in documents:
             attachment.sent_chars = None
@@ -359,19 +306,8 @@ class Attachment(models.Model):
         wanted = sum(a.tokens for a in documents)
         if documents and wanted > room_tokens:
             if not truncate:
-                raise DocumentsTooLarge(
-                    gettext(
-                        "The attached documents are ~%(wanted)s tokens; this "
-                        "model's context is %(context)s (~%(room)s left for them). "
-                        "Remove some, or send them truncated."
-                    )
-                    % {
-                        "wanted": spoken_tokens(wanted),
-                        "context": spoken_tokens(profile.context_length),
-                        "room": spoken_tokens(max(room_tokens, 0)),
-                    }
-                )
-            _truncate(documents, room_tokens, profile.estimated_chars_per_token)
+                raise checks.documents_too_large(profile, wanted, room_tokens)
+            cut_to_fit(documents, room_tokens, profile.estimated_chars_per_token)
         for attachment in attachments:
             attachment.message = question
             attachment.conversation = conversation
@@ -419,14 +355,7 @@ class Attachment(models.Model):
             not profile.supports_vision
             and source.attachments.filter(kind=Attachment.Kind.IMAGE).exists()
         ):
-            raise AttachmentRefused(
-                gettext(
-                    "This question has a picture and %(model)s cannot see "
-                    "images: %(reason)s Choose a model with vision, or ask again "
-                    "without the picture."
-                )
-                % {"model": profile.label, "reason": profile.vision_reason()}
-            )
+            raise checks.picture_unseen(profile)
         copies = []
         for attachment in source.attachments.all():
             attachment.pk = None
@@ -436,30 +365,10 @@ class Attachment(models.Model):
         return Attachment.objects.bulk_create(copies)
 
 
-def _truncate(
-    documents: list[Attachment], room_tokens: int, chars_per_token: float
-) -> None:
-    """Share the room left between the documents, in order: each keeps what
-    fits of its text."""
-    room_chars = max(0, int(room_tokens * chars_per_token))
-    for attachment in documents:
-        # Its block's lines, and the blank line after it (`prompt_message`).
-        overhead = len(attachment.block(0)) + len(SEPARATOR)
-        keep = max(0, min(len(attachment.text), room_chars - overhead))
-        if keep < len(attachment.text):
-            attachment.sent_chars = keep
-        room_chars -= keep + overhead
-        attachment.tokens = math.ceil(len(attachment.block()) / chars_per_token)
-
-
 def image_size(data: bytes) -> tuple[int, int]:
     with Image.open(io.BytesIO(data)) as image:
         width, height = image.size
     return width, height
-
-
-def image_tokens(width: int, height: int) -> int:
-    return max(1, math.ceil(width / IMAGE_PATCH) * math.ceil(height / IMAGE_PATCH))
 
 
 def files_by_message(conversation_id: int) -> dict[int, list[Attachment]]:
@@ -473,39 +382,6 @@ def files_by_message(conversation_id: int) -> dict[int, list[Attachment]]:
     for attachment in rows:
         found.setdefault(attachment.message_id or 0, []).append(attachment)
     return found
-
-
-def prompt_message(
-    message: Sendable, attachments: Sequence[Attachment] = (), *, images: bool = True
-) -> dict[str, Any]:
-    """A message as it is sent to the model with its `attachments`: their
-    documents' blocks before its text, their images (base64, Ollama's
-    `images`; the OpenAI client turns them into content parts)."""
-    if not attachments:
-        return {"role": message.role, "content": message.content}
-    content = message.content
-    blocks = [a.block() for a in attachments if not a.is_image]
-    if blocks:
-        content = SEPARATOR.join([*blocks, content] if content else blocks)
-    sent: dict[str, Any] = {"role": message.role, "content": content}
-    pictures = [a.base64() for a in attachments if a.is_image] if images else []
-    if pictures:
-        sent["images"] = pictures
-    return sent
-
-
-def attachment_chars(
-    attachments: Sequence[Attachment], chars_per_token: float, *, images: bool = True
-) -> int:
-    """What a message's `attachments` add to the prompt, in characters
-    (images counted by their token estimate)."""
-    total = 0
-    for attachment in attachments:
-        if attachment.is_image:
-            total += math.ceil(attachment.tokens * chars_per_token) if images else 0
-        else:
-            total += len(attachment.block()) + len(SEPARATOR)
-    return total
 
 
 def delete_files(names: Iterable[str]) -> None:

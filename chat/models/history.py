@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chat.models.attachments import Attachment, attachment_chars, prompt_message
+from chat.models.attachment_prompts import attachment_chars, prompt_message
+from chat.models.attachments import Attachment
 from chat.models.messages import Message, Sendable
 from chat.models.profiles import HistoryPolicy
 

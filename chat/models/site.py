@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from chat.models.prepared import Prepared
+from chat.models.compiled_queries import Prepared
 from chat.models.profiles import HistoryPolicy, ModelProfile, ThinkingMode
 from chat.models.quota_periods import QuotaPeriod
 
@@ -108,7 +108,7 @@ class SiteDefaults(models.Model):
     @classmethod
     def load(cls) -> SiteDefaults:
         """The one row (made on first use). Read as retries and the API's
-        answers are asked for: compiled once (`chat.models.prepared`)."""
+        answers are asked for: compiled once (`chat.models.compiled_queries`)."""
         try:
             return SITE_ROW.get(1)
         except SiteDefaults.DoesNotExist:

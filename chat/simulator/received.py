@@ -1,9 +1,9 @@
 """What a chat request carried besides text, for tests to assert what reached
 the model server: the pictures (Ollama's `images`, base64; OpenAI's
 `image_url` content parts, data URLs) and the documents put into the text as
-the site delimits them (chat/models/attachments.py, BLOCK_START and BLOCK_END).
-Each is counted with its size and a SHA-256 of its bytes (a picture) or its
-text (a document)."""
+the site delimits them (chat/models/attachment_prompts.py, BLOCK_START and
+BLOCK_END). Each is counted with its size and a SHA-256 of its bytes (a
+picture) or its text (a document)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import template
 from django.conf import settings
 
-from chat.files.prepared import ACCEPTED_EXTENSIONS, IMAGE_EXTENSIONS
+from chat.files.uploads import ACCEPTED_EXTENSIONS, IMAGE_EXTENSIONS
 
 register = template.Library()
 

@@ -1,4 +1,4 @@
-"""chatsite's own export (`chat.transfer.documents`) read back: every message
+"""chatsite's own export (`chat.transfer.export_format`) read back: every message
 with its place in the tree, its versions, figures and times, exactly.
 
 It is our own format, so anything off in it (a hand edit, a damaged copy) is

@@ -24,8 +24,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from chat.transfer import chatgpt, chatsite, open_webui
-from chat.transfer.documents import FORMAT, VERSION
 from chat.transfer.export import DOCUMENT_NAME
+from chat.transfer.export_format import FORMAT, VERSION
 from chat.transfer.incoming import ImportRefused, IncomingConversation, Summary
 from chat.transfer.stream import (
     Counted,

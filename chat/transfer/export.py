@@ -1,6 +1,6 @@
 """chatsite's export: one conversation as a JSON document, and all of an
 owner's as a ZIP (`zip_stream`) written while it is sent: one JSON document
-with everything (`chat.transfer.documents`) and a Markdown file per
+with everything (`chat.transfer.export_format`) and a Markdown file per
 conversation. Conversations are read a chunk at a time with their messages, so
 the memory an export takes does not grow with the number of conversations."""
 
@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from chat.models import Attachment, Conversation, Folder, Message, SettingsChange
-from chat.transfer.documents import (
+from chat.transfer.export_format import (
     FORMAT,
     VERSION,
     ConversationDoc,

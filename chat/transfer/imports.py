@@ -31,10 +31,7 @@ from typing import IO, Any
 
 from django.conf import settings
 from django.db import (
-    DEFAULT_DB_ALIAS,
     DatabaseError,
-    connection,
-    connections,
     transaction,
 )
 from django.db.models.functions import Lower
@@ -42,6 +39,7 @@ from django.utils.translation import gettext
 
 from chat import work
 from chat.models import Conversation, Folder, Message, ModelProfile, SettingsChange
+from chat.transfer import bulk_rows
 from chat.transfer.detect import Parsed, read_export, results
 from chat.transfer.incoming import (
     ImportRefused,
@@ -179,66 +177,6 @@ def _on_disk(file: IO[bytes]) -> Iterator[str]:
         yield copy.name
 
 
-def _set_columns(model: Any, rows: list[Any], names: list[str]) -> None:
-    """Write `names` of rows just inserted: one UPDATE by primary key, run for
-    every row at once (executemany: psycopg pipelines it). Django's bulk_update
-    builds a CASE per column over the whole batch, which is quadratic in the
-    batch and made a 5,000-conversation import take minutes."""
-    fields = [model._meta.get_field(name) for name in names]
-    quote = connection.ops.quote_name
-    assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
-    sql = (
-        f"UPDATE {quote(model._meta.db_table)} SET {assignments} "
-        f"WHERE {quote(model._meta.pk.column)} = %s"
-    )
-    db = connections[DEFAULT_DB_ALIAS]
-    preps = [(f.attname, f.get_db_prep_save) for f in fields]
-    params = [
-        [prep(getattr(row, name), db) for name, prep in preps] + [row.pk]
-        for row in rows
-    ]
-    with db.cursor() as cursor:
-        cursor.executemany(sql, params)
-
-
-def _reserve_ids(model: Any, count: int) -> list[int]:
-    """`count` new ids of `model`'s table, taken before its rows are made."""
-    table = model._meta.db_table
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(
-                "SELECT nextval(pg_get_serial_sequence(%s, 'id')) "
-                "FROM generate_series(1, %s)",
-                [table, count],
-            )
-            return [pk for (pk,) in cursor.fetchall()]
-        # SQLite: this transaction already wrote the conversations, so it holds
-        # the database's write lock and no one else takes these ids before it
-        # commits; above the AUTOINCREMENT sequence, so no deleted id is reused.
-        cursor.execute(
-            "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = %s), 0),"
-            f" coalesce((SELECT max(id) FROM {connection.ops.quote_name(table)}), 0))",
-            [table],
-        )
-        (last,) = cursor.fetchone()
-    return list(range(last + 1, last + 1 + count))
-
-
-def _insert_rows(model: Any, rows: list[Any]) -> None:
-    """INSERT every column of `rows` as set, ids and auto_now times included
-    (bulk_create would put the time of the import in those)."""
-    fields = model._meta.concrete_fields
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(f.column) for f in fields)
-    marks = ", ".join(["%s"] * len(fields))
-    sql = f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({marks})"
-    db = connections[DEFAULT_DB_ALIAS]  # once: `connection` is a proxy
-    preps = [(f.attname, f.get_db_prep_save) for f in fields]
-    params = [[prep(getattr(row, name), db) for name, prep in preps] for row in rows]
-    with db.cursor() as cursor:
-        cursor.executemany(sql, params)
-
-
 def _batches(records: Iterable[tuple[str, Any]]) -> Iterator[list[tuple[str, Any]]]:
     """The records a batch at a time: BATCH conversations, or fewer holding
     BATCH_MESSAGES messages."""
@@ -365,7 +303,7 @@ class _Importer:
         for row, incoming in zip(rows, (i for _, i in new), strict=True):
             row.created_at = self.summary.time(incoming.created_at)
             row.updated_at = max(self.summary.time(incoming.updated_at), row.created_at)
-        _set_columns(Conversation, rows, ["created_at", "updated_at"])
+        bulk_rows.set_columns(Conversation, rows, ["created_at", "updated_at"])
         self._messages(list(zip(rows, (i for _, i in new), strict=True)))
         self._notices(list(zip(rows, (i for _, i in new), strict=True)))
         self.summary.conversations += len(rows)
@@ -395,7 +333,7 @@ class _Importer:
     ) -> None:
         """Each conversation's messages in their order, so ids rise as they
         did in the file (a child's above its parent's: `chat.models.messages`);
-        each with its parent and the file's times (`_insert_rows`)."""
+        each with its parent and the file's times (`bulk_rows.insert_rows`)."""
         text, time = self.summary.text, self.summary.time
         rows: list[Message] = []
         links: list[tuple[Message, int | None, int]] = []  # row, parent, offset
@@ -431,11 +369,11 @@ class _Importer:
                 links.append((row, m.parent, offset))
         # Each row's id is known before it goes in, so its parent's is too:
         # one INSERT per row with everything, no second pass over the indexes.
-        ids = _reserve_ids(Message, len(rows))
+        ids = bulk_rows.reserve_ids(Message, len(rows))
         for row, pk, (_, parent, offset) in zip(rows, ids, links, strict=True):
             row.pk = pk
             row.parent_id = ids[offset + parent] if parent is not None else None
-        _insert_rows(Message, rows)
+        bulk_rows.insert_rows(Message, rows)
         self.summary.messages += len(rows)
 
     def _notices(self, stored: list[tuple[Conversation, IncomingConversation]]) -> None:
@@ -454,4 +392,4 @@ class _Importer:
         SettingsChange.objects.bulk_create(rows, batch_size=_ROWS)
         for row, created_at in zip(rows, times, strict=True):
             row.created_at = created_at
-        _set_columns(SettingsChange, rows, ["created_at"])
+        bulk_rows.set_columns(SettingsChange, rows, ["created_at"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from chat.files.prepared import mebibytes, too_large
+from chat.files.uploads import mebibytes, too_large
 from chat.http.request_bodies import Route, json_error, text
 from chat.http.uploads import FORM_OVERHEAD
 from chat.web.transfer.urls import IMPORT_PATH

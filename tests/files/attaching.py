@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from chat.files.prepared import Limits, prepare
+from chat.files.uploads import Limits, prepare
 from chat.web.conversations.attachments import store
 
 

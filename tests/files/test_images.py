@@ -8,8 +8,8 @@ import io
 import pytest
 from PIL import Image
 
-from chat.files.prepared import Limits, prepare
 from chat.files.refusals import Refused
+from chat.files.uploads import Limits, prepare
 from tests.files import samples
 
 LIMITS = Limits(max_bytes=20 * 1024 * 1024, max_pixels=50_000_000, image_max_side=100)

@@ -12,8 +12,8 @@ import pytest
 
 from chat import work
 from chat.files import reading
-from chat.files.prepared import Limits, Prepared
 from chat.files.refusals import Refused
+from chat.files.uploads import Limits, Prepared
 from tests.files import samples
 from tests.support.waiting import until
 from tests.work.watching import MB, gone, peak_growth, worker_of

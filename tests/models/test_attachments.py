@@ -10,7 +10,7 @@ import pytest
 from django.core.files.storage import default_storage
 
 from chat.models import Attachment, AttachmentRefused, turn_rows
-from chat.models.attachments import prompt_message
+from chat.models.attachment_prompts import prompt_message
 from tests.files import samples
 from tests.files.attaching import attach
 from tests.files.s3 import s3_server, storage  # noqa: F401 (fixtures)

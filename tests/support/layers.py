@@ -201,10 +201,10 @@ FAKE_CHAT = {
 # takes names from the package (as chat/files did): a cycle.
 FAKE_FILES = {
     "__init__.py": "",
-    "files/__init__.py": "from chat.files.prepared import prepare\n",
-    "files/prepared.py": "from chat.files import documents\n",
-    "files/documents.py": "",
-    "files/reading.py": "from chat.files.prepared import prepare\n",
+    "files/__init__.py": "from chat.files.uploads import prepare\n",
+    "files/uploads.py": "from chat.files import documents\n",
+    "files/document_text.py": "",
+    "files/reading.py": "from chat.files.uploads import prepare\n",
     "ops/__init__.py": "",
     "ops/pages.py": "from chat.web import transfer\nfrom chat.http import streamed\n",
     "web/__init__.py": "",

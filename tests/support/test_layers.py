@@ -48,19 +48,19 @@ def test_checker_catches_a_longer_cycle() -> None:
 
 def test_checker_catches_a_cycle_through_a_package_init(tmp_path: Path) -> None:
     graph = written(tmp_path, FAKE_FILES)
-    assert graph["chat.files"] == {"chat.files.prepared"}
-    assert graph["chat.files.prepared"] == {"chat.files", "chat.files.documents"}
-    assert graph["chat.files.reading"] == {"chat.files.prepared"}
+    assert graph["chat.files"] == {"chat.files.uploads"}
+    assert graph["chat.files.uploads"] == {"chat.files", "chat.files.document_text"}
+    assert graph["chat.files.reading"] == {"chat.files.uploads"}
     assert import_cycles(graph) == [
         "import cycle (no cycles among chat modules outside chat.models): "
-        "chat.files -> chat.files.prepared -> chat.files; the imports that join "
-        "chat.files, chat.files.prepared: chat.files -> chat.files.prepared, "
-        "chat.files.prepared -> chat.files"
+        "chat.files -> chat.files.uploads -> chat.files; the imports that join "
+        "chat.files, chat.files.uploads: chat.files -> chat.files.uploads, "
+        "chat.files.uploads -> chat.files"
     ]
 
 
 def test_a_package_init_that_imports_nothing_makes_no_cycle(tmp_path: Path) -> None:
     graph = written(tmp_path, {**FAKE_FILES, "files/__init__.py": '"""Doc."""\n'})
     assert graph["chat.files"] == set()
-    assert graph["chat.files.prepared"] == {"chat.files.documents"}
+    assert graph["chat.files.uploads"] == {"chat.files.document_text"}
     assert import_cycles(graph) == []

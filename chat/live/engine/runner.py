@@ -43,7 +43,7 @@ from chat.live.protocol.channel_events import (
     frame_event,
     generation_group,
 )
-from chat.models import Message, ModelProfile, prepared
+from chat.models import Message, ModelProfile, compiled_queries
 
 logger = logging.getLogger(__name__)
 
@@ -425,9 +425,9 @@ class Runner:
 
 async def _compile_queries() -> None:
     """The question's reads compiled in the database thread before the first
-    question needs them (`chat.models.prepared.compile_all`)."""
+    question needs them (`chat.models.compiled_queries.compile_all`)."""
     try:
-        await database_sync_to_async(prepared.compile_all)()
+        await database_sync_to_async(compiled_queries.compile_all)()
     except Exception:  # the first question compiles them then
         logger.warning("the prepared queries could not be compiled", exc_info=True)
 

@@ -14,10 +14,10 @@ from django.utils.translation import gettext as _
 
 from chat.models.admission import Line
 from chat.models.attachments import Attachment
+from chat.models.compiled_queries import Prepared
 from chat.models.conversations import Conversation
 from chat.models.history import estimate_tokens, message_chars
 from chat.models.messages import Message, Sendable
-from chat.models.prepared import Prepared
 from chat.models.profiles import ModelProfile
 from chat.models.site import SiteDefaults
 
@@ -145,7 +145,7 @@ def prepare_turn_of(pk: int, asked: Asked) -> Pending:
     conversation's and the owner's rows and saying whether an answer is
     running, and the messages the question follows. The line it read is the
     pending turn's."""
-    # One trip (`prepared.together`): the site's row locked (first: the
+    # One trip (`compiled_queries.together`): the site's row locked (first: the
     # lock order of `chat.models.admission`) with the tickets, the
     # conversation locked, and the messages the question follows.
     line, (read, earlier) = Line.read((TURN_READ, pk), (EARLIER, pk))
@@ -312,7 +312,7 @@ def _turn_read(pk: int) -> models.QuerySet[Conversation]:
     )
 
 
-# Compiled once (`chat.models.prepared`): the compiler costs more than the trip.
+# Compiled once (`chat.models.compiled_queries`): the compiler costs more than the trip.
 TURN_READ: Prepared[Conversation] = Prepared(_turn_read, at_start=True)
 
 # The shown branch's messages a new question follows, by the conversation's id:

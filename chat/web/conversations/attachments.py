@@ -31,10 +31,10 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from chat import work
-from chat.files.prepared import Limits, Prepared
-from chat.files.prepared import too_large as file_too_large
 from chat.files.reading import read
 from chat.files.refusals import Refused
+from chat.files.uploads import Limits, Prepared
+from chat.files.uploads import too_large as file_too_large
 from chat.http.requests import SignedInRequest
 from chat.http.streamed import streamed
 from chat.http.uploads import LimitedUpload, uploaded_files

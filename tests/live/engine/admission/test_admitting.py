@@ -53,7 +53,7 @@ def test_a_question_is_admitted_after_one_trip_that_locks_the_sites_row_first(
     alice, limits, conversations
 ):
     """Before the model server is asked, a sent question reads four things (one
-    trip on PostgreSQL, `prepared.together`; Django's query log, on here, has
+    trip on PostgreSQL, `compiled_queries.together`; Django's query log, on here, has
     them one by one): the site's row locked, first (the lock order of
     `chat.models.admission`), the tickets, the conversation locked with its
     owner, and the messages it follows. The decision reads nothing more."""

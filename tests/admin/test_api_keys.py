@@ -1,4 +1,4 @@
-"""API keys in the admin (chat.admin.ApiKeyAdmin): listed for staff, read
+"""API keys in the admin (chat.admin.records.ApiKeyAdmin): listed for staff, read
 only, never added there, revoked by an action that is audited; and the site's
 API switch in Site defaults."""
 

@@ -1,4 +1,4 @@
-"""PDF and DOCX to text, and their bad forms (chat.files.documents)."""
+"""PDF and DOCX to text, and their bad forms (chat.files.document_text)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import zipfile
 
 import pytest
 
-from chat.files.documents import DOCX_MAX_UNPACKED
-from chat.files.prepared import Limits, prepare
+from chat.files.document_text import DOCX_MAX_UNPACKED
 from chat.files.refusals import Refused
+from chat.files.uploads import Limits, prepare
 from tests.files import samples
 
 LIMITS = Limits(max_bytes=20 * 1024 * 1024, max_pixels=50_000_000, image_max_side=1568)

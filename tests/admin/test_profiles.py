@@ -1,4 +1,4 @@
-"""The admin's model profiles and site defaults (chat.admin)."""
+"""The admin's model profiles and site defaults (chat.admin.profiles)."""
 
 from __future__ import annotations
 

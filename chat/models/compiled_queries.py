@@ -153,22 +153,34 @@ def together(
 def _pipeline(raw: Any, cursor: Any) -> Iterator[None]:
     """psycopg's pipeline on `raw`, with the transaction's BEGIN first in it
     (through `cursor`) when psycopg would send one before the next statement
-    (Django's atomic block opened none on the server yet). psycopg's own BEGIN
-    would wait for the server's answer before anything else went: a trip of
-    its own. psycopg is left as its own BEGIN leaves it: the transaction
-    open, its flag off (its setter refuses that inside a transaction), for
-    Django's commit or rollback to end."""
+    (Django's atomic block opened none on the server yet): `_begun_in`."""
     from psycopg.pq import TransactionStatus
 
     if raw.autocommit or raw.pgconn.transaction_status != TransactionStatus.IDLE:
         with raw.pipeline():
             yield
         return
+    with _begun_in(raw, cursor):
+        yield
+
+
+@contextmanager
+def _begun_in(raw: Any, cursor: Any) -> Iterator[None]:
+    """A pipeline that begins the transaction itself. psycopg's own BEGIN would
+    wait for the server's answer before anything else went, a trip of its
+    own, and psycopg's public API has no way to send it with the statements
+    after it. psycopg is left as its own BEGIN leaves it: the transaction
+    open, its flag off, for Django's commit or rollback to end.
+
+    The only use of psycopg's private names (psycopg 3.3): the BEGIN psycopg
+    itself would send (`_get_tx_start_command`: the connection's isolation
+    level and access mode), and the flag its `autocommit` setter refuses to
+    turn off inside a transaction (`_autocommit`). A psycopg that changes them
+    fails `test_psycopg_still_has_what_begun_in_borrows`
+    (tests/models/test_compiled_queries.py)."""
     raw.autocommit = True  # so that psycopg sends no BEGIN of its own
     try:
         with raw.pipeline():
-            # psycopg's own statement: the connection's isolation level and
-            # access mode.
             cursor.execute(raw._get_tx_start_command(), prepare=False)
             yield
     finally:
@@ -230,13 +242,12 @@ PLAN_ONCE = "SET LOCAL plan_cache_mode = force_generic_plan"
 
 @functools.cache
 def _preparing_cursor() -> type[Any]:
-    """Django's server-binding cursor class, every statement prepared (imported
-    when first used: psycopg is only there for PostgreSQL)."""
-    from django.db.backends.postgresql import base
+    """psycopg's own cursor (it binds on the server: Django's connections make
+    client-binding ones), every statement prepared (imported when first used:
+    psycopg is only there for PostgreSQL)."""
+    import psycopg
 
-    server_binding: Any = base.ServerBindingCursor
-
-    class PreparingCursor(server_binding):  # type: ignore[misc]
+    class PreparingCursor(psycopg.Cursor[Any]):
         def execute(self, query: Any, params: Any = None, **options: Any) -> Any:
             return super().execute(query, params, prepare=True)
 

@@ -1,5 +1,5 @@
 """One upload in, what to keep out: the file's kind from its extension, its
-content checked against that kind, then read (`images`, `documents`)."""
+content checked against that kind, then read (`images`, `document_text`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import PurePosixPath
 
 from django.utils.translation import gettext as _
 
-from chat.files import documents, images
+from chat.files import document_text, images
 from chat.files.refusals import Refused
 
 IMAGE_EXTENSIONS = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG", ".gif": "GIF"}
@@ -19,7 +19,7 @@ ACCEPTED_EXTENSIONS = (
     *IMAGE_EXTENSIONS,
     ".pdf",
     ".docx",
-    *documents.TEXT_EXTENSIONS,
+    *document_text.TEXT_EXTENSIONS,
 )
 NAME_MAX_CHARS = 200
 
@@ -91,14 +91,14 @@ def prepare(raw_name: str, data: bytes, limits: Limits) -> Prepared:
             kind="image",
             thumbnail=image.thumbnail,
         )
-    if extension in documents.PARSED or extension in documents.TEXT_EXTENSIONS:
-        text, note = documents.text_of(
+    if extension in document_text.PARSED or extension in document_text.TEXT_EXTENSIONS:
+        text, note = document_text.text_of(
             name, extension, data, limits.pdf_max_pages, limits.text_max_chars
         )
         return Prepared(
             name=name,
             data=data,
-            content_type=documents.content_type(extension),
+            content_type=document_text.content_type(extension),
             kind="document",
             text=text,
             note=note,

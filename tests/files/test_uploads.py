@@ -1,12 +1,12 @@
 """An upload's kind from its extension, its content checked against it, and its
-name cleaned (chat.files.prepared)."""
+name cleaned (chat.files.uploads)."""
 
 from __future__ import annotations
 
 import pytest
 
-from chat.files.prepared import Limits, clean_name, prepare
 from chat.files.refusals import Refused
+from chat.files.uploads import Limits, clean_name, prepare
 from tests.files import samples
 
 LIMITS = Limits(max_bytes=1024 * 1024, max_pixels=50_000_000, image_max_side=1568)
