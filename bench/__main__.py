@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.relay import SERVERS, Scenario, Site, run_ramp, run_scenario
+from bench.relay import Scenario, run_ramp, run_scenario
+from bench.site import SERVERS, Site
 
 CPU_ROW, FLOOR_ROW = "1 stream @ 1000 tok/s", "1 stream @ 1000 tok/s, bare relay"
 SCENARIOS = [

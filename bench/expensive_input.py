@@ -58,14 +58,9 @@ from bench.common import (
     percentile,
     token_ends,
 )
-from bench.relay import (
-    Site,
-    cpu_seconds,
-    descendants,
-    gc_paused,
-    read_answer,
-    rss_mib,
-)
+from bench.procfs import cpu_seconds, descendants, rss_mib
+from bench.relay import gc_paused, read_answer
+from bench.site import Site
 
 TPS = 80.0
 REFERENCE_SECONDS = 8.0

@@ -33,7 +33,8 @@ from bench.common import (
     terminate,
     wait_until_up,
 )
-from bench.relay import Scenario, Site, run_ramp, run_scenario
+from bench.relay import Scenario, run_ramp, run_scenario
+from bench.site import Site
 
 STREAMS_TPS = 40.0
 TOKENS = 200

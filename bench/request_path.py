@@ -34,7 +34,7 @@ import websockets
 from websockets.asyncio.client import ClientConnection
 
 from bench.common import percentile
-from bench.relay import Site
+from bench.site import Site
 
 # The goal of docs/latency.md, rule 8, in ms.
 BUDGETS = {"p50_ms": 5.0, "p95_ms": 15.0}
