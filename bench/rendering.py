@@ -30,7 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.browser import CHROMIUM, CHROMIUM_ARGS, rich_answer
+from bench.browser import CHROMIUM, CHROMIUM_ARGS
+from bench.browser_texts import rich_answer
 
 ROOT = Path(__file__).resolve().parent.parent
 ORIGIN = "http://bench.invalid"

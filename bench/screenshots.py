@@ -4,7 +4,7 @@ the pages look like one product. The accessibility test walks the same tour
 (tests/browser/test_accessibility.py).
 
 A throwaway SQLite database, the simulator as the model server and a Daphne, as
-``bench/browser.py`` has them; a second Daphne with OpenID Connect sign-in on
+``bench/browser_site.py`` has them; a second Daphne with OpenID Connect sign-in on
 (its provider never asked) shows the sign-in page with its button and the
 failed sign-in page. The language is the browser's (``Accept-Language`` from
 the context's locale; the users keep "as the browser", README "Languages"), the
