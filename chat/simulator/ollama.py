@@ -12,7 +12,6 @@ from typing import Any
 
 from aiohttp import web
 
-from chat.simulator import ollama_models
 from chat.simulator.config import (
     DEFAULT_KEEP_ALIVE_S,
     DEFAULT_NUM_CTX,
@@ -30,6 +29,7 @@ from chat.simulator.faults import (
     status_text,
     take_faults,
 )
+from chat.simulator.ollama_models import add_routes as add_model_routes
 from chat.simulator.ollama_models import find_model
 from chat.simulator.received import received
 from chat.simulator.script import Script, reply_script
@@ -433,5 +433,5 @@ async def _respond_once(
 
 
 def add_routes(app: web.Application) -> None:
-    ollama_models.add_routes(app)
+    add_model_routes(app)
     app.router.add_post("/api/chat", _chat)

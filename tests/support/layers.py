@@ -202,7 +202,7 @@ FAKE_CHAT = {
 FAKE_FILES = {
     "__init__.py": "",
     "files/__init__.py": "from chat.files.uploads import prepare\n",
-    "files/uploads.py": "from chat.files import documents\n",
+    "files/uploads.py": "from chat.files import document_text\n",
     "files/document_text.py": "",
     "files/reading.py": "from chat.files.uploads import prepare\n",
     "ops/__init__.py": "",
