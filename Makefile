@@ -29,8 +29,8 @@ STAMP := $(VENV)/.installed-requirements
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
-# pytest-xdist workers, each with its own PostgreSQL and Redis (tests/support/servers.py)
-# and whole modules at a time (tests/support/scheduling.py); 0: one process. One more
+# pytest-xdist workers, each with its own PostgreSQL and Redis (tests/support/plugins/servers.py)
+# and whole modules at a time (tests/support/plugins/scheduling.py); 0: one process. One more
 # than the cores: many tests spend seconds waiting on a stream, a browser or a
 # server process, and a third worker fills those waits (on 2 cores the main run
 # went from about 530 s to 450).
@@ -55,7 +55,7 @@ $(PY):
 
 # Re-installs only when a requirements file changed since the last install.
 # The .pth puts the repo on the venv's path, so `.venv/bin/pytest` can load the
-# `-p tests.support.servers` plugin too. Every target runs `python -m`, which puts the
+# `-p tests.support.plugins.servers` plugin too. Every target runs `python -m`, which puts the
 # cwd first, so a venv shared by several checkouts checks the one it runs in.
 # --no-compile, then compileall on every core: pip compiles what it installs
 # one file after another, 35 s of an 85 s install on 2 cores; this takes 18 s.

@@ -2,7 +2,8 @@
 
 1,000,000 messages over 20,000 conversations of 100 users (``--messages``,
 ``--conversations``, ``--users``) are written with COPY into a throwaway
-PostgreSQL (tests/support/servers.py), half of the text English and half Chinese, each
+PostgreSQL (tests/support/plugins/servers.py), half of the text English and half
+Chinese, each
 word drawn from a Zipf-like vocabulary so that some words are in most
 conversations and some in a handful, as in real chats. Then, in this process,
 through Django's test client (so the time is the server's: routing, the query
@@ -290,9 +291,11 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 @contextmanager
 def throwaway_postgres(bench: str) -> Iterator[None]:
-    """A PostgreSQL of its own (tests/support/servers.py), the site migrated into it
+    """A PostgreSQL of its own (tests/support/plugins/servers.py), the site migrated
+    into it
     and Django set up on it, for as long as the block runs."""
-    from tests.support import postgres, servers
+    from tests.support.plugins import servers
+    from tests.support.services import postgres
 
     servers.start_servers()
     if servers.STATE.postgres is None:

@@ -6,7 +6,8 @@ real PostgreSQL and Redis, against one process on the same servers, same run.
 latency per token against reading the simulator directly in the same run, as
 `python -m bench`), then the ramp (more 40 tok/s streams until the added p99
 passes 50 ms) for the aggregate tok/s at its knee. PostgreSQL and Redis are
-started like the test suite's (tests/support/servers.py). It prints a table and writes
+started like the test suite's (tests/support/plugins/servers.py). It prints a table and
+writes
 bench/results/processes.json; it reports, it asserts nothing.
 """
 
@@ -118,8 +119,9 @@ async def measure(
 @contextmanager
 def postgres_and_redis(bench: str) -> Iterator[tuple[str, str]]:
     """A PostgreSQL with an empty database and a Redis, started like the test
-    suite's (tests/support/servers.py) and stopped after: their URLs."""
-    from tests.support import postgres, servers
+    suite's (tests/support/plugins/servers.py) and stopped after: their URLs."""
+    from tests.support.plugins import servers
+    from tests.support.services import postgres
 
     servers.start_servers()  # exports DATABASE_URL and REDIS_URL
     if servers.STATE.postgres is None or servers.STATE.redis is None:

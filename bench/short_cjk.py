@@ -2,7 +2,7 @@
 
 40,000 messages per user (``--users`` 2 by default, ``--per-user``), seeded
 as bench/data.py seeds them (COPY into a throwaway PostgreSQL,
-tests/support/servers.py) from its vocabularies: half of them a question of one
+tests/support/plugins/servers.py) from its vocabularies: half of them a question of one
 sentence, half an answer of a few hundred characters, in Chinese (an English
 word in it now and then) or English. Then, through Django's test
 client as bench/data.py measures (the server's time, no network):

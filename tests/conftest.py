@@ -25,12 +25,12 @@ from django.conf import settings
 from django.db import connections
 
 from chatsite.catalogs import compile_stale
-from tests.support.fixtures import is_async_test
 from tests.support.flushing import flush_keeping_migrated_rows
+from tests.support.plugins.fixtures import is_async_test
 
 # ARTIFACTS and PASSWORDS: tests import them from here.
-from tests.support.live_server import ARTIFACTS  # noqa: F401
-from tests.support.personas import PASSWORDS, make_user  # noqa: F401
+from tests.support.plugins.live_server import ARTIFACTS  # noqa: F401
+from tests.support.plugins.personas import PASSWORDS, make_user  # noqa: F401
 
 # Playwright's sync API keeps an event loop running in the main thread; Django
 # would refuse ORM calls in browser tests (docs/testing.md, G9). Test process only.
@@ -99,10 +99,11 @@ def pytest_collection_modifyitems(
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """`-n N` (plain, or `--dist load`): whole modules per worker, in the
-    collection's order (tests/support/scheduling.py). Another `--dist` is left alone."""
+    collection's order (tests/support/plugins/scheduling.py). Another `--dist` is left
+    alone."""
     if config.getvalue("dist") != "load":
         return None
-    from tests.support.scheduling import ModuleStretches
+    from tests.support.plugins.scheduling import ModuleStretches
 
     return ModuleStretches(config, log)
 
@@ -112,7 +113,7 @@ def django_db_modify_db_settings(
     request: pytest.FixtureRequest, postgres_server: Any
 ) -> None:
     """pytest-django's, except that under pytest-xdist a worker on a PostgreSQL
-    of its own (tests/support/servers.py) keeps the plain run's database name
+    of its own (tests/support/plugins/servers.py) keeps the plain run's database name
     (`test_chatsite`): the `_gw0` suffix only matters where workers share a
     server (one from $DATABASE_URL) or a file."""
     if postgres_server is not None and postgres_server.managed:

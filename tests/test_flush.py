@@ -17,7 +17,8 @@ KEPT: dict[str, int] = {}
 
 @pytest.mark.django_db(transaction=True)
 def test_a_transactional_test_leaves_rows_behind(alice, conversation):
-    # Runs first (one module goes to one worker whole: tests/support/scheduling.py).
+    # Runs first (one module goes to one worker whole:
+    # tests/support/plugins/scheduling.py).
     KEPT["content_types"] = ContentType.objects.count()
     KEPT["permissions"] = Permission.objects.count()
     assert KEPT["content_types"] > 0 and KEPT["permissions"] > 0

@@ -97,7 +97,7 @@ def serving(process: subprocess.Popen, count: int) -> set[int] | None:
 
 @pytest.mark.django_db(transaction=True)
 def test_several_processes_share_one_port_and_a_dead_one_is_replaced():
-    from tests.support.daphnes import daphne_env
+    from tests.support.services.daphnes import daphne_env
     from tests.support.waiting import until_sync
 
     port = free_port()

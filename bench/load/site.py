@@ -51,7 +51,8 @@ class Site:
         return f"http://127.0.0.1:{self.web_port}"
 
     def start(self, tokens: int) -> None:
-        from tests.support import postgres, servers
+        from tests.support.plugins import servers
+        from tests.support.services import postgres
 
         servers.start_servers()  # exports DATABASE_URL and REDIS_URL
         if servers.STATE.postgres is None or servers.STATE.redis is None:
@@ -126,7 +127,7 @@ class Site:
         return [dict(zip(keys, row, strict=True)) for row in rows]
 
     def stop(self) -> None:
-        from tests.support import servers
+        from tests.support.plugins import servers
 
         terminate(self.processes)
         servers.stop_servers()

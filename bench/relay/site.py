@@ -60,7 +60,8 @@ class Site:
         self.env.pop("REDIS_URL", None)
         self.sim_port, self.web_port = free_port(), free_port()
         self.processes: list[subprocess.Popen[bytes]] = []
-        self.nginx: Any = None  # tests.support.nginx.Nginx, once `start_nginx` ran
+        # tests.support.services.nginx.Nginx, once `start_nginx` ran
+        self.nginx: Any = None
         self.floor: subprocess.Popen[bytes] | None = None  # once `start_floor` ran
         self.floor_port = 0
 
@@ -90,8 +91,8 @@ class Site:
 
     def start_nginx(self) -> int:
         """Debian's nginx with the shipped deploy/nginx.conf in front of the
-        Daphne process (tests/support/nginx.py); its port."""
-        from tests.support.nginx import Nginx, render
+        Daphne process (tests/support/services/nginx.py); its port."""
+        from tests.support.services.nginx import Nginx, render
 
         directory = Path(self.tmp.name) / "nginx"
         directory.mkdir()

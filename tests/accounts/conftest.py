@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.accounts.ldap_server import PEOPLE, SLAPADD, SLAPD, Slapd
-from tests.support.processes import _in_ci
+from tests.support.services.processes import _in_ci
 from tests.web.signing_in import fresh_cache
 
 PEOPLE_AT_START = {

@@ -6,7 +6,8 @@ database for `BASE`, the `memberof` overlay so people carry `memberOf` as in
 Active Directory), loads the skeleton of `DIRECTORY` (the organisation, its
 people and groups units, a read-only service account) with `slapadd -n 1`, and
 runs `slapd` in the foreground on 127.0.0.1:<free port>. As root, everything
-runs as `nobody` (`tests.support.processes._drop_privileges`). It dies with pytest
+runs as `nobody` (`tests.support.services.processes._drop_privileges`). It dies with
+pytest
 (PR_SET_PDEATHSIG) and is stopped at the end of the session.
 
 People and groups are added live (`reset`, `add_user`, `add_to_group`,
@@ -29,7 +30,11 @@ from pathlib import Path
 
 import ldap3
 
-from tests.support.processes import _die_with_parent, _drop_privileges, _free_port
+from tests.support.services.processes import (
+    _die_with_parent,
+    _drop_privileges,
+    _free_port,
+)
 
 SLAPD = Path(os.environ.get("SLAPD", "/usr/sbin/slapd"))
 SLAPADD = SLAPD.with_name("slapadd")

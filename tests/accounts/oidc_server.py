@@ -27,7 +27,7 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.db import close_old_connections
 
 from chat.accounts import oidc
-from tests.support.daphnes import free_port
+from tests.support.services.daphnes import free_port
 from tests.support.waiting import until_sync
 
 HERE = Path(__file__).resolve().parent / "oidc_provider"

@@ -17,7 +17,7 @@ from chat.models import AuditEvent, Conversation, ExternalAccount, GroupRule, Te
 from tests.accounts.conftest import PEOPLE_AT_START
 from tests.accounts.ldap_server import GROUPS, READER_DN, READER_PASSWORD
 from tests.conftest import PASSWORDS
-from tests.support.processes import _free_port
+from tests.support.services.processes import _free_port
 from tests.web.signing_in import sign_in
 
 User = get_user_model()

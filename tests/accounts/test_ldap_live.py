@@ -16,7 +16,7 @@ from chat.models import GroupRule, ModelProfile, Team
 from tests.accounts.conftest import GROUPS_AT_START, PEOPLE_AT_START
 from tests.accounts.ldap_server import PEOPLE, Slapd
 from tests.browser.chat_page import uses_up_the_quota_of_the_teams_model
-from tests.support.daphnes import Daphne, daphne_env
+from tests.support.services.daphnes import Daphne, daphne_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -23,7 +23,7 @@ from tests.support.waiting import until_sync
 
 # Bounds for a busy 2-core machine, not budgets: a passing test never waits them.
 CLIENT_TIMEOUT = 30.0
-# The demo profile's tag (`tests.support.fixtures.demo_profile`), a thinking
+# The demo profile's tag (`tests.support.plugins.fixtures.demo_profile`), a thinking
 # model of the simulator, and a question for it.
 MODEL = "qwen3-demo:8b"
 QUESTION = "Why is the sky blue?"

@@ -22,7 +22,7 @@ import boto3
 import httpx
 import pytest
 
-from tests.support.daphnes import free_port
+from tests.support.services.daphnes import free_port
 from tests.support.waiting import until_sync
 
 ROOT = Path(__file__).resolve().parents[2]

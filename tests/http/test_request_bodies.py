@@ -15,7 +15,13 @@ import time
 import pytest
 
 from chat.api.requests import max_body_bytes
-from tests.support.daphnes import Daphne, daphne_env, frames_until, open_socket, send
+from tests.support.services.daphnes import (
+    Daphne,
+    daphne_env,
+    frames_until,
+    open_socket,
+    send,
+)
 from tests.support.threads import in_thread
 
 pytestmark = [pytest.mark.django_db(transaction=True)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.daphnes import Daphne, daphne_env, start_all
+from tests.support.services.daphnes import Daphne, daphne_env, start_all
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.processes import _free_port
+from tests.support.services.processes import _free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 LLM_VENV = Path(os.environ.get("LLM_VENV", ROOT / ".venv-llm"))

@@ -1,7 +1,12 @@
-"""What the tests share: the servers they start (PostgreSQL, Redis, Daphne,
-nginx, the simulator), the people, the live server and headless Chromium, the
-WebSocket client, waiting without sleeping, the per-test timeout and the
-scheduling of modules over the workers.
+"""What the tests share, by what it is:
 
-The pytest plugins among them (servers, fixtures, timeouts, personas,
-live_server, chromium) are loaded by name by pyproject.toml's ``addopts``."""
+* `plugins/`: the pytest plugins pyproject.toml's ``addopts`` loads by name
+  (the session's PostgreSQL and Redis, fixtures, the per-test timeout, the
+  people, the live server, headless Chromium) and the scheduling of modules
+  over pytest-xdist's workers;
+* `services/`: the server processes the tests start (PostgreSQL, Redis,
+  Daphne, nginx);
+* here: the helpers a test imports — the WebSocket client (`communicators`),
+  waiting without sleeping (`waiting`), answers and turns, refusals, threads,
+  the import checker (`layers`) and the translation checker (`i18n_lint`).
+"""

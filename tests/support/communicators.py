@@ -12,7 +12,7 @@ from django.contrib.auth.models import AnonymousUser
 
 from chat.models import Message
 from chatsite.asgi import application
-from tests.support.timeouts import task_stack
+from tests.support.plugins.timeouts import task_stack
 from tests.support.waiting import DEADLINE
 
 

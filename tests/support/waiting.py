@@ -84,7 +84,8 @@ def until_sync(
     return found
 
 
-# The site's own after-work, named once. (Imports inside: `tests.support.fixtures`, a
+# The site's own after-work, named once. (Imports inside:
+# `tests.support.plugins.fixtures`, a
 # plugin loaded before Django is set up, uses this module.)
 
 

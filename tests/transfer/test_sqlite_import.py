@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
-from tests.support.daphnes import ROOT, Daphne, frames_until, open_socket, send
+from tests.support.services.daphnes import ROOT, Daphne, frames_until, open_socket, send
 from tests.support.waiting import until
 from tests.transfer.conftest import open_webui_chats
 

@@ -19,7 +19,7 @@ import pytest
 from django.utils import translation
 
 from chat import work
-from tests.support.daphnes import ROOT
+from tests.support.services.daphnes import ROOT
 from tests.support.waiting import until, until_sync
 from tests.work import tasks
 from tests.work.watching import gone

@@ -15,7 +15,7 @@ from tests.accounts import oidc_server
 from tests.accounts.oidc_server import BROWSER_CLIENT_ID, CLIENT_SECRET, PASSWORD
 from tests.browser.chat_page import uses_up_the_quota_of_the_teams_model
 from tests.conftest import ARTIFACTS
-from tests.support.daphnes import Daphne, daphne_env
+from tests.support.services.daphnes import Daphne, daphne_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

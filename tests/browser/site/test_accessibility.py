@@ -15,7 +15,7 @@ import pytest
 from bench import tour
 from tests.browser.axe import clipped_focus_rings, describe, violations
 from tests.conftest import ARTIFACTS
-from tests.support.daphnes import Daphne, daphne_env
+from tests.support.services.daphnes import Daphne, daphne_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -21,7 +21,7 @@ from tests.support.communicators import (
     connect,
     frames_until,
 )
-from tests.support.daphnes import frames_until as process_frames_until
+from tests.support.services.daphnes import frames_until as process_frames_until
 from tests.support.threads import in_thread
 from tests.web.security.urlconf import PARAMETER, PUBLIC_SOCKET_PREFIXES, urls_for
 

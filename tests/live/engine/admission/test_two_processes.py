@@ -10,9 +10,9 @@ from asgiref.sync import sync_to_async
 
 from chat.models import Message
 from tests.live.engine.admission.queueing import on_database, request_of, slow_answers
-from tests.support.daphnes import frames_until as socket_frames_until
-from tests.support.daphnes import open_socket
-from tests.support.daphnes import send as socket_send
+from tests.support.services.daphnes import frames_until as socket_frames_until
+from tests.support.services.daphnes import open_socket
+from tests.support.services.daphnes import send as socket_send
 
 
 @pytest.fixture

@@ -26,9 +26,9 @@ from chat.live.protocol import frames as server_frames
 from chat.live.protocol.channel_events import conversation_group, generation_group
 from chat.models import Conversation, Message, SiteDefaults, turn_rows
 from chat.sockets.consumers import ChatConsumer
-from tests.support import redis_server
 from tests.support.communicators import connect, frames_until, send, text_of
-from tests.support.daphnes import (
+from tests.support.services import redis_server
+from tests.support.services.daphnes import (
     Daphne,
     daphne_env,
     free_port,
@@ -36,7 +36,7 @@ from tests.support.daphnes import (
     open_socket,
     start_all,
 )
-from tests.support.daphnes import send as ws_send
+from tests.support.services.daphnes import send as ws_send
 from tests.support.threads import in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -1,5 +1,6 @@
 """The production recipe, measured: Debian's nginx running `deploy/nginx.conf`
-(`tests/support/nginx.py`) in front of two Daphne processes. An answer must stream
+(`tests/support/services/nginx.py`) in front of two Daphne processes. An answer must
+stream
 through it as the model writes it; a proxy that buffers must be caught."""
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import pytest
 import websockets
 
 from chat.models import ApiKey
-from tests.support.daphnes import frames_until, free_port, send
-from tests.support.nginx import NGINX, Nginx, render
-from tests.support.processes import _in_ci
+from tests.support.services.daphnes import frames_until, free_port, send
+from tests.support.services.nginx import NGINX, Nginx, render
+from tests.support.services.processes import _in_ci
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -34,9 +34,17 @@ import websockets
 from django.conf import settings
 
 from chat.live.engine.checkpoints import ORPHAN_AFTER
-from tests.support import postgres, processes, servers
 from tests.support.communicators import text_of
-from tests.support.daphnes import ROOT, Daphne, daphne_env, open_socket, send, start_all
+from tests.support.plugins import servers
+from tests.support.services import postgres, processes
+from tests.support.services.daphnes import (
+    ROOT,
+    Daphne,
+    daphne_env,
+    open_socket,
+    send,
+    start_all,
+)
 from tests.support.waiting import until
 
 OUTAGE_SECONDS = ORPHAN_AFTER.total_seconds() + 3

@@ -12,7 +12,7 @@ import pytest
 
 from chat.models import Message
 from tests.support.communicators import text_of
-from tests.support.daphnes import frames_until, open_socket, send, until_joined
+from tests.support.services.daphnes import frames_until, open_socket, send, until_joined
 from tests.support.threads import in_thread
 
 pytestmark = [pytest.mark.django_db(transaction=True)]

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from chat.models import Message
-from tests.support.daphnes import frames_until, open_socket, send
+from tests.support.services.daphnes import frames_until, open_socket, send
 from tests.support.threads import in_thread
 
 pytestmark = [pytest.mark.django_db(transaction=True)]

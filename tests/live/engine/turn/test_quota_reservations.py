@@ -13,7 +13,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from chat.models import Conversation, Message, SiteDefaults, quotas
-from tests.support.daphnes import open_socket, send
+from tests.support.services.daphnes import open_socket, send
 from tests.support.waiting import until
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -1,5 +1,5 @@
 """What a test that runs past its timeout shows (a pytest plugin, loaded with
-``-p tests.support.timeouts``).
+``-p tests.support.plugins.timeouts``).
 
 pytest-timeout gives every test a timeout (``timeout`` in pyproject.toml, a
 ``@pytest.mark.timeout(seconds)`` per test, the per-marker defaults below).

@@ -1,4 +1,5 @@
-"""The live server (a pytest plugin, loaded with ``-p tests.support.live_server``):
+"""The live server (a pytest plugin, loaded with ``-p
+tests.support.plugins.live_server``):
 ``live_server_url`` (session), ``http://127.0.0.1:<port>`` of Daphne serving
 ``chatsite.asgi`` plus ``/static/`` on the test database, in a forked child.
 Tests using it need ``@pytest.mark.django_db(transaction=True)``: the server
@@ -21,7 +22,7 @@ from typing import Any
 import pytest
 from django.db import connections
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ARTIFACTS = ROOT / "test-artifacts"
 # One per pytest-xdist worker (live-daphne-gw0.log, ...): each has its own server.
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")

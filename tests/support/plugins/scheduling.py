@@ -12,7 +12,8 @@ each worker runs its units in the order it got them:
   (`tests/conftest.py`, `pytest_collection_modifyitems`): a worker only starts
   Playwright once it has been given every unit before the browser tests, so
   no async test runs on a worker after its Playwright started
-  (docs/testing.md, G8). A module with both kinds (`tests/support/test_servers.py`)
+  (docs/testing.md, G8). A module with both kinds
+  (`tests/support/plugins/test_servers.py`)
   is two units, one on each side of that line.
 * The tests of `tests/browser/` are a unit each (they share only session
   fixtures): the suite's last minutes split evenly between the workers

@@ -20,7 +20,7 @@ import httpx
 
 from tests.support.waiting import until_sync
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 NGINX = Path(os.environ.get("NGINX", "/usr/sbin/nginx"))
 SHIPPED = ROOT / "deploy" / "nginx.conf"
 START_TIMEOUT = 30.0  # seconds: a bound for a loaded machine, not a budget

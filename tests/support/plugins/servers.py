@@ -1,6 +1,7 @@
 """pytest plugin: a real PostgreSQL and a real Redis for the whole test session.
 
-Loaded with ``-p tests.support.servers`` (pyproject ``addopts``). Before pytest-django
+Loaded with ``-p tests.support.plugins.servers`` (pyproject ``addopts``). Before
+pytest-django
 imports the Django settings, it starts both servers on 127.0.0.1 and exports
 ``DATABASE_URL`` and ``REDIS_URL``; settings.py reads them at import time.
 
@@ -44,9 +45,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.support.postgres import _pg_candidates, start_postgres
-from tests.support.processes import Server, _in_ci
-from tests.support.redis_server import _redis_candidates, start_redis
+from tests.support.services.postgres import _pg_candidates, start_postgres
+from tests.support.services.processes import Server, _in_ci
+from tests.support.services.redis_server import _redis_candidates, start_redis
 
 SQLITE_ENV = "CHATSITE_TEST_DB"
 

@@ -1,4 +1,5 @@
-"""The suite's people (a pytest plugin, loaded with ``-p tests.support.personas``):
+"""The suite's people (a pytest plugin, loaded with ``-p
+tests.support.plugins.personas``):
 ``alice``, ``bob`` (users; ``admin_user``, a superuser, is tests/conftest.py's,
 as it replaces pytest-django's), their passwords in ``PASSWORDS``,
 ``alice_client``, ``bob_client`` (logged-in ``Client``); ``login(page, user)``

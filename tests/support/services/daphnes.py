@@ -24,7 +24,7 @@ from redis import asyncio as aioredis
 from chat.live.protocol.channel_events import conversation_group
 from tests.support.waiting import until
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 START_TIMEOUT = 120.0  # seconds
 
 
