@@ -7,7 +7,7 @@ import pytest
 from django.core.checks import run_checks
 from django.core.exceptions import ImproperlyConfigured
 
-SETTINGS_FILE = Path(__file__).resolve().parent.parent / "chatsite" / "settings.py"
+SETTINGS_FILE = Path(__file__).resolve().parents[2] / "chatsite" / "settings.py"
 TLS_ENV = (
     "TRUST_X_FORWARDED_PROTO",
     "HTTPS_ONLY",

@@ -10,7 +10,7 @@ from pathlib import Path
 from chat.live.protocol import frames
 from chatsite.serve import APPLICATION, daphne_argv
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_size_caps_are_added_unless_the_options_set_them():

@@ -1,0 +1,1 @@
+"""The project package: settings, serving, the environment (chatsite/)."""

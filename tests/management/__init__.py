@@ -1,0 +1,1 @@
+"""The management commands (chat/management/commands/)."""
