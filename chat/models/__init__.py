@@ -1,4 +1,23 @@
-"""The chat app's models, one module per subject."""
+"""The chat app's models, one module per subject, imported here so that
+Django finds them and the rest of chat imports them from one place.
+
+Flat on purpose, though it holds more than a dozen modules: the migrations
+name some of these modules by their path (`chat.models.profiles`,
+`chat.models.attachments`: callables of their fields), and a move would
+rewrite the migrations of every install. By subject:
+
+* conversations: `conversations`, `messages`, `history` (what is sent),
+  `effective` and `sampling` (settings as they apply), `versions`, `paging`,
+  `search`, `sidebar`, `folders`, and `turn_rows/` (a turn's rows, written
+  once the engine has placed it);
+* the model servers: `profiles`, `site` (the site's defaults), `admission`
+  (the fair queue's tickets), `compiled_queries` (the queries a turn runs
+  before the model is asked, compiled once);
+* files: `attachments`, `attachment_checks`, `attachment_prompts`;
+* people: `accounts`, `teams`, `group_rules`, `api_keys`, `audit`, `notices`;
+* usage: `quotas`, `quota_periods`;
+* sharing: `sharing`, `shared_messages`.
+"""
 
 from __future__ import annotations
 
