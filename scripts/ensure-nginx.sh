@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Make sure Debian's nginx is installed, for the test of the production recipe
-# (tests/test_nginx.py starts its own throwaway nginx with deploy/nginx.conf).
+# (tests/live/engine/processes/test_nginx.py starts its own throwaway nginx with deploy/nginx.conf).
 #
 # As root (or with password-less sudo) installs the package `nginx` with apt,
 # with service starts refused while it installs: the tests never use the

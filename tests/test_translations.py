@@ -1,6 +1,6 @@
 """The interface is whole in every language: each string the code marks has a
 finished Simplified Chinese translation, and no text is left unmarked in the
-templates, the JavaScript modules and the Python code (tests/support/i18n_lint.py)."""
+templates, the JavaScript modules and the Python code (tests/support/i18n_lint/)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ BIG_BODY = 50_000_000
 BOMB_UNPACKED = 72_000_000
 # chat/transfer/export.py: DOCUMENT_NAME (not imported: that needs Django).
 EXPORT_NAME = "chatsite-conversations.json"
-IMPORT_PATH = "/account/import/"  # chat/web/transfer_urls.py
+IMPORT_PATH = "/account/import/"  # chat/web/transfer/urls.py
 ATTACHMENTS_PATH = "/attachments/"  # chat/web/urls.py
 PDF_PAGES = 60
 PDF_OPERATORS = 10_000

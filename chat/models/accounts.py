@@ -237,7 +237,7 @@ class Invitation(models.Model):
         spent: all in one transaction, so a refusal or a failure at any step
         leaves neither an account nor a spent invitation. The row is locked
         first: of two people sending the same link at once, the second waits
-        and then finds it used (`tests/web/test_invitations.py`)."""
+        and then finds it used (`tests/web/teams/test_invitations.py`)."""
         with transaction.atomic():
             locked = Invitation.objects.select_for_update().get(pk=self.pk)
             refusal = locked.refusal()

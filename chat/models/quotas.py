@@ -293,7 +293,7 @@ def warnings(user: AbstractBaseUser, now: datetime | None = None) -> list[Limit]
     return [limit for limit in limits_for(user, now) if limit.fraction >= WARN_FRACTION]
 
 
-# --- A team's usage for its admins (the team page, chat.web.team_admin) ---
+# --- A team's usage for its admins (the team page, chat.web.teams.manage) ---
 
 
 @dataclass(frozen=True)

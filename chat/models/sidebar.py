@@ -191,7 +191,7 @@ def page(
 
 def sidebar_page(owner: Any, after: Cursor | None = None) -> SidebarPage:
     """One page of the date-grouped list (what the sidebar loads as it is
-    scrolled, `chat.web.sidebar.sidebar_page`)."""
+    scrolled, `chat.web.sidebar.views.sidebar_page`)."""
     return page(dated(owner), after)
 
 

@@ -91,7 +91,7 @@ class Team(models.Model):
             memberships__team=self, memberships__role=Membership.Role.ADMIN
         )
 
-    # --- The team page's changes (chat.web.team_admin), each audited ---
+    # --- The team page's changes (chat.web.teams.manage), each audited ---
 
     class Refused(Exception):
         """A change the team page refuses; `str(exc)` says why, for the person."""

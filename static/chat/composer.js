@@ -187,7 +187,7 @@ function followModelName() {
   });
 }
 
-// The question typed on the home page (chat/web/conversations.py, FIRST_QUESTION):
+// The question typed on the home page (chat/web/conversations/views.py, FIRST_QUESTION):
 // in the box at once, sent when the socket first opens, once per tab (a reload
 // before the server stored it shows it in the box again, unsent). Any refusal
 // leaves it in the box, like a question typed here.

@@ -1,5 +1,5 @@
 // The interface's words in the page's language (<html lang>, chosen by the
-// server: chat/web/languages.py). Strings come from Django's JavaScript catalog,
+// server: chat/web/account/languages.py). Strings come from Django's JavaScript catalog,
 // loaded by templates/_base.html before the modules; without it (a page that
 // does not load it) the English is shown as written. Mark every shown string
 // with gettext / ngettext (tests/test_translations.py finds unmarked ones and

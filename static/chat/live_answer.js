@@ -118,7 +118,7 @@ export class LiveAnswer {
   }
 
   // `tokens`: how many the delta holds (a frame says so when the server merged
-  // several, chat/live/frames.py).
+  // several, chat/live/protocol/frames.py).
   /**
    * @param {"thinking" | "content"} kind
    * @param {string} text

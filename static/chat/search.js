@@ -1,4 +1,4 @@
-// Search over one's conversations (chat/web/search.py): Ctrl+K (⌘K) or the
+// Search over one's conversations (chat/web/sidebar/search.py): Ctrl+K (⌘K) or the
 // sidebar's search box opens the dialog; typing asks the server (htmx, the
 // form's hx-sync drops a stale request); ↑ ↓ move through the results and
 // Enter opens one, at its message.

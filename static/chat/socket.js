@@ -1,6 +1,6 @@
 // The conversation page's one WebSocket: connecting, resuming what was streaming
 // and reconnecting, and the server frames it handles (the handlers table).
-// Protocol: README.md and chat/live/frames.py.
+// Protocol: README.md and chat/live/protocol/frames.py.
 
 import { CLOSE_FORBIDDEN, CLOSE_GONE, CLOSE_NOT_FOUND, CLOSE_SIGNED_OUT } from "./close_codes.js";
 import {
@@ -37,7 +37,7 @@ const CLOSED_BECAUSE = {
 };
 
 /**
- * A stored message as the server sends it (chat/live/frames.py).
+ * A stored message as the server sends it (chat/live/protocol/frames.py).
  * @typedef {object} Message
  * @property {number} id
  * @property {string} dom_id

@@ -4,7 +4,7 @@
 // answers and their frames), socket.js (the WebSocket and the server frames'
 // handlers), composer.js (composer and message actions), attachments.js (the
 // composer's files), clipboard.js, close_codes.js, markdown.js. Protocol:
-// README.md and chat/live/frames.py.
+// README.md and chat/live/protocol/frames.py.
 
 import { wireList, wireOwner } from "./composer.js";
 import { liveFor, requestFrame, showMessage, watchScrolling } from "./live_answer.js";
@@ -42,7 +42,7 @@ function start() {
     setBusy(true);
   }
   const target = chat.dataset.targetMessage && document.getElementById(`message-${chat.dataset.targetMessage}`);
-  if (target) showMessage(target); // a search hit (chat/web/search.py)
+  if (target) showMessage(target); // a search hit (chat/web/sidebar/search.py)
   else list.scrollTop = list.scrollHeight;
   requestFrame(); // render a checkpointed answer as markdown (in view once laid out: `follower`)
   // Ready to type, except on touch screens, where that would open the keyboard.

@@ -78,7 +78,7 @@ ModelState = Literal["loading", "ready", "error"]
 
 
 class AttachmentPayload(TypedDict):
-    """A file sent with a question (`chat.models.AttachmentView`)."""
+    """A file sent with a question (`chat.models.attachments.AttachmentView`)."""
 
     id: str
     name: str

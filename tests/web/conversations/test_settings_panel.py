@@ -1,4 +1,4 @@
-"""The conversation settings panel (chat.web.conversations.conversation_settings,
+"""The conversation settings panel (chat.web.conversations.views.conversation_settings,
 SettingsForm) and where each effective setting comes from."""
 
 from __future__ import annotations
