@@ -119,7 +119,10 @@ def test_record_times_logs_a_timestamp_per_token(
     assert len(times) == 38
     assert times == sorted(times)
     assert started <= times[0] <= times[-1] <= time.time()
-    assert times[-1] - times[0] >= 0.9 * 37 / 200
+    # Paced on a schedule from the stream's start: no token before its time.
+    # (A late first token is followed by the others catching up, so the
+    # first-to-last span may be shorter on a busy machine.)
+    assert times[-1] - started >= 0.9 * 37 / 200
 
 
 def test_think_false_gives_no_thinking(
