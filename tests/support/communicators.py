@@ -123,3 +123,17 @@ async def send(communicator, content: str = "Hello there") -> None:
 
 async def answer_of(conversation) -> Message:
     return await conversation.messages.filter(role="assistant").alast()
+
+
+async def assert_failed_with(
+    conversation, frames: list[dict], final: dict, code: str, question: str
+) -> None:
+    """The answer ended in the error `code`, told (with a detail) and stored,
+    and the question `question` kept: what a failed model server leaves."""
+    error = next(f for f in frames if f["type"] == "error")
+    assert error["code"] == code and error["detail"]
+    assert frames[-1]["status"] == "error"
+    assert final["message"]["error_code"] == code
+    assert await conversation.messages.filter(role="user", content=question).aexists()
+    answer = await answer_of(conversation)
+    assert answer.status == Message.Status.ERROR and answer.error_detail

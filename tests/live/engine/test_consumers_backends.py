@@ -8,7 +8,14 @@ import pytest
 
 from chat.live.engine.turn import early
 from chat.models import Message, ModelProfile
-from tests.support.communicators import answer_of, connect, frames_until, send, text_of
+from tests.support.communicators import (
+    answer_of,
+    assert_failed_with,
+    connect,
+    frames_until,
+    send,
+    text_of,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -177,15 +184,7 @@ async def test_failures_before_the_answer_keep_the_question(
         setattr(simulator.config, name, value)
     frames, final = await converse(alice, conversation, "still here?")
 
-    error = next(f for f in frames if f["type"] == "error")
-    assert error["code"] == code and error["detail"]
-    assert frames[-1]["status"] == "error"
-    assert final["message"]["error_code"] == code
-    assert await conversation.messages.filter(
-        role="user", content="still here?"
-    ).aexists()
-    answer = await answer_of(conversation)
-    assert answer.status == Message.Status.ERROR and answer.error_detail
+    await assert_failed_with(conversation, frames, final, code, "still here?")
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,14 @@ import json
 import pytest
 
 from chat.models import Message
-from tests.support.communicators import answer_of, connect, frames_until, send, text_of
+from tests.support.communicators import (
+    answer_of,
+    assert_failed_with,
+    connect,
+    frames_until,
+    send,
+    text_of,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -110,15 +117,7 @@ async def test_model_server_failures_are_reported_and_the_question_kept(
     final = await communicator.receive_json_from(timeout=5)
     await communicator.disconnect()
 
-    error = next(f for f in frames if f["type"] == "error")
-    assert error["code"] == code and error["detail"]
-    assert frames[-1]["status"] == "error"
-    assert final["message"]["error_code"] == code
-    assert await conversation.messages.filter(
-        role="user", content="still here?"
-    ).aexists()
-    answer = await answer_of(conversation)
-    assert answer.status == Message.Status.ERROR and answer.error_detail
+    await assert_failed_with(conversation, frames, final, code, "still here?")
 
 
 @pytest.mark.parametrize(
