@@ -48,8 +48,8 @@ from chat.transfer.incoming import (
 )
 
 # A batch: a transaction of its own, its rows in a few bulk queries. Small:
-# each of another user's database calls may wait for one batch (they share
-# the process's database thread, and SQLite's one write lock). On a loaded
+# on SQLite each of another user's database calls may wait for one batch
+# (they share the process's database thread, and SQLite's one write lock). On a loaded
 # 2-core machine 50 conversations of ten messages took 210 ms a batch, and a
 # question asked meanwhile up to 4 s; 10 take 50 ms, the question up to 1.3 s
 # and the whole import no longer (tests/transfer/test_sqlite_import.py).
@@ -79,8 +79,8 @@ class Import:
     runs: `read` (the file, no database) and then `step` until it returns
     False (a batch each, in a transaction of its own); `undo` if it does not
     finish (an exception, a requester gone). `chat.web.transfer.views` runs the
-    steps one by one in the thread that runs the process's database calls,
-    so others' calls go between them."""
+    steps one by one, on SQLite in the thread that runs the sockets'
+    database calls, so others' calls go between them (its `_storing`)."""
 
     def __init__(self, owner: Any, path: str, *, limit: int | None = None) -> None:
         self.owner, self.path = owner, path

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import SyncToAsync, sync_to_async
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.files.uploadedfile import TemporaryUploadedFile
+from django.db import connection
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
@@ -79,9 +81,8 @@ async def import_conversations(request: HttpRequest) -> HttpResponse:
 
     Async: the form is read in a worker thread of its own and the file in a
     worker process under a budget (`chat.transfer.imports`, `chat.work`);
-    only the storing uses the one thread that runs every sync view and
-    database call of the process (the sockets' too), a batch per transaction
-    and a call each, so others' calls go between. When the requester goes
+    then it is stored a batch per transaction and a call each, where
+    `_storing` says, so others' calls go between. When the requester goes
     away, the import stops after its current batch and removes what it
     stored."""
     user = await request.auser()
@@ -95,24 +96,47 @@ async def import_conversations(request: HttpRequest) -> HttpResponse:
     job = Import(user, received.temporary_file_path())
     try:
         # The file read in a worker process (killed if this is cancelled);
-        # then a batch per call in the thread of every sync view and database
-        # call, so theirs go between.
+        # then a batch per call, so others' calls go between.
         await job.aread()
-        while await sync_to_async(job.step)():
+        while await _storing(job.step)():
             pass
     except ImportRefused as refusal:
-        await sync_to_async(job.undo)()
+        await _storing(job.undo)()
         error = _("%(reason)s Nothing was imported.") % {"reason": refusal}
         return await sync_to_async(_result)(request, error=error, status=422)
     except BaseException:
         # Cancelled (the requester went away) or failed: after the batch
         # under way, what was stored is removed.
-        await asyncio.shield(sync_to_async(job.undo)())
+        await asyncio.shield(_storing(job.undo)())
         raise
     finally:
         job.close()
         received.close()
     return await sync_to_async(_result)(request, summary=job.summary)
+
+
+_T = TypeVar("_T")
+
+
+def _storing(call: Callable[[], _T]) -> Callable[[], Awaitable[_T]]:
+    """`call` (a batch of the import, or its undoing) as a coroutine run in
+    the right thread for the database.
+
+    SQLite has one write lock per file. Django runs an async view's
+    thread-sensitive calls in a thread of the request's own, not in the one
+    thread (asgiref's `single_thread_executor`) where Channels runs every
+    socket's database calls; a socket's write then waited for the lock in
+    SQLite's busy handler, which polls up to 100 ms apart and lost to the
+    import's back-to-back batches for seconds (another user's question
+    waited 2.8 s, 80 batches: tests/transfer/test_sqlite_import.py). In that
+    one thread the calls queue in order: each of theirs waits for one batch
+    at most. PostgreSQL locks rows, not the database: there the request's
+    own thread, so theirs never wait for a batch at all."""
+    if connection.vendor == "sqlite":
+        return sync_to_async(
+            call, thread_sensitive=False, executor=SyncToAsync.single_thread_executor
+        )
+    return sync_to_async(call)
 
 
 def _received(
