@@ -64,6 +64,10 @@ MAY_IMPORT: dict[str, dict[str, str]] = {
     "chat.simulator": {},  # a model server of our own (demo, tests)
     "chat.work": {},  # worker processes: their readers named, not imported
     "chat.files": {"chat.work": "uploads are read in the worker processes"},
+    "chat.tools": {
+        "chat.models": "the tool servers, who may use them, users' credentials",
+        "chat.work": "a fetched page's text is extracted in a worker process",
+    },
     "chat.transfer": {
         "chat.models": "exports and imports conversations",
         "chat.work": "an import's file is read in a worker process",
@@ -73,6 +77,7 @@ MAY_IMPORT: dict[str, dict[str, str]] = {
         "chat.models": "the engine stores the turns and their answers",
         "chat.upstream": "and asks the model servers",
         "chat.rendering": "and renders an answer once finished",
+        "chat.tools": "and runs the tools the model calls",
     },
     "chat.sockets": {
         "chat.http": "Daphne's connection frames a socket's text (text_sender)",
@@ -241,7 +246,7 @@ def test_the_engine_never_imports_the_sockets_and_the_sockets_never_the_pages() 
     }
     assert layer_violations(graph) == [
         "chat.live.runner imports chat.sockets.feed: chat.live may import only "
-        "chat.models, chat.upstream, chat.rendering",
+        "chat.models, chat.upstream, chat.rendering, chat.tools",
         "chat.sockets.feed imports chat.web.sharing: chat.sockets may import only "
         "chat.http, chat.live, chat.models, chat.upstream, chat.rendering",
     ]

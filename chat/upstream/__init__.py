@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chat.upstream.events import Delta, Event, Finished, UpstreamError
+from chat.upstream.events import Delta, Event, Finished, ToolCallDelta, UpstreamError
 from chat.upstream.ollama import ModelFacts, OllamaClient, model_facts
 from chat.upstream.openai import OpenAIClient, ThinkingControl
 from chat.upstream.pool import ClientPool, thinking_control
@@ -16,6 +16,7 @@ __all__ = [
     "OllamaClient",
     "OpenAIClient",
     "ThinkingControl",
+    "ToolCallDelta",
     "UpstreamError",
     "model_facts",
     "thinking_control",

@@ -1,9 +1,10 @@
 """What every model-server client yields and raises, whatever the wire format.
 
-A client yields lists of `Event`s (`Delta` pieces of thinking or answer text, then
-one `Finished`) and raises `UpstreamError` for every failure. The error helpers
-below turn HTTP statuses and httpx exceptions into those errors; they are shared
-by every backend so that the same fault reads the same to the user.
+A client yields lists of `Event`s (`Delta` pieces of thinking or answer text,
+`ToolCallDelta` pieces of the tool calls the model writes, then one
+`Finished`) and raises `UpstreamError` for every failure. The error helpers
+below turn HTTP statuses and httpx exceptions into those errors; they are
+shared by every backend so that the same fault reads the same to the user.
 """
 
 from __future__ import annotations
@@ -62,7 +63,23 @@ class Finished:
     total_ms: float | None = None
 
 
-Event = Delta | Finished
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A piece of a tool call the model is writing, in either dialect (Ollama's
+    `message.tool_calls`, OpenAI's streamed `delta.tool_calls`, Qwen3's inline
+    `<tool_call>` tags). `index` orders the calls of one model reply; the first
+    piece of a call carries its `name` and `id` (the server's, or one made up
+    when it gave none); `arguments` is the next piece of the call's arguments
+    as JSON text (a server that sends a call whole sends it in one piece). A
+    reply that asks for tools ends with `Finished(done_reason="tool_calls")`."""
+
+    index: int
+    id: str = ""
+    name: str = ""
+    arguments: str = ""
+
+
+Event = Delta | ToolCallDelta | Finished
 
 
 class UpstreamError(Exception):

@@ -238,6 +238,8 @@ class Generation:
             if isinstance(event, Finished):
                 self.finished = event
                 continue
+            if not isinstance(event, Delta):
+                continue  # a tool call: only asked for where tools are offered
             self._record(event)
             frame = frames.delta(event.kind, self.message_id, event.text)
             if out and out[-1]["type"] == event.kind:
