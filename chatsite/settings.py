@@ -151,6 +151,15 @@ TRANSFER_IMPORT_MAX_BYTES = env_int(
     "TRANSFER_IMPORT_MAX_BYTES", 200 * 1024 * 1024, minimum=1024
 )
 TRANSFER_EXPORT_CHUNK = env_int("TRANSFER_EXPORT_CHUNK", 200, minimum=1)
+# Tools (chat.tools, the turn's loop in chat.live.engine.turn.tools): model
+# calls of one turn that may ask for tools (then one more without), the
+# seconds one call may run, and the characters of its result the model gets.
+TOOLS_MAX_ROUNDS = env_int("TOOLS_MAX_ROUNDS", 8, minimum=1)
+TOOL_CALL_TIMEOUT = env_int("TOOL_CALL_TIMEOUT", 60, minimum=1)
+TOOL_RESULT_MAX_CHARS = env_int("TOOL_RESULT_MAX_CHARS", 20000, minimum=100)
+# The modules whose import registers a source of tools
+# (`chat.tools.toolbox.register`).
+TOOL_SOURCE_MODULES = env_list("TOOL_SOURCE_MODULES", [])
 # Reading an import (chat.transfer.detect, in a chat.work process): the wall
 # time and the memory (on top of the worker's own) it may take. The file is
 # read a conversation at a time, so the memory is about its largest one.

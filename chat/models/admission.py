@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
-from django.db.models import F, Q, QuerySet
+from django.db.models import ExpressionWrapper, F, Q, QuerySet
 from django.utils.translation import gettext_lazy
 
 from chat.models import compiled_queries
@@ -59,6 +59,11 @@ class Ticket(models.Model):
     created_at = models.DateTimeField(
         auto_now_add=True, verbose_name=gettext_lazy("created at")
     )
+    # Its answer runs a tool: it gave its slot back and is out of line until
+    # the tool is done (`chat.live.engine.admission.give_back`) ...
+    paused = models.BooleanField(default=False, verbose_name=gettext_lazy("paused"))
+    # ... then it waits again, ahead of the answers that have not begun.
+    priority = models.BooleanField(default=False, verbose_name=gettext_lazy("priority"))
 
     class Meta:
         verbose_name = gettext_lazy("ticket")
@@ -74,12 +79,24 @@ def _tickets(_: int) -> QuerySet[Any, Any]:
     """The running and waiting tickets, and in the same trip the last
     admission's (its number is the next one's start), running or not."""
     last = Ticket.objects.order_by(F("served").desc(nulls_last=True))[:1]
+    # A paused ticket (its answer runs a tool) is out of line: not live.
+    streaming = Q(message__status=Message.Status.STREAMING, paused=False)
+    live = ExpressionWrapper(streaming, output_field=models.BooleanField())
     return (
         Ticket.objects.filter(
             Q(message__status=Message.Status.STREAMING) | Q(pk__in=last.values("pk"))
         )
-        .annotate(live=Q(message__status=Message.Status.STREAMING))
-        .values_list("message_id", "user_id", "profile_id", "served", "live")
+        .annotate(live=live)
+        .values_list(
+            # Its fields first, then the annotation (`compiled_queries` reads
+            # a model's columns as one run).
+            "message_id",
+            "user_id",
+            "profile_id",
+            "served",
+            "priority",
+            "live",
+        )
     )
 
 

@@ -1,6 +1,6 @@
 """The audit log: who signed in (or failed to), who invited whom, who
-changed whose role or access and who exported whose conversations, with the
-time and the client's address. Listed for staff; written by
+changed whose role or access, who exported whose conversations and which tools
+ran for whom, with the time and the client's address. Listed for staff; written by
 `AuditEvent.record` only, never edited."""
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ class AuditEvent(models.Model):
         API_KEY_REVOKED = "api_key_revoked", _("API key revoked")
         # Staff took a copy of a user's conversations (chat.web.transfer).
         DATA_EXPORTED = "data_exported", _("Conversations exported")
+        # The model called a tool in a user's answer (chat.live.engine.turn.tools).
+        TOOL_CALL = "tool_call", _("Tool called")
 
     at = models.DateTimeField(auto_now_add=True, db_index=True, verbose_name=_("at"))
     kind = models.CharField(max_length=20, choices=Kind, verbose_name=_("kind"))

@@ -207,6 +207,23 @@ class Message(models.Model):
         null=True, verbose_name=gettext_lazy("prompt chars")
     )  # calibrates the estimate
 
+    # A turn of several steps (tools, `chat.live.engine.turn.steps`): its
+    # parts in order, {"kind": "thinking"|"content", "text"} and {"kind":
+    # "tool", "id", "name", ...}; empty for an answer of one model call, whose
+    # `content` and `thinking` say it all. Those two stay the joined text of
+    # every step (search, export, history).
+    steps = models.JSONField(
+        default=list, blank=True, verbose_name=gettext_lazy("steps")
+    )
+    # The model calls the turn made (one, plus one per round of tool calls):
+    # the quotas count each (`chat.models.quotas`).
+    model_calls = models.PositiveSmallIntegerField(
+        default=1, verbose_name=gettext_lazy("model calls")
+    )
+    # Time spent running tools (and waiting for their approval), apart from the
+    # model's; None when no tool ran.
+    tool_ms = models.FloatField(null=True, verbose_name=gettext_lazy("tool ms"))
+
     # Where the question came from: the chat page, or the API with a key.
     source = models.CharField(
         max_length=4,
@@ -383,6 +400,8 @@ class Message(models.Model):
             "decode_tps": self.decode_tps,
             "done_reason": self.done_reason,
             "replaced_chars": self.replaced_chars,
+            "model_calls": self.model_calls,
+            "tool_ms": self.tool_ms,
         }
 
 

@@ -2,7 +2,8 @@
 site's limit, each of their teams' member limit) and each team as a whole.
 
 Usage is counted from the stored answers (the rows every process writes), so
-every process sees the same figures; an answer counts from when it was asked,
+every process sees the same figures; an answer counts as many answers as it
+made model calls (a turn with tools makes one per round), from when it was asked,
 whatever its end, except one refused or failed before its first word. Its
 tokens are the server's own count when it sent one, else the estimate the
 throughput page uses (characters of answer and thinking over four).
@@ -173,8 +174,10 @@ def members_answers(team: Team, start: datetime, end: datetime) -> Any:
 
 
 def _used(answers: Any) -> tuple[int, int]:
+    # An answer with tools counts each of its model calls (`model_calls`).
     totals = answers.aggregate(
-        answers=Coalesce(Sum(Value(1)), 0), tokens=Coalesce(Sum(answer_tokens()), 0.0)
+        answers=Coalesce(Sum("model_calls"), 0),
+        tokens=Coalesce(Sum(answer_tokens()), 0.0),
     )
     return int(totals["answers"]), int(round(totals["tokens"]))
 
@@ -335,7 +338,7 @@ def team_usage(team: Team, now: datetime | None = None) -> TeamUsage:
     per_owner = {
         row["conversation__owner_id"]: row
         for row in answered.values("conversation__owner_id").annotate(
-            answers=Coalesce(Sum(Value(1)), 0), tokens=Sum(answer_tokens())
+            answers=Coalesce(Sum("model_calls"), 0), tokens=Sum(answer_tokens())
         )
     }
     members = []

@@ -80,6 +80,11 @@ class ShareLink(models.Model):
     include_thinking = models.BooleanField(
         default=False, verbose_name=_("include thinking")
     )
+    # Whether viewers see what the tools gave (a turn's tool calls are shown
+    # either way: `chat.live.protocol.share_frames`).
+    include_tool_results = models.BooleanField(
+        default=True, verbose_name=_("include tool results")
+    )
     # Whether viewers may open the files attached to the shared questions.
     include_attachments = models.BooleanField(
         default=True, verbose_name=_("include attachments")

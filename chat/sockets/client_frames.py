@@ -22,6 +22,9 @@ Client -> server:
                                                its files)
   {"type": "preload"}          the user opened the conversation or started typing:
                                load its model now (at most once a minute per model)
+  {"type": "approve", "message_id": N, "call_id": "...", "allow": bool}
+                               the user's answer to a tool call awaiting approval
+                               (`tool_run` with state "awaiting_approval")
 """
 
 from __future__ import annotations
@@ -80,8 +83,21 @@ class PreloadFrame(TypedDict):
     type: Literal["preload"]
 
 
+class ApproveFrame(TypedDict):
+    type: Literal["approve"]
+    message_id: int
+    call_id: str
+    allow: bool
+
+
 ClientFrame = (
-    SendFrame | StopFrame | ResumeFrame | RegenerateFrame | EditFrame | PreloadFrame
+    SendFrame
+    | StopFrame
+    | ResumeFrame
+    | RegenerateFrame
+    | EditFrame
+    | PreloadFrame
+    | ApproveFrame
 )
 
 
@@ -112,6 +128,19 @@ def parse(text: str | None) -> ClientFrame:
             message_id=_non_negative_int(data, "message_id"),
             offset=_non_negative_int(data, "offset"),
             thinking_offset=_non_negative_int(data, "thinking_offset", default=0),
+        )
+    if kind == "approve":
+        call_id = data.get("call_id")
+        allow = data.get("allow")
+        if not isinstance(call_id, str) or not call_id or len(call_id) > 200:
+            raise FrameError("bad_frame", _("call_id must be a non-empty string."))
+        if not isinstance(allow, bool):
+            raise FrameError("bad_frame", _("allow must be true or false."))
+        return ApproveFrame(
+            type="approve",
+            message_id=_non_negative_int(data, "message_id"),
+            call_id=call_id,
+            allow=allow,
         )
     if kind == "regenerate":
         regenerate = RegenerateFrame(type="regenerate")

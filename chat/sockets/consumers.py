@@ -85,6 +85,13 @@ class ChatConsumer(SessionBound, LiveSocket):
                     frame["truncate_documents"],
                 )
             )
+        elif frame["type"] == "approve":
+            control.approve(
+                self.conversation_id,
+                frame["message_id"],
+                frame["call_id"],
+                allow=frame["allow"],
+            )
         elif frame["type"] == "preload":
             next_model = database_sync_to_async(Conversation.next_model)
             profile = await next_model(self.conversation_id)

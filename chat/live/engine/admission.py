@@ -67,7 +67,8 @@ class Entry:
     user_id: int
     profile_id: int
     served: int | None  # its admission's number; None while waiting
-    live: bool = True  # its answer is still streaming
+    live: bool = True  # its answer is still streaming (and runs no tool)
+    priority: bool = False  # back from a tool run: goes first
 
 
 @dataclass(frozen=True)
@@ -86,9 +87,13 @@ def fair_order(entries: list[Entry]) -> list[Entry]:
     running tickets too: they say when each user was last served."""
     last: dict[int, int] = {}
     queues: dict[int, list[Entry]] = {}
+    # Back from a tool run (`chat.live.engine.turn.slots`): first, in order.
+    back: list[Entry] = []
     for entry in entries:
         if entry.served is not None:
             last[entry.user_id] = max(last.get(entry.user_id, 0), entry.served)
+        elif entry.live and entry.priority:
+            back.append(entry)
         elif entry.live:
             queues.setdefault(entry.user_id, []).append(entry)
     turn = max(last.values(), default=0)
@@ -97,7 +102,7 @@ def fair_order(entries: list[Entry]) -> list[Entry]:
         (last.get(user, 0), queue[0].message_id, user) for user, queue in queues.items()
     ]
     heapq.heapify(heap)
-    order: list[Entry] = []
+    order: list[Entry] = back
     while heap:
         _, _, user = heapq.heappop(heap)
         queue = queues[user]
@@ -154,7 +159,7 @@ def _decide(
     if line is None:
         line, _ = Line.read()
     site = line.site
-    tickets = [Entry(*row) for row in line.tickets]
+    tickets = [Entry(m, u, p, s, live, back) for m, u, p, s, back, live in line.tickets]
     turn = max((e.served or 0 for e in tickets), default=0)
     # In the order they asked: answers' ids grow.
     entries = sorted(

@@ -60,7 +60,9 @@ CHECKPOINT_SECONDS = 1.0
 ORPHAN_AFTER = Message.ORPHAN_AFTER
 SWEEP_SECONDS = 5.0
 
-Row = tuple[int, str | None, str | None]
+# (message id, content, thinking, steps): no text for a heartbeat; steps
+# (`Message.steps`) only for a turn with tools.
+Row = tuple[int, str | None, str | None, list[dict[str, Any]] | None]
 
 
 async def run(
@@ -103,14 +105,18 @@ async def save(generations: Iterable[Generation]) -> None:
     heartbeat (the time alone) for the others."""
     # An answer asked for before its row was written has no id yet (its turn
     # is being stored, `chat.live.engine.turn.beginning`): nothing to save of it.
-    batch = [(g, g.lengths()) for g in generations if g.message.pk is not None]
+    batch = [
+        (g, g.lengths(), g.steps_version())
+        for g in generations
+        if g.message.pk is not None
+    ]
     if not batch:
         return
-    rows = [
-        (g.message_id, None, None)
-        if seen == g.checkpointed
-        else (g.message_id, g.content_text(), g.thinking_text())
-        for g, seen in batch
+    rows: list[Row] = [
+        (g.message_id, None, None, None)
+        if seen == g.checkpointed and version == g.checkpointed_steps
+        else (g.message_id, g.content_text(), g.thinking_text(), g.step_parts())
+        for g, seen, version in batch
     ]
     try:
         failed = await _checkpoint(rows)
@@ -118,9 +124,9 @@ async def save(generations: Iterable[Generation]) -> None:
         # The database may be briefly away: the next round retries.
         logger.warning("checkpoint of %d answers failed", len(rows), exc_info=True)
         return
-    for g, seen in batch:
+    for g, seen, version in batch:
         if g.message_id not in failed:
-            g.checkpointed = seen
+            g.checkpointed, g.checkpointed_steps = seen, version
 
 
 async def sweep(
@@ -221,10 +227,10 @@ def _checkpoint(rows: Sequence[Row]) -> set[int]:
         failed: set[int] = set()
         errors: list[Exception] = []
         written = 0
-        for message_id, content, thinking in rows:
-            attempts = [(message_id, content, thinking)]
+        for message_id, content, thinking, steps in rows:
+            attempts: list[Row] = [(message_id, content, thinking, steps)]
             if content is not None:
-                attempts.append((message_id, None, None))  # its heartbeat, at least
+                attempts.append((message_id, None, None, None))  # its heartbeat
             for attempt in attempts:
                 try:
                     with transaction.atomic(using=using):
@@ -254,14 +260,29 @@ def _write_checkpoint(cursor: Any, rows: Sequence[Row], stamp: Any) -> None:
     streaming = Message.Status.STREAMING.value
     texts = [
         (content, thinking, stamp, message_id, streaming)
-        for message_id, content, thinking in rows
-        if content is not None
+        for message_id, content, thinking, steps in rows
+        if content is not None and steps is None
     ]
     beats = [
         (stamp, message_id, streaming)
-        for message_id, content, _ in rows
+        for message_id, content, _, _ in rows
         if content is None
     ]
+    # A turn with tools: its steps too, as the JSON field stores them.
+    field = Message._meta.get_field("steps")
+    with_steps = [
+        (content, thinking, field.get_db_prep_save(steps, connection), stamp)
+        + (message_id, streaming)
+        for message_id, content, thinking, steps in rows
+        if content is not None and steps is not None
+    ]
+    if with_steps:
+        cursor.executemany(
+            f"UPDATE {table} SET {column('content')} = %s, "
+            f"{column('thinking')} = %s, {column('steps')} = %s, "
+            f"{column('updated_at')} = %s {where}",
+            with_steps,
+        )
     if texts:
         cursor.executemany(
             f"UPDATE {table} SET {column('content')} = %s, "

@@ -28,6 +28,19 @@ async def request_stop(conversation_id: int) -> None:
         await remote.ask_stop(loop_state.current().layer, conversation_id)
 
 
+def approve(
+    conversation_id: int, message_id: int, call_id: str, *, allow: bool
+) -> bool:
+    """The user's answer to a tool call of the conversation's answer awaiting
+    approval (`chat.live.engine.turn.tools`). Only for an answer this process
+    runs; False when no such call waits here."""
+    generation = runner.generation(conversation_id)
+    if generation is None or generation.message_id != message_id:
+        return False
+    steps = generation.steps
+    return steps is not None and steps.decide(call_id, allow)
+
+
 async def request_resume(
     conversation_id: int, message_id: int, offsets: tuple[int, int], reply_to: str
 ) -> None:

@@ -93,6 +93,9 @@ async def save(
     message = generation.message
     message.content = generation.content_text()
     message.thinking = generation.thinking_text()
+    steps = generation.step_parts()
+    if steps is not None:
+        message.steps = steps
     message.status = status
     if error is not None:
         message.error_code, message.error_detail = error.code, error.detail

@@ -21,9 +21,10 @@ from typing import Any, Protocol
 from django.utils.translation import gettext as _
 
 from chat.live.engine.processes import fanout
+from chat.live.engine.turn.steps import Replay, Steps
 from chat.live.protocol import frames
 from chat.models import Message
-from chat.upstream import Delta, Event, Finished, UpstreamError
+from chat.upstream import Delta, Event, Finished, ToolCallDelta, UpstreamError
 
 logger = logging.getLogger(__name__)
 
@@ -68,8 +69,10 @@ class Generation:
     first_answer_at: float | None = None
     finished: Finished | None = None
     task: asyncio.Task[None] | None = None
-    # (thinking_len, content_len) at the last checkpoint.
+    # (thinking_len, content_len) at the last checkpoint, and the steps'
+    # version (`steps_version`).
     checkpointed: tuple[int, int] = (0, 0)
+    checkpointed_steps: int = 0
     # The final frames, once stored: a socket resuming after that gets them.
     closing: list[frames.ServerFrame] | None = None
     # The request's options (the conversation's on top of the profile's).
@@ -88,6 +91,9 @@ class Generation:
     # Why its turn was not committed, when the model server was asked before
     # the commit (`Runner.start`, `stored`): the answer is then dropped unsaved.
     unstored: BaseException | None = None
+    # A turn with tools: its steps (`chat.live.engine.turn.steps`); None for
+    # an answer of one model call, whose paths stay as they were.
+    steps: Steps | None = None
 
     @property
     def message_id(self) -> int:
@@ -107,6 +113,16 @@ class Generation:
     def lengths(self) -> tuple[int, int]:
         """(thinking, content) written so far, in code points."""
         return (self.thinking_len, self.content_len)
+
+    def steps_version(self) -> int:
+        """Grows with each change of a turn's steps (0: an answer without)."""
+        return 0 if self.steps is None else self.steps.version
+
+    def step_parts(self) -> list[dict[str, Any]] | None:
+        """A turn with tools' steps as stored (`Message.steps`); else None."""
+        if self.steps is None:
+            return None
+        return self.steps.parts(self.tail, self.lengths())
 
     def content_text(self) -> str:
         return "".join(self.content)
@@ -206,6 +222,9 @@ class Generation:
         queued = self.queued_frame()
         if queued is not None:
             await sink.send_frame(queued)
+        if self.steps is not None:
+            await self._catch_up_steps(sink, offset, thinking_offset)
+            return
         # Catch up until nothing new arrived during our own sends; attaching right
         # after that check (no await in between) leaves no gap and no overlap.
         # Each send stops at `seen`: content arriving while the thinking is sent
@@ -223,6 +242,11 @@ class Generation:
                 offset = seen[1]
             if self.lengths() == seen:
                 break
+        await self._caught_up(sink)
+
+    async def _caught_up(self, sink: Sink) -> None:
+        """Attach `sink` (no await since the last check for new text), or send
+        it the final frames if the answer ended during the catch-up's sends."""
         if self.closing is not None:
             # It ended during our sends: its final frames went out without us.
             for frame in self.closing:
@@ -230,19 +254,42 @@ class Generation:
             return
         self._attached.add(sink)
 
-    def apply(self, events: Iterable[Event]) -> list[frames.DeltaFrame]:
+    async def _catch_up_steps(
+        self, sink: Sink, offset: int, thinking_offset: int
+    ) -> None:
+        """`_catch_up` for a turn with tools: the text and the steps, in the
+        order they came (`chat.live.engine.turn.steps.Replay`), pass after
+        pass until nothing new came during the sends; then attached."""
+        assert self.steps is not None
+        replay = Replay(self.steps, thinking_offset, offset)
+        while True:
+            seen = (self.lengths(), self.steps.version)
+            for frame in replay.frames(self.message_id, self.tail, seen[0]):
+                await sink.send_frame(frame)
+            if (self.lengths(), self.steps.version) == seen:
+                break
+        await self._caught_up(sink)
+
+    def apply(self, events: Iterable[Event]) -> list[frames.ServerFrame]:
         """Record one network read's events; return its frames, deltas of the same
         kind merged, in arrival order."""
-        out: list[frames.DeltaFrame] = []
+        out: list[frames.ServerFrame] = []
         for event in events:
             if isinstance(event, Finished):
                 self.finished = event
                 continue
             if not isinstance(event, Delta):
-                continue  # a tool call: only asked for where tools are offered
+                if isinstance(event, ToolCallDelta) and self.steps is not None:
+                    if self.first_token_at is None:
+                        self.first_token_at = time.perf_counter()
+                    at = self.lengths()
+                    out.extend(self.steps.on_delta(event, self.message_id, at))
+                continue  # a tool call where none was offered: ignored
             self._record(event)
             frame = frames.delta(event.kind, self.message_id, event.text)
             if out and out[-1]["type"] == event.kind:
+                # The last frame is a delta of this kind (a step frame
+                # never has a delta's type).
                 out[-1] = frames.merged(out[-1], frame)
             else:
                 out.append(frame)
@@ -292,4 +339,6 @@ class Generation:
             )
         if values.get("load_ms") is None and self.load_ms is not None:
             values["load_ms"] = self.load_ms
+        if self.steps is not None:
+            values.update(self.steps.totals(self.finished))
         return values

@@ -1,8 +1,9 @@
 """The hot path: each network read from the model server becomes at most one frame
-per kind (thinking, content), written to every attached socket before the next
-read. Nothing waits on a timer; deltas are merged only when several arrive in one
-read (`Generation.apply`), which happens exactly when we are behind. Nothing here
-touches the database: the checkpoints (`chat.live.engine.checkpoints`) save the text.
+per kind (thinking, content; and a turn with tools' call frames), written to
+every attached socket before the next read. Nothing waits on a timer; deltas
+are merged only when several arrive in one read (`Generation.apply`), which
+happens exactly when we are behind. Nothing here touches the database: the
+checkpoints (`chat.live.engine.checkpoints`) save the text.
 """
 
 from __future__ import annotations
@@ -38,8 +39,14 @@ async def relay(
     request goes out before it, docs/latency.md, rule 8); `asked`, called once
     the request is written (`chat.live.engine.turn.early`)."""
     client = client_for(profile)
-    generation.upstream_at = time.perf_counter()
+    if generation.upstream_at is None:  # a turn's later model calls keep the first's
+        generation.upstream_at = time.perf_counter()
     watch = first_token.watch(generation, profile, tell)
+    # A turn with tools offers them (`chat.live.engine.turn.tools`), but in
+    # the call that follows the round limit.
+    offered: dict[str, Any] = {}
+    if generation.steps is not None and generation.steps.offering:
+        offered["tools"] = generation.steps.toolbox.offered()
     stream = client.chat(
         profile.tag,
         history,
@@ -47,6 +54,7 @@ async def relay(
         options=generation.options or profile.request_options(generation.think),
         keep_alive=profile.keep_alive_value,
         asked=asked,
+        **offered,
     )
     # aclosing: leaving the loop (done, stop, error) closes the upstream request,
     # which is how a model server learns to stop generating.

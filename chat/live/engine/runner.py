@@ -33,8 +33,9 @@ from chat.live.engine.processes import fanout, layer, liveness, remote
 from chat.live.engine.processes.daphne_shutdown import (
     stop_with_daphne as _stop_with_daphne,
 )
-from chat.live.engine.relay import relay
 from chat.live.engine.turn import asking, early
+from chat.live.engine.turn.steps import Steps
+from chat.live.engine.turn.tools import converse
 from chat.live.protocol import frames
 from chat.live.protocol.channel_events import (
     ChannelEvent,
@@ -190,6 +191,7 @@ class Runner:
         told: Sequence[frames.ServerFrame] = (),
         plan: admission.Plan | None = None,
         stored: early.Storing | None = None,
+        steps: Steps | None = None,
     ) -> Generation:
         """Start streaming `message` (a claimed conversation's placeholder answer),
         after broadcasting the frames `told` (the turn's question). `plan`: the
@@ -202,6 +204,9 @@ class Runner:
         shown before (docs/latency.md, rule 8). If the commit fails instead, the
         upstream request is closed, nothing is saved (`Generation.unstored`),
         and what was told is taken back; the caller tells its socket.
+
+        `steps`: a turn with tools (`chat.tools.toolbox.tools_for`), a loop of
+        model calls and tool runs (`chat.live.engine.turn.tools`).
 
         The generation is registered and its task created with no await between:
         a claimed conversation always has a live task that ends by releasing it.
@@ -221,6 +226,7 @@ class Runner:
             think=message.thinking_enabled,
             options=options,
         )
+        generation.steps = steps
         generation.attach(*self._subscribers.get(conversation_id, ()))
         self._generations[conversation_id] = generation
         generation.task = asyncio.create_task(
@@ -366,7 +372,7 @@ class Runner:
                     first=plan,
                 )
                 generation.queue_position = None
-                await relay(generation, profile, history, self.broadcast)
+                await converse(generation, profile, history, self.broadcast)
         except (asyncio.CancelledError, Exception) as exc:
             ended = exc
         if generation.unstored is not None:

@@ -22,6 +22,8 @@ Server -> client:
    "load_ms": float | null, "detail": "..."}   the model server is loading the
       conversation's model (after a preload, or while an answer waits for its first
       token); "ready" carries our clock's load time, "error" why a preload failed
+  tool_call, tool_args, tool_run, tool_result, round   the steps of a turn with
+      tools (`chat.live.protocol.tool_frames`)
 
 Offsets count Unicode code points of the answer (or thinking) text the client has.
 
@@ -43,6 +45,8 @@ from typing import TYPE_CHECKING, Any, Literal, NotRequired, Protocol, TypedDict
 import orjson
 from django.conf import settings
 from django.template.loader import render_to_string
+
+from chat.live.protocol.tool_frames import StepFrame
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -178,6 +182,7 @@ ServerFrame = (
     | ModelFrame
     | ConversationFrame
     | RemovedFrame
+    | StepFrame
 )
 
 

@@ -20,6 +20,7 @@ from chat.live.protocol.frames import (
     ServerFrame,
     shown_message,
 )
+from chat.live.protocol.tool_frames import STEP_FRAMES
 from chat.models import SharedMessage, ShareLink
 from chat.models.attachments import AttachmentView
 from chat.models.shared_messages import viewer_detail
@@ -35,6 +36,7 @@ READ_ONLY_FRAMES = frozenset(
         "error",
         "conversation",
         "removed",
+        *STEP_FRAMES,
     }
 )
 
@@ -159,4 +161,14 @@ def for_viewer(
         out = frame.copy()
         out["message_id"] = ordinals.of(out["message_id"])
         return out
+    if frame["type"] == "tool_result":
+        result = frame.copy()
+        result["message_id"] = ordinals.of(result["message_id"])
+        if not link.include_tool_results:
+            result["preview"], result["citations"] = "", []
+        return result
+    if frame["type"] in ("tool_call", "tool_args", "tool_run", "round"):
+        step = frame.copy()
+        step["message_id"] = ordinals.of(step["message_id"])
+        return step
     return None

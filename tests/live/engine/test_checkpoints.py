@@ -46,7 +46,7 @@ def recent(message: Message) -> bool:
 
 async def test_a_heartbeat_writes_the_time_alone(conversation):
     answer = await streaming(conversation, "kept", "kept too")
-    assert await checkpoints._checkpoint([(answer.pk, None, None)]) == set()
+    assert await checkpoints._checkpoint([(answer.pk, None, None, None)]) == set()
     row = await stored(answer)
     assert (row.content, row.thinking) == ("kept", "kept too")
     assert recent(row)
@@ -54,7 +54,10 @@ async def test_a_heartbeat_writes_the_time_alone(conversation):
 
 async def test_a_text_checkpoint_writes_the_text_and_the_time(conversation):
     answer = await streaming(conversation, "old")
-    assert await checkpoints._checkpoint([(answer.pk, "new text", "thoughts")]) == set()
+    assert (
+        await checkpoints._checkpoint([(answer.pk, "new text", "thoughts", None)])
+        == set()
+    )
     row = await stored(answer)
     assert (row.content, row.thinking) == ("new text", "thoughts")
     assert recent(row)
@@ -63,7 +66,9 @@ async def test_a_text_checkpoint_writes_the_text_and_the_time(conversation):
 async def test_an_answer_saved_for_good_is_left_alone(conversation):
     answer = await streaming(conversation, "final")
     await Message.objects.filter(pk=answer.pk).aupdate(status=Message.Status.DONE)
-    await checkpoints._checkpoint([(answer.pk, "partial", ""), (answer.pk, None, None)])
+    await checkpoints._checkpoint(
+        [(answer.pk, "partial", "", None), (answer.pk, None, None, None)]
+    )
     row = await stored(answer)
     assert row.content == "final" and not recent(row)
 
@@ -82,7 +87,7 @@ async def test_a_refused_row_costs_the_others_nothing_and_keeps_its_heartbeat(
         updated_at=timezone.now() - LONG_AGO
     )
     await Message.objects.filter(pk=good.pk).aupdate(status=Message.Status.STREAMING)
-    rows = [(good.pk, "fine", ""), (bad.pk, "NUL \x00 here", "")]
+    rows = [(good.pk, "fine", "", None), (bad.pk, "NUL \x00 here", "", None)]
     assert await checkpoints._checkpoint(rows) == {bad.pk}
     assert (await stored(good)).content == "fine"
     refused = await stored(bad)
@@ -154,7 +159,7 @@ async def test_the_sweep_judges_only_after_trusting_the_database_long_enough(
 
 async def test_a_recent_checkpoint_is_no_orphan(conversation):
     answer = await streaming(conversation)
-    await checkpoints._checkpoint([(answer.pk, None, None)])
+    await checkpoints._checkpoint([(answer.pk, None, None, None)])
     long_ago = time.monotonic() - checkpoints.ORPHAN_AFTER.total_seconds() - 1
     _, marked = await checkpoints.sweep(long_ago, [])
     assert marked == []

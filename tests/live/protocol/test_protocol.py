@@ -104,6 +104,11 @@ def test_the_server_frame_types_are_the_documented_ones():
         "conversation",
         "removed",
         "model",
+        "tool_call",
+        "tool_args",
+        "tool_run",
+        "tool_result",
+        "round",
     } == SERVER_TYPES
 
 
@@ -274,7 +279,11 @@ def test_server_frames_are_built_only_by_the_protocol_modules():
     literal = re.compile(
         rf"""["']type["']\s*:\s*["']({types})["']|type=["']({types})["']"""
     )
-    builders = ("chat/live/protocol/frames.py", "chat/live/protocol/share_frames.py")
+    builders = (
+        "chat/live/protocol/frames.py",
+        "chat/live/protocol/share_frames.py",
+        "chat/live/protocol/tool_frames.py",
+    )
     found = [path for path, text in sources(*builders) if literal.search(text)]
     assert found == [], "build server frames with chat.live.protocol.frames"
 

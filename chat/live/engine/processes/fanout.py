@@ -18,7 +18,11 @@ from collections.abc import Awaitable, Callable
 
 from channels.layers import BaseChannelLayer, InMemoryChannelLayer
 
-from chat.live.protocol.channel_events import DeltaEvent, conversation_group
+from chat.live.protocol.channel_events import (
+    DeltaEvent,
+    conversation_group,
+    frame_event,
+)
 from chat.live.protocol.frames import DeltaFrame, Kind, ServerFrame, merged, tokens_in
 
 logger = logging.getLogger(__name__)
@@ -90,14 +94,23 @@ class Publisher(Paced):
         self.published: dict[Kind, int] = {"thinking": 0, "content": 0}
         self.sending = asyncio.Lock()
         self.listened = True  # someone elsewhere, as last read (`run`)
+        # A turn with tools' step frames (`chat.live.protocol.tool_frames`):
+        # sent whole, after the text added before them.
+        self.steps: list[ServerFrame] = []
 
-    def add(self, frame: DeltaFrame) -> None:
+    def add(self, frame: ServerFrame) -> None:
         kind = frame["type"]
-        if not self.listened:
-            self.published[kind] += len(frame["delta"])
+        if kind not in self.pending:
+            if self.listened:
+                self.steps.append(frame)
+                self.wake.set()
             return
-        self.pending[kind].append(frame["delta"])
-        self.tokens[kind] += tokens_in(frame)
+        text: DeltaFrame = frame  # type: ignore[assignment]  # a delta's kind
+        if not self.listened:
+            self.published[kind] += len(text["delta"])
+            return
+        self.pending[kind].append(text["delta"])
+        self.tokens[kind] += tokens_in(text)
         self.wake.set()
 
     async def run(self) -> None:
@@ -153,6 +166,13 @@ class Publisher(Paced):
                     await self.layer.group_send(self.group, event)  # type: ignore[arg-type]
                 except Exception:
                     # Remote viewers notice the gap and resume; the owner goes on.
+                    logger.warning("publishing to %s failed", self.group, exc_info=True)
+            if self.steps:
+                steps, self.steps = self.steps, []
+                try:
+                    step_event = frame_event(self.origin, *steps)
+                    await self.layer.group_send(self.group, step_event)  # type: ignore[arg-type]
+                except Exception:
                     logger.warning("publishing to %s failed", self.group, exc_info=True)
 
 

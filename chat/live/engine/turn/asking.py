@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from chat.live.engine.generation import Generation
-from chat.live.engine.relay import relay
 from chat.live.engine.turn import early
+from chat.live.engine.turn.tools import converse
 from chat.live.protocol import frames
 from chat.models import ModelProfile
 
@@ -116,7 +116,7 @@ async def ask_while_storing(
         # was stored (`announcing` is never cancelled: a turn committed
         # after all and taken for one not stored would leave its answer
         # streaming for the orphan sweep to mark interrupted).
-        await relay(
+        await converse(
             generation,
             profile,
             history,

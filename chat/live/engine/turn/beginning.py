@@ -41,6 +41,7 @@ from chat.live.engine import admission
 from chat.live.engine.generation import Generation, Sink
 from chat.live.engine.runner import runner
 from chat.live.engine.turn import early
+from chat.live.engine.turn.steps import Steps
 from chat.live.protocol import frames
 from chat.models import (
     ApiKey,
@@ -56,6 +57,7 @@ from chat.models import (
 )
 from chat.models.admission import Line
 from chat.models.quotas import QuotaReached
+from chat.tools import toolbox
 
 logger = logging.getLogger(__name__)
 
@@ -199,12 +201,17 @@ class Started:
     sink: Sink | None = None
 
 
-class Stored(NamedTuple):
-    """A turn committed (`store`'s result), a retry's with what it replaced,
-    and its answer's first admission decision."""
-
+class _Stored(NamedTuple):
     begun: Turn | Retry
     plan: admission.Plan
+
+
+class Stored(_Stored):
+    """A turn committed (`store`'s result), a retry's with what it replaced,
+    and its answer's first admission decision (unpacked as those two); and a
+    turn with tools' steps (`steps`, set after)."""
+
+    steps: Steps | None = None
 
     @property
     def turn(self) -> Turn:
@@ -219,6 +226,7 @@ class Admitted:
 
     turn: Turn
     plan: admission.Plan
+    steps: Steps | None = None  # a turn with tools
 
 
 async def begin(
@@ -273,6 +281,7 @@ async def begin(
             turn.options,
             told=told_of_stored(begun),
             plan=begun.plan,
+            steps=begun.steps,
         )
     else:
         # Admitted before the commit: the model server is asked now.
@@ -284,6 +293,7 @@ async def begin(
             turn.options,
             plan=admitted.plan,
             stored=committed,
+            steps=admitted.steps,
         )
     try:
         if conversation_id is None:
@@ -350,12 +360,13 @@ def store(
         pending = prepare()
         turn = pending.turn
         asked = False  # the model server is being asked
+        steps = None if isinstance(ask, ApiQuestion) else _tools(turn, pending)
 
         def go(plan: admission.Plan) -> None:
             nonlocal asked
             if admitted is not None:
                 asked = True
-                admitted(Admitted(turn, plan))
+                admitted(Admitted(turn, plan, steps))
 
         write_ticket = admission.place(
             turn.profile, pending.owner_id, go, pending.line or line
@@ -365,7 +376,20 @@ def store(
             shown.set(turn_frames(turn), taken_back(turn))
         plan = write_ticket(turn.answer)
         begun = pending.close()
-    return Stored(begun, plan)
+    stored = Stored(begun, plan)
+    stored.steps = steps
+    return stored
+
+
+def _tools(turn: Turn, pending: Pending) -> Steps | None:
+    """The steps of a turn with tools, if the conversation's owner has any
+    there (`chat.tools.toolbox`); None for an answer of one model call. (The
+    API's turns have none: its clients run their own tools.)"""
+    if not toolbox.has_sources():
+        return None
+    conversation = turn.question.conversation
+    tools = toolbox.tools_for(conversation.owner, conversation)
+    return Steps(tools, owner_id=pending.owner_id) if tools else None
 
 
 def told_of(begun: Turn | Retry) -> list[frames.ServerFrame]:
