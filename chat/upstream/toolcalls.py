@@ -78,10 +78,12 @@ class ToolCalls:
     def openai(self, pieces: object, events: list[Event]) -> None:
         """Append the deltas of one chunk's `delta.tool_calls` pieces."""
         for id, name, piece, function in _pieces(pieces):
-            call = self._call_for(piece.get("index"), id, name)
             arguments = function.get("arguments")
             # Text, as the API says; an object from a server that sends one.
             text = "" if arguments is None else _arguments_text(arguments)
+            if not (id or name or text):
+                continue  # nothing to add to any call
+            call = self._call_for(piece.get("index"), id, name)
             if call.announced:
                 if text:
                     events.append(ToolCallDelta(call.index, arguments=text))
