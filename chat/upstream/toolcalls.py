@@ -66,6 +66,8 @@ class ToolCalls:
     def ollama(self, calls: object, events: list[Event]) -> None:
         """Append a delta per call of Ollama's `message.tool_calls` (whole calls,
         arguments as an object). A call whose id was seen is not repeated."""
+        if calls is None:
+            return  # most chunks: text
         for id, name, _, function in _pieces(calls):
             if id and ("id", id) in self._keys:
                 continue
@@ -77,6 +79,8 @@ class ToolCalls:
 
     def openai(self, pieces: object, events: list[Event]) -> None:
         """Append the deltas of one chunk's `delta.tool_calls` pieces."""
+        if pieces is None:
+            return  # most chunks: text
         for id, name, piece, function in _pieces(pieces):
             arguments = function.get("arguments")
             # Text, as the API says; an object from a server that sends one.

@@ -85,6 +85,12 @@ class ToolTagSplitter:
         return out
 
     def _split(self, text: str) -> list[Event]:
+        if (
+            "<" not in text
+            and self._call is None
+            and not (self._pending or self._strip)
+        ):
+            return [Delta("content", text)] if text else []  # the hot path
         out: list[Event] = []
         text = self._pending + text
         self._pending = ""
