@@ -108,6 +108,8 @@ class ApiAnswer:
         `tool_args`); False for any other frame."""
         kind = frame["type"]
         if kind == "tool_call":
+            if frame["call_id"] in self._calls_by_id:
+                return False  # told twice (a socket's resume, say): one call
             if self._one_call and self.calls:
                 return False  # parallel_tool_calls false: the first call only
             call = CallMade(len(self.calls), frame["call_id"], frame["name"])

@@ -102,16 +102,20 @@ async def chat(request: HttpRequest, api_key: ApiKey) -> HttpResponseBase:
     chat = requests.ollama_chat(endpoint.body_of(request))
     answer = await endpoint.begin(request, api_key, chat)
     if not chat.stream:
-        answer = await endpoint.finished(answer)
-        thinking, content = answer.take()
-        final = _final(answer, content, thinking)
-        if answer.calls:
-            final["message"]["tool_calls"] = _calls(answer.whole_calls())
-        return JsonResponse(final)
+        return JsonResponse(_whole(await endpoint.finished(answer)))
     # Ollama itself sends nothing until the first token (a model loading, a
     # request waiting for a slot): neither does this.
     await endpoint.opened(answer, wait_for_text=True)
     return endpoint.streaming(_lines(answer), "application/x-ndjson")
+
+
+def _whole(answer: ApiAnswer) -> dict[str, Any]:
+    """The whole answer as one object (ApiError 502 for a malformed call)."""
+    thinking, content = answer.take()
+    final = _final(answer, content, thinking)
+    if answer.calls:
+        final["message"]["tool_calls"] = _calls(answer.whole_calls())
+    return final
 
 
 async def _lines(answer: ApiAnswer) -> AsyncIterator[bytes]:
