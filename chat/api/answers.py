@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import math
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
 
 from chat.api.errors import ApiError, seconds_until
 from chat.api.requests import ChatRequest
@@ -23,6 +25,31 @@ from chat.live.engine.runner import runner
 from chat.live.engine.turn import beginning
 from chat.live.protocol import frames
 from chat.models import ApiKey, Conversation, ModelProfile, Turn, quotas, turn_rows
+
+
+@dataclass
+class CallMade:
+    """A tool call the model writes for the client (`turn_rows.ClientTools`):
+    `index` orders the calls of the answer; `arguments`, its JSON text so far."""
+
+    index: int
+    id: str
+    name: str
+    arguments: list[str] = field(default_factory=list)
+    sent: bool = False  # given whole to the client (Ollama's way)
+
+    def arguments_text(self) -> str:
+        return "".join(self.arguments)
+
+
+@dataclass
+class CallPiece:
+    """What a streamed response has not written yet of a call: its start
+    (`first`: the id and the name) and/or the next piece of its arguments."""
+
+    call: CallMade
+    first: bool
+    arguments: str
 
 
 class ApiAnswer:
@@ -38,6 +65,12 @@ class ApiAnswer:
         self._content: list[str] = []
         self.thinking_chars = 0  # all of it so far
         self.content_chars = 0
+        self.calls: list[CallMade] = []  # the tool calls the model wrote
+        self._calls_by_id: dict[str, CallMade] = {}
+        self._pieces: list[CallPiece] = []  # not yet taken
+        self.call_chars = 0
+        tools = turn.client_tools
+        self._one_call = tools is not None and not tools.parallel
         self.waiting = False  # queued for a slot, or the model is loading
         self.error: ApiError | None = None
         self.done: frames.DoneFrame | None = None
@@ -65,10 +98,38 @@ class ApiAnswer:
             frame["type"] == "model" and frame["state"] == "loading"
         ):
             self.waiting = True
-        else:
+        elif not self._tool_frame(cast(Mapping[str, Any], frame)):
             return
         self._news = True
         self._wake.set()
+
+    def _tool_frame(self, frame: Mapping[str, Any]) -> bool:
+        """A frame of a tool call the model writes (`tool_call`, then its
+        `tool_args`); False for any other frame."""
+        kind = frame["type"]
+        if kind == "tool_call":
+            if frame["call_id"] in self._calls_by_id:
+                return False  # told twice (a socket's resume, say): one call
+            if self._one_call and self.calls:
+                return False  # parallel_tool_calls false: the first call only
+            call = CallMade(len(self.calls), frame["call_id"], frame["name"])
+            self.calls.append(call)
+            self._calls_by_id[call.id] = call
+            self._pieces.append(CallPiece(call, True, ""))
+            return True
+        if kind == "tool_args":
+            made = self._calls_by_id.get(frame["call_id"])
+            if made is None:
+                return False
+            made.arguments.append(frame["delta"])
+            self.call_chars += len(frame["delta"])
+            last = self._pieces[-1] if self._pieces else None
+            if last is not None and last.call is made:
+                last.arguments += frame["delta"]
+            else:
+                self._pieces.append(CallPiece(made, False, frame["delta"]))
+            return True
+        return False
 
     # The response's side.
 
@@ -78,7 +139,8 @@ class ApiAnswer:
 
     @property
     def has_text(self) -> bool:
-        return bool(self._thinking or self._content)
+        """Something to write: text, or a tool call."""
+        return bool(self._thinking or self._content or self._pieces)
 
     def take(self) -> tuple[str, str]:
         """(thinking, content) arrived since the last take."""
@@ -86,6 +148,21 @@ class ApiAnswer:
         self._thinking.clear()
         self._content.clear()
         return thinking, content
+
+    def take_calls(self) -> list[CallPiece]:
+        """The pieces of tool calls arrived since the last take, in order."""
+        pieces, self._pieces = self._pieces, []
+        return pieces
+
+    def whole_calls(self) -> list[CallMade]:
+        """The calls not given yet that the model finished writing (a later
+        call began, or the answer ended), each given once."""
+        done = self.calls if self.finished else self.calls[:-1]
+        whole = [call for call in done if not call.sent]
+        for call in whole:
+            call.sent = True
+        self._pieces.clear()  # given whole: no pieces to write
+        return whole
 
     async def wait(self, seconds: float | None = None) -> bool:
         """Until something new arrived (True) or `seconds` passed (False).
@@ -139,7 +216,7 @@ class ApiAnswer:
         estimates (the same as the quotas': characters over four)."""
         stats = self.stats()
         prompt = stats.get("prompt_tokens") or self.prompt_tokens_estimate
-        chars = self.content_chars + self.thinking_chars
+        chars = self.content_chars + self.thinking_chars + self.call_chars
         output = stats.get("output_tokens") or math.ceil(chars / quotas.CHARS_PER_TOKEN)
         return int(prompt), int(output)
 
@@ -180,7 +257,13 @@ async def begin(api_key: ApiKey, request: ChatRequest, *, store: bool) -> ApiAns
 def ask_of(api_key: ApiKey, request: ChatRequest, store: bool) -> beginning.ApiQuestion:
     """The turn the request asks for."""
     return beginning.ApiQuestion(
-        api_key, request.model, request.messages, request.think, request.options, store
+        api_key,
+        request.model,
+        request.messages,
+        request.think,
+        request.options,
+        store,
+        request.tools,
     )
 
 

@@ -15,7 +15,8 @@ from channels.db import database_sync_to_async
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
 
 from chat.api import endpoint, requests
-from chat.api.answers import ApiAnswer, find_profile
+from chat.api.answers import ApiAnswer, CallMade, find_profile
+from chat.api.errors import ApiError
 from chat.models import ApiKey, ModelProfile
 
 # The Ollama API this speaks: thinking apart (`think`, `message.thinking`) came
@@ -101,23 +102,37 @@ async def chat(request: HttpRequest, api_key: ApiKey) -> HttpResponseBase:
     chat = requests.ollama_chat(endpoint.body_of(request))
     answer = await endpoint.begin(request, api_key, chat)
     if not chat.stream:
-        answer = await endpoint.finished(answer)
-        thinking, content = answer.take()
-        return JsonResponse(_final(answer, content, thinking))
+        return JsonResponse(_whole(await endpoint.finished(answer)))
     # Ollama itself sends nothing until the first token (a model loading, a
     # request waiting for a slot): neither does this.
     await endpoint.opened(answer, wait_for_text=True)
     return endpoint.streaming(_lines(answer), "application/x-ndjson")
 
 
+def _whole(answer: ApiAnswer) -> dict[str, Any]:
+    """The whole answer as one object (ApiError 502 for a malformed call)."""
+    thinking, content = answer.take()
+    final = _final(answer, content, thinking)
+    if answer.calls:
+        final["message"]["tool_calls"] = _calls(answer.whole_calls())
+    return final
+
+
 async def _lines(answer: ApiAnswer) -> AsyncIterator[bytes]:
     head = b'{"model":' + orjson.dumps(answer.model) + b',"created_at":"'
     async for _ in endpoint.updates(answer, b""):
         thinking, content = answer.take()
-        if thinking or content:
-            message: dict[str, str] = {"role": "assistant", "content": content}
+        whole = answer.whole_calls()
+        if thinking or content or whole:
+            message: dict[str, Any] = {"role": "assistant", "content": content}
             if thinking:
                 message["thinking"] = thinking
+            if whole:
+                try:
+                    message["tool_calls"] = _calls(whole)
+                except ApiError as error:
+                    yield json.dumps(error.ollama_body()).encode() + b"\n"
+                    return
             # orjson: one line per token, 0.3 µs where `json.dumps` made it 3.1.
             line = orjson.dumps(message)
             yield head + _now().encode() + b'","message":' + line + b',"done":false}\n'
@@ -129,11 +144,46 @@ async def _lines(answer: ApiAnswer) -> AsyncIterator[bytes]:
         yield json.dumps(_final(answer, "", "")).encode() + b"\n"
 
 
+def _calls(calls: list[CallMade]) -> list[dict[str, Any]]:
+    """Whole tool calls as Ollama gives them, their arguments an object; a
+    call whose arguments are not a JSON object is the model server's fault
+    (ApiError 502, `malformed_tool_call`): Ollama's clients take only an
+    object, and a call cut or mangled is not one to run."""
+    return [
+        {
+            "id": call.id,
+            "function": {
+                "index": call.index,
+                "name": call.name,
+                "arguments": _arguments(call),
+            },
+        }
+        for call in calls
+    ]
+
+
+def _arguments(call: CallMade) -> dict[str, Any]:
+    text = call.arguments_text()
+    try:
+        arguments = json.loads(text) if text.strip() else {}
+    except ValueError:
+        arguments = None
+    if not isinstance(arguments, dict):
+        shown = text if len(text) <= 200 else text[:199] + "…"
+        raise ApiError(
+            502,
+            "malformed_tool_call",
+            f"The model called {call.name} with arguments that are not a JSON "
+            f"object: {shown}",
+        )
+    return arguments
+
+
 def _final(answer: ApiAnswer, content: str, thinking: str) -> dict[str, Any]:
     """The last object: the answer's figures in Ollama's names and units."""
     stats = answer.stats()
     prompt, output = answer.usage()
-    message: dict[str, str] = {"role": "assistant", "content": content}
+    message: dict[str, Any] = {"role": "assistant", "content": content}
     if thinking:
         message["thinking"] = thinking
 
@@ -146,7 +196,8 @@ def _final(answer: ApiAnswer, content: str, thinking: str) -> dict[str, Any]:
         "created_at": _now(),
         "message": message,
         "done": True,
-        "done_reason": stats.get("done_reason") or "stop",
+        # A reply with tool calls ends as Ollama's do: "stop".
+        "done_reason": _done_reason(stats.get("done_reason")),
         "total_duration": ns("total_ms"),
         "load_duration": ns("load_ms"),
         "prompt_eval_count": prompt,
@@ -154,3 +205,7 @@ def _final(answer: ApiAnswer, content: str, thinking: str) -> dict[str, Any]:
         "eval_count": output,
         "eval_duration": ns("eval_ms"),
     }
+
+
+def _done_reason(reason: str | None) -> str:
+    return "stop" if reason in (None, "", "tool_calls") else reason

@@ -13,7 +13,7 @@ import orjson
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
 
 from chat.api import endpoint, requests
-from chat.api.answers import ApiAnswer
+from chat.api.answers import ApiAnswer, CallMade, CallPiece
 from chat.models import ApiKey, ModelProfile
 
 SSE_KEEPALIVE = b": keep-alive\n\n"
@@ -59,6 +59,9 @@ def _completion(answer: ApiAnswer, created: int) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if thinking:
         message["reasoning_content"] = thinking
+    if answer.calls:
+        message["content"] = content or None  # as OpenAI sends a call alone
+        message["tool_calls"] = [_call(call) for call in answer.calls]
     return {
         "id": f"chatcmpl-{answer.message_id}",
         "object": "chat.completion",
@@ -101,12 +104,16 @@ async def _events(
             yield keepalive
             continue
         thinking, content = answer.take()
-        if first or thinking or content:
+        pieces = answer.take_calls()
+        if first or thinking or content or pieces:
             delta: dict[str, Any] = {"role": "assistant"} if first else {}
             first = False
             if thinking:
                 delta["reasoning_content"] = thinking
-            delta["content"] = content
+            if content or not pieces:
+                delta["content"] = content
+            if pieces:
+                delta["tool_calls"] = [_call_piece(piece) for piece in pieces]
             yield chunk([choice(delta)])
     if answer.error is not None:
         # Past the first token the status is sent: the fault goes in the
@@ -119,8 +126,31 @@ async def _events(
     yield SSE_DONE
 
 
+def _call(call: CallMade) -> dict[str, Any]:
+    """A whole tool call, its arguments the JSON text the model wrote (valid
+    or not: OpenAI's clients parse it)."""
+    function = {"name": call.name, "arguments": call.arguments_text()}
+    return {"id": call.id, "type": "function", "function": function}
+
+
+def _call_piece(piece: CallPiece) -> dict[str, Any]:
+    """A streamed piece of a call: its id and name first, then its arguments
+    piece by piece, each under the call's index."""
+    if not piece.first:
+        return {"index": piece.call.index, "function": {"arguments": piece.arguments}}
+    function = {"name": piece.call.name, "arguments": piece.arguments}
+    return {
+        "index": piece.call.index,
+        "id": piece.call.id,
+        "type": "function",
+        "function": function,
+    }
+
+
 def _finish_reason(answer: ApiAnswer) -> str:
-    return "length" if answer.stats().get("done_reason") == "length" else "stop"
+    if answer.stats().get("done_reason") == "length":
+        return "length"  # cut at the token limit, even in the middle of a call
+    return "tool_calls" if answer.calls else "stop"
 
 
 def _usage(answer: ApiAnswer) -> dict[str, int]:

@@ -15,9 +15,11 @@ from typing import Any
 
 from django.conf import settings
 
+from chat.api import tools
 from chat.api.errors import ApiError, bad_request
+from chat.models import ClientTools
 
-ROLES = ("system", "user", "assistant")
+ROLES = ("system", "user", "assistant", "tool")
 # Sampling options a client may set (`num_ctx` is not one: the context is the
 # admin's, per model profile, and sets how much memory the model server uses).
 NUMBERS = ("temperature", "top_p", "min_p", "presence_penalty", "frequency_penalty")
@@ -32,11 +34,12 @@ REASONING = ("low", "medium", "high", "xhigh")
 @dataclass
 class ChatRequest:
     model: str
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]  # the OpenAI shape (`chat.api.tools`)
     stream: bool
     think: bool | None = None  # None: the model's default
     options: dict[str, Any] = field(default_factory=dict)
     include_usage: bool = False  # OpenAI's stream_options.include_usage
+    tools: ClientTools | None = None  # the client's own (`chat.api.tools`)
 
 
 def max_body_bytes() -> int:
@@ -77,12 +80,11 @@ def openai_chat(data: dict[str, Any]) -> ChatRequest:
     n = data.get("n", 1)
     if n is not None and n != 1:
         raise bad_request("Only n=1 is supported: ask once per answer.", "n")
-    if data.get("tools") or data.get("functions"):
-        raise bad_request("Tools and function calls are not supported.", "tools")
     request = ChatRequest(
         model=_model(data),
-        messages=_messages(data.get("messages"), _openai_content),
+        messages=_messages(data.get("messages"), _openai_content, "openai"),
         stream=_flag(data, "stream", default=False),
+        tools=tools.offered(data, "openai"),
     )
     options = request.options
     for name in NUMBERS:
@@ -104,15 +106,14 @@ def openai_chat(data: dict[str, Any]) -> ChatRequest:
 
 def ollama_chat(data: dict[str, Any]) -> ChatRequest:
     """A `POST /api/chat` body."""
-    if data.get("tools"):
-        raise bad_request("Tools are not supported.")
     fmt = data.get("format")
     if fmt not in (None, ""):
         raise bad_request("Structured output (format) is not supported.")
     request = ChatRequest(
         model=_model(data),
-        messages=_messages(data.get("messages"), _ollama_content),
+        messages=_messages(data.get("messages"), _ollama_content, "ollama"),
         stream=_flag(data, "stream", default=True),
+        tools=tools.offered(data, "ollama"),
     )
     given = data.get("options")
     if given is not None:
@@ -162,10 +163,13 @@ def _flag(data: dict[str, Any], name: str, *, default: bool) -> bool:
     return value
 
 
-def _messages(value: Any, content_of: Any) -> list[dict[str, str]]:
+def _messages(
+    value: Any, content_of: Any, dialect: tools.Dialect
+) -> list[dict[str, Any]]:
     if not isinstance(value, list) or not value:
         raise bad_request("messages must be a non-empty list.", "messages")
     messages = []
+    history = tools.History(dialect)
     for index, item in enumerate(value):
         where = f"messages[{index}]"
         if not isinstance(item, dict):
@@ -173,25 +177,37 @@ def _messages(value: Any, content_of: Any) -> list[dict[str, str]]:
         role = item.get("role")
         if role == "developer":  # OpenAI's newer name for the system prompt
             role = "system"
-        if role == "tool" or item.get("tool_calls"):
-            raise bad_request("Tools and function calls are not supported.", "messages")
         if role not in ROLES:
             raise bad_request(
-                f"{where}.role must be system, user or assistant.", "messages"
+                f"{where}.role must be system, user, assistant or tool.", "messages"
             )
         content = content_of(item, where)
-        if len(content) > settings.MESSAGE_MAX_CHARS:
+        message: dict[str, Any] = {"role": role, "content": content}
+        size = len(content)
+        if item.get("tool_calls") and role != "assistant":
+            raise bad_request(f"{where}: only an assistant calls tools.", "messages")
+        if item.get("tool_calls"):
+            message["tool_calls"] = history.calls(item["tool_calls"], index)
+            size += sum(len(c["function"]["arguments"]) for c in message["tool_calls"])
+        elif role == "tool":
+            message["tool_call_id"], message["name"] = history.result(item, where)
+        if size > settings.MESSAGE_MAX_CHARS:
             raise bad_request(
-                f"{where} is {len(content):,} characters; the limit is "
+                f"{where} is {size:,} characters; the limit is "
                 f"{settings.MESSAGE_MAX_CHARS:,}.",
                 "messages",
             )
         if "\x00" in content:
             raise bad_request(f"{where} contains a NUL character.", "messages")
-        messages.append({"role": role, "content": content})
-    if messages[-1]["role"] != "user" or not messages[-1]["content"].strip():
+        messages.append(message)
+    last = messages[-1]
+    if last["role"] != "tool" and (
+        last["role"] != "user" or not last["content"].strip()
+    ):
         raise bad_request(
-            "The last message must be the user's question, and not blank.", "messages"
+            "The last message must be the user's question, and not blank, or a "
+            "tool's result.",
+            "messages",
         )
     return messages
 

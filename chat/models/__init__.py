@@ -53,13 +53,14 @@ from chat.models.shared_messages import SharedMessage
 from chat.models.sharing import ShareLink
 from chat.models.site import SiteDefaults
 from chat.models.teams import Membership, Team
-from chat.models.turn_rows import Pending, Retry, Turn
+from chat.models.turn_rows import ClientTools, Pending, Retry, Turn
 from chat.models.versions import Versions
 
 __all__ = [
     "ApiKey",
     "Attachment",
     "AttachmentRefused",
+    "ClientTools",
     "DocumentsTooLarge",
     "ExternalAccount",
     "AuditEvent",

@@ -80,6 +80,11 @@ class Conversation(models.Model):
     system_prompt = models.TextField(
         blank=True, verbose_name=gettext_lazy("system prompt")
     )
+    # The tool sources and single tools the owner switched on or off here
+    # (chat/web/conversations/tools_menu.py says the shape).
+    tool_choices = models.JSONField(
+        default=dict, blank=True, verbose_name=gettext_lazy("tool choices")
+    )
     # Blank / null: the model profile's default, then the site's.
     history_policy = models.CharField(
         max_length=10,

@@ -124,6 +124,11 @@ class Message(models.Model):
     )
     content = models.TextField(blank=True, verbose_name=gettext_lazy("content"))
     thinking = models.TextField(blank=True, verbose_name=gettext_lazy("thinking"))
+    # The answer's steps in order, as structured parts (docs/tools.md):
+    # thinking, content and tool calls with their results.
+    steps = models.JSONField(
+        default=list, blank=True, verbose_name=gettext_lazy("steps")
+    )
     status = models.CharField(
         max_length=12,
         choices=Status,

@@ -39,16 +39,29 @@ _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 def cleaned(events: list[Event]) -> list[Event]:
     """`events` with NUL and lone surrogates in their text replaced by U+FFFD,
-    counted in `Delta.replaced`. (A surrogate pair escaped in JSON arrives
-    already joined into one code point, so every surrogate left is lone.)"""
+    counted in `Delta.replaced` (and in a tool call's id, name and arguments,
+    which are stored and sent to sockets too). (A surrogate pair escaped in JSON
+    arrives already joined into one code point, so every surrogate left is
+    lone.)"""
     out = events
     for i, event in enumerate(events):
-        if not isinstance(event, Delta) or _UNSTORABLE.search(event.text) is None:
+        if isinstance(event, Delta):
+            if _UNSTORABLE.search(event.text) is None:
+                continue
+            text, count = _UNSTORABLE.subn("\ufffd", event.text)
+            clean: Event = Delta(event.kind, text, event.replaced + count)
+        elif isinstance(event, ToolCallDelta):
+            parts = (event.id, event.name, event.arguments)
+            if all(_UNSTORABLE.search(part) is None for part in parts):
+                continue
+            clean = ToolCallDelta(
+                event.index, *(_UNSTORABLE.sub("\ufffd", part) for part in parts)
+            )
+        else:
             continue
         if out is events:
             out = list(events)
-        text, count = _UNSTORABLE.subn("\ufffd", event.text)
-        out[i] = Delta(event.kind, text, event.replaced + count)
+        out[i] = clean
     return out
 
 

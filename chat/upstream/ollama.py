@@ -29,8 +29,11 @@ from chat.upstream.events import (
     server_message,
 )
 from chat.upstream.lines import complete_lines, json_value
+from chat.upstream.outgoing import ollama_messages
 from chat.upstream.retry import retry_after
 from chat.upstream.streaming import HTTP_ERRORS, stream_events
+from chat.upstream.toolcalls import ToolCalls
+from chat.upstream.tooltags import ToolTagSplitter
 
 logger = logging.getLogger("chat.upstream")
 
@@ -112,8 +115,14 @@ def events_from_chunk(chunk: dict[str, Any]) -> list[Event]:
     return events
 
 
-def _add_events(chunk: dict[str, Any], events: list[Event]) -> bool:
-    """Append the events of `chunk` to `events`; return whether it was the last."""
+def _add_events(
+    chunk: dict[str, Any], events: list[Event], tools: ToolTagSplitter | None = None
+) -> bool:
+    """Append the events of `chunk` to `events`; return whether it was the last.
+
+    `tools` reads the calls of a reply that was offered tools: Ollama's own
+    (`message.tool_calls`, whole calls) and any inline `<tool_call>` tag its
+    parser left in the text."""
     error = chunk.get("error")
     if error:
         detail = "The model server reported an error while answering: "
@@ -125,10 +134,21 @@ def _add_events(chunk: dict[str, Any], events: list[Event]) -> bool:
             events.append(Delta("thinking", thinking))
         content = message.get("content")
         if content and isinstance(content, str):
-            events.append(Delta("content", content))
+            if tools is None:
+                events.append(Delta("content", content))
+            else:
+                events += tools.feed(content)
+        if tools is not None:
+            tools.calls.ollama(message.get("tool_calls"), events)
     # The done chunk may carry the last piece of text: it was appended above.
     if chunk.get("done") is True:
-        events.append(_finished(chunk))
+        if tools is None:
+            events.append(_finished(chunk))
+        else:
+            events += tools.close()
+            tools.calls.close(events)
+            # Ollama says "stop" after calls too.
+            events.append(tools.calls.finished(_finished(chunk)))
         return True
     return False
 
@@ -157,13 +177,13 @@ def _ms(value: object) -> float | None:
 
 
 def _decode(
-    chunks: list[dict[str, Any]],
+    chunks: list[dict[str, Any]], tools: ToolTagSplitter | None
 ) -> tuple[list[Event], bool, UpstreamError | None]:
     """Return the events of one read, whether it finished, and an error line."""
     events: list[Event] = []
     for chunk in chunks:
         try:
-            if _add_events(chunk, events):
+            if _add_events(chunk, events, tools):
                 return events, True, None
         except UpstreamError as error:
             # Text before the error line in the same read still reaches the user.
@@ -174,18 +194,19 @@ def _decode(
 class NDJSONReader:
     """The decoding state of one `/api/chat` body (see `streaming.BodyReader`)."""
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, tools: ToolTagSplitter | None = None) -> None:
         self.base_url = base_url
         self.decoder = NDJSONDecoder()
+        self.tools = tools
         self.finished = False
 
     def feed(self, data: bytes) -> tuple[list[Event], UpstreamError | None]:
-        events, self.finished, error = _decode(self.decoder.feed(data))
+        events, self.finished, error = _decode(self.decoder.feed(data), self.tools)
         return events, error
 
     def close(self) -> tuple[list[Event], UpstreamError | None]:
         """The events of an unterminated last line and the error to raise."""
-        events, self.finished, error = _decode(self.decoder.close())
+        events, self.finished, error = _decode(self.decoder.close(), self.tools)
         if error is not None or self.finished:
             return events, error
         return events, ended_early(
@@ -241,6 +262,8 @@ class OllamaClient:
         options: dict[str, Any],
         keep_alive: str | int | None = None,
         asked: Callable[[], None] | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | dict[str, Any] | None = None,
     ) -> AsyncGenerator[list[Event], None]:
         """Stream an answer: yield, per network read, the non-empty list of its events.
 
@@ -258,15 +281,26 @@ class OllamaClient:
 
         `asked` is called once the request is written (see `retry`).
 
+        `tools` (OpenAI's function form, which Ollama takes) are offered to the
+        model, and its calls come as `ToolCallDelta`s (see `toolcalls`).
+        Ollama has no `tool_choice`: "none" offers no tools, any other is left
+        to the model. `messages` are in the internal (OpenAI) shape.
+
         Raises `UpstreamError`, also after some events were yielded.
         """
+        offered = tools if tool_choice != "none" else None
+        body = _chat_body(model, ollama_messages(messages), think, options, keep_alive)
+        if offered:
+            body["tools"] = offered
         return stream_events(
             self._http,
             self.base_url + "/api/chat",
-            _chat_body(model, messages, think, options, keep_alive),
+            body,
             _HEADERS,
             lambda response: self._status_error(response, "/api/chat", model),
-            NDJSONReader(self.base_url),
+            NDJSONReader(
+                self.base_url, ToolTagSplitter(ToolCalls(), None) if offered else None
+            ),
             self.base_url,
             asked,
         )

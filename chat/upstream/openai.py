@@ -35,10 +35,13 @@ from chat.upstream.events import (
     server_message,
 )
 from chat.upstream.lines import json_value
+from chat.upstream.outgoing import soft_switched, with_content_parts
 from chat.upstream.retry import retry_after
 from chat.upstream.sse import SSEDecoder
 from chat.upstream.streaming import HTTP_ERRORS, stream_events
 from chat.upstream.thinktags import ThinkTagSplitter
+from chat.upstream.toolcalls import ToolCalls
+from chat.upstream.tooltags import ToolTagSplitter
 
 logger = logging.getLogger("chat.upstream")
 
@@ -111,6 +114,8 @@ class OpenAIClient:
         options: dict[str, Any],
         keep_alive: str | int | None = None,
         asked: Callable[[], None] | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | dict[str, Any] | None = None,
     ) -> AsyncGenerator[list[Event], None]:
         """Stream an answer: yield, per network read, the non-empty list of its events.
 
@@ -119,16 +124,27 @@ class OpenAIClient:
         `contextlib.aclosing`: closing the generator closes the request, which
         is how the server learns to stop. `keep_alive` is Ollama's and ignored.
         `asked` is called once the request is written (see `retry`).
+        `tools` and `tool_choice` go to the server as they are, and the calls
+        come as `ToolCallDelta`s, streamed or inline (see `toolcalls`).
 
         Raises `UpstreamError`, also after some events were yielded.
         """
+        body = self.request_body(
+            model,
+            messages,
+            think=think,
+            options=options,
+            tools=tools,
+            tool_choice=tool_choice,
+        )
+        calls = ToolCalls() if tools else None
         return stream_events(
             self._http,
             self.base_url + PATH,
-            self.request_body(model, messages, think=think, options=options),
+            body,
             _HEADERS,
             lambda response: self._status_error(response, model, think),
-            StreamReader(self.base_url, self._splitter(think)),
+            StreamReader(self.base_url, self._splitter(think, calls), calls),
             self.base_url,
             asked,
         )
@@ -173,6 +189,8 @@ class OpenAIClient:
         *,
         think: bool | None,
         options: Mapping[str, Any],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         control = self.thinking
         if think is not None and control.soft_switch:
@@ -186,13 +204,23 @@ class OpenAIClient:
         }
         if think is not None and control.template_kwargs:
             body["chat_template_kwargs"] = {"enable_thinking": think}
+        if tools:
+            body["tools"] = tools
+            if tool_choice is not None:
+                body["tool_choice"] = tool_choice
         return body
 
-    def _splitter(self, think: bool | None) -> ThinkTagSplitter | None:
+    def _splitter(
+        self, think: bool | None, calls: ToolCalls | None
+    ) -> ThinkTagSplitter | ToolTagSplitter | None:
+        """What splits the content: `<think>` tags as the profile says, and
+        `<tool_call>` tags when tools were offered (a server without a tool
+        parser leaves them in the text)."""
         control = self.thinking
-        if not control.parse_tags:
-            return None
-        return ThinkTagSplitter(opened=control.opened and think is not False)
+        tags = None
+        if control.parse_tags:
+            tags = ThinkTagSplitter(opened=control.opened and think is not False)
+        return tags if calls is None else ToolTagSplitter(calls, tags)
 
     async def _status_error(
         self, response: httpx.Response, model: str, think: bool | None
@@ -220,45 +248,6 @@ class OpenAIClient:
         return error
 
 
-def with_content_parts(message: dict[str, Any]) -> dict[str, Any]:
-    """A message as OpenAI-compatible servers take it: one carrying images
-    (base64, as Ollama takes them: `images`) becomes content parts, its text
-    then each picture as a data URL."""
-    images = message.get("images")
-    if not images:
-        return message
-    parts: list[dict[str, Any]] = []
-    if message.get("content"):
-        parts.append({"type": "text", "text": message["content"]})
-    parts += [
-        {"type": "image_url", "image_url": {"url": data_url(image)}} for image in images
-    ]
-    converted = {k: v for k, v in message.items() if k != "images"}
-    converted["content"] = parts
-    return converted
-
-
-def data_url(image: str) -> str:
-    """A base64 picture as a data URL, its type read from its first bytes
-    (the site sends PNG or JPEG only)."""
-    kind = "image/png" if image.startswith("iVBOR") else "image/jpeg"
-    return f"data:{kind};base64,{image}"
-
-
-def soft_switched(messages: list[dict[str, Any]], think: bool) -> list[dict[str, Any]]:
-    """Return `messages` with Qwen3's `/think` or `/no_think` after the last
-    user message (the latest switch in a chat wins)."""
-    switch = "/think" if think else "/no_think"
-    result = list(messages)
-    for index in range(len(result) - 1, -1, -1):
-        if result[index].get("role") == "user":
-            message = dict(result[index])
-            message["content"] = f"{message.get('content', '')} {switch}".lstrip()
-            result[index] = message
-            return result
-    return result
-
-
 def _about_thinking(message: str) -> bool:
     text = message.lower()
     return (
@@ -276,9 +265,16 @@ class StreamReader:
     server does not speak this protocol: "malformed".
     """
 
-    def __init__(self, base_url: str, splitter: ThinkTagSplitter | None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        splitter: ThinkTagSplitter | ToolTagSplitter | None,
+        calls: ToolCalls | None = None,
+    ) -> None:
         self.base_url = base_url
         self.splitter = splitter
+        # The reply's tool calls, when tools were offered.
+        self.calls = calls
         self.decoder = SSEDecoder()
         self.finished = False
         self.parsed = 0
@@ -369,6 +365,8 @@ class StreamReader:
                     events.append(Delta("content", content))
                 else:
                     events.extend(self.splitter.feed(content))
+            if self.calls is not None:
+                self.calls.openai(delta.get("tool_calls"), events)
         reason = choice.get("finish_reason")
         if reason and isinstance(reason, str):
             self.finish_reason = reason
@@ -376,7 +374,11 @@ class StreamReader:
     def _finish(self, events: list[Event]) -> None:
         if self.splitter is not None:
             events.extend(self.splitter.close())
-        events.append(self.figures())
+        if self.calls is None:
+            events.append(self.figures())
+        else:
+            self.calls.close(events)
+            events.append(self.calls.finished(self.figures()))
         self.finished = True
 
     def figures(self) -> Finished:

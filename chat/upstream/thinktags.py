@@ -112,7 +112,7 @@ class ThinkTagSplitter:
             self.state = "answer"
             self._strip = True
             return text[end + len(CLOSE) :]
-        keep = _partial_tag(text, CLOSE)
+        keep = partial_tag(text, CLOSE)
         body = text[: len(text) - keep]
         reasoning = body.rstrip()
         if reasoning:
@@ -121,11 +121,15 @@ class ThinkTagSplitter:
         return ""
 
 
-def _partial_tag(text: str, tag: str) -> int:
-    """Return the length of the longest end of `text` that starts `tag`."""
-    for size in range(min(len(tag) - 1, len(text)), 0, -1):
-        if text.endswith(tag[:size]):
-            return size
+def partial_tag(text: str, tag: str) -> int:
+    """Return the length of the longest end of `text` that starts `tag` (but
+    is not all of it): where the tag's first character is, in its last
+    characters (`tooltags` asks this of every piece of an answer)."""
+    start = max(0, len(text) - len(tag) + 1)
+    while (at := text.find(tag[0], start)) >= 0:
+        if tag.startswith(text[at:]):
+            return len(text) - at
+        start = at + 1
     return 0
 
 

@@ -132,6 +132,8 @@ interface ChatEvents {
   "chat:refused": CustomEvent<{ code: string; detail: string }>;
   /** turn.js: the streaming answer ended ("done", "stopped" or "error"). */
   "chat:turn-ended": CustomEvent<{ status: string }>;
+  /** tool_steps.js: the user allowed or denied a tool call (socket.js sends it). */
+  "chat:approve": CustomEvent<{ message_id: number; call_id: string; allow: boolean }>;
   "chat:connected": Event;
   "older-messages": Event;
 }

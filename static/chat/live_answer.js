@@ -69,16 +69,34 @@ export function rememberThinking(open) {
 
 // ---------------------------------------------------------------- a streaming answer
 
+// A thinking block's parts (templates/chat/_message.html, _step_thinking.html),
+// its text node added: the thoughts are appended to it.
+/** @param {HTMLDetailsElement} details */
+function thoughtsIn(details) {
+  return {
+    details,
+    label: /** @type {HTMLElement} */ (details.querySelector(".thinking-label")),
+    scroll: /** @type {HTMLElement} */ (details.querySelector(".thinking-scroll")),
+    node: /** @type {HTMLElement} */ (details.querySelector(".thinking-text")).appendChild(document.createTextNode("")),
+  };
+}
+
 // The parts of an answer's article (templates/chat/_message.html) are there.
 export class LiveAnswer {
   /** @param {HTMLElement} article */
   constructor(article) {
     this.article = article;
     this.id = Number(article.dataset.messageId);
-    this.details = /** @type {HTMLDetailsElement} */ (article.querySelector("details.thinking"));
-    this.label = /** @type {HTMLElement} */ (article.querySelector(".thinking-label"));
-    this.thinkingScroll = /** @type {HTMLElement} */ (article.querySelector(".thinking-scroll"));
-    this.thinkingNode = /** @type {HTMLElement} */ (article.querySelector(".thinking-text")).appendChild(document.createTextNode(""));
+    // A tool turn's steps (tool_steps.js) and the pages its tools cited.
+    this.steps = /** @type {HTMLElement} */ (article.querySelector(".steps"));
+    this.citations = /** @type {HTMLOListElement} */ (article.querySelector(".citations"));
+    // The thoughts go to the newest round's block (a reload mid-turn has several).
+    const blocks = article.querySelectorAll(/** @type {"details"} */ ("details.thinking"));
+    const thoughts = thoughtsIn(blocks[blocks.length - 1]);
+    this.details = thoughts.details;
+    this.label = thoughts.label;
+    this.thinkingScroll = thoughts.scroll;
+    this.thinkingNode = thoughts.node;
     this.answer = /** @type {HTMLElement} */ (article.querySelector(".answer"));
     this.figures = article.querySelector(".live-figures");
     // The figures' one text node, whose data changes with each token: a new
@@ -115,6 +133,40 @@ export class LiveAnswer {
     this.rateText = "";
     this.figuresAt = 0;
     if (!this.answering && thinkingPreference() === "closed") this.details.open = false;
+  }
+
+  /** @param {HTMLDetailsElement} details */
+  useThoughts(details) {
+    ({ details: this.details, label: this.label, scroll: this.thinkingScroll, node: this.thinkingNode } = thoughtsIn(details));
+  }
+
+  // A tool turn's next round (tool_steps.js): its thoughts go to a block of
+  // their own, after the steps so far; it has not answered yet.
+  /** @param {HTMLDetailsElement} details */
+  thinkAgainIn(details) {
+    this.apply(); // what came before the round, in the round before's block
+    this.endThinking(performance.now());
+    this.useThoughts(details);
+    watchThinkingScroll(this);
+    this.thinkingStart = this.thinkingEnd = null;
+    this.followThinking = true;
+    this.answering = false;
+    if (thinkingPreference() === "closed") details.open = false;
+  }
+
+  // The round's thoughts ended (a tool call began): folded, with how long they took.
+  /** @param {number} now */
+  endThinking(now) {
+    if (this.thinkingStart !== null && this.thinkingEnd === null) this.thinkingEnd = now;
+    this.updateThinkingLabel(now);
+    if (this.details.open && thinkingPreference() !== "open") this.details.open = false;
+  }
+
+  // All the thoughts on the page, every round's, as stored (joined).
+  thoughts() {
+    let text = "";
+    for (const block of this.article.querySelectorAll(".thinking-text")) text += block.textContent;
+    return text;
   }
 
   // `tokens`: how many the delta holds (a frame says so when the server merged
@@ -279,7 +331,8 @@ export class LiveAnswer {
       this.rerender(message.content);
     }
     const thoughts = /** @type {HTMLElement} */ (this.thinkingNode.parentNode);
-    if (thoughts.textContent !== message.thinking) {
+    // A tool turn's rounds each have their block, drawn as stored (tool_steps.js).
+    if (!this.steps.childElementCount && thoughts.textContent !== message.thinking) {
       console.warn(`answer ${this.id}: the page's thoughts differ from the stored ones`);
       this.article.dataset.resynced = "1";
       thoughts.replaceChildren(message.thinking);
@@ -300,7 +353,7 @@ export class LiveAnswer {
   // comes instead of a resume): take them from the stored text.
   /** @param {ServerMessage} message */
   catchUp(message) {
-    const thinking = /** @type {HTMLElement} */ (this.thinkingNode.parentNode).textContent + this.pendingThinking;
+    const thinking = this.thoughts() + this.pendingThinking;
     if (message.thinking.length > thinking.length && message.thinking.startsWith(thinking)) {
       this.pendingThinking += message.thinking.slice(thinking.length);
     }
@@ -321,6 +374,8 @@ export class LiveAnswer {
   // than the answer has, so its next text would land in the wrong place): the
   // page drops its text, to be sent again from the start (socket.js).
   restart() {
+    const first = /** @type {HTMLDetailsElement} */ (this.article.querySelector("details.thinking"));
+    if (first !== this.details) this.useThoughts(first); // the steps went (tool_steps.js `clearSteps`)
     this.thinkingNode.data = "";
     /** @type {HTMLElement} */ (this.thinkingNode.parentNode).replaceChildren(this.thinkingNode);
     this.details.hidden = true;

@@ -14,6 +14,7 @@ import {
   showQueued,
 } from "./live_answer.js";
 import { enhanceAnswer } from "./markdown.js";
+import { clearSteps, settleSteps, stopTimers, toolHandlers } from "./tool_steps.js";
 import { refreshQuotaLine } from "./quota.js";
 import { announce, chat, connection, list, owner, showAlert } from "./page.js";
 import {
@@ -68,6 +69,18 @@ const CLOSED_BECAUSE = {
  * @property {string} [content]
  * @property {number} id
  * @property {string} title
+ * @property {string} call_id  a tool call's (tool_steps.js), and the fields below
+ * @property {string} name
+ * @property {string} source
+ * @property {number} started  epoch ms
+ * @property {boolean} ok
+ * @property {string} [preview]
+ * @property {number} [size]
+ * @property {boolean} [cut]
+ * @property {number} [ms]
+ * @property {string | null} [error]
+ * @property {{url: string, title?: string}[]} [citations]
+ * @property {number} round
  */
 
 // The socket and its reconnecting.
@@ -93,6 +106,7 @@ function replaceMessage(message) {
   if (message.status !== "streaming") answerEnded(message.id, message.status);
   if (state) {
     forget(message.id);
+    settleSteps(state.article, fresh);
     state.finish(message, fresh);
     if (message.role === "assistant") announceAnswer(message, state);
     return;
@@ -127,6 +141,7 @@ function removeMessages(ids) {
     if (liveAnswer(id)) forget(id);
     answerRemoved(id);
     const article = document.getElementById(`message-${id}`);
+    if (article) stopTimers(article);
     if (article?.contains(document.activeElement)) owner?.input.focus({ preventScroll: true });
     article?.remove();
   }
@@ -189,6 +204,8 @@ function removeReplaced(frame) {
 /** @param {Frame} frame */
 function endAnswer(frame) {
   answerEnded(frame.message_id, frame.status);
+  const state = liveAnswer(frame.message_id);
+  if (state) stopTimers(state.article);
   refreshQuotaLine();
 }
 
@@ -225,6 +242,7 @@ export const handlers = {
   done: endAnswer,
   model: showModel,
   error: showRefusal,
+  ...toolHandlers,
 };
 
 // ---------------------------------------------------------------- the socket
@@ -270,6 +288,7 @@ function resumeStreaming() {
 function resumeFromStart(messageId) {
   const state = liveAnswer(messageId);
   if (!state || !isOpen()) return; // ended meanwhile (its stored message came), or reconnecting: resumed then
+  clearSteps(state);
   state.restart();
   sendFrame({ type: "resume", message_id: messageId, offset: 0, thinking_offset: 0 });
 }
@@ -325,6 +344,13 @@ function scheduleReconnect() {
   );
   link.retryTimer = setTimeout(connect, delay);
 }
+
+// Allow / Deny on a tool call waiting for the user (tool_steps.js); once
+// reconnected, the server asks again (its `tool_run` frame enables the buttons).
+document.addEventListener("chat:approve", (event) => {
+  if (isOpen()) sendFrame({ type: "approve", ...event.detail });
+  else showAlert(gettext("Not connected: your choice was not sent. Choose again once reconnected."));
+});
 
 export function reconnectNow() {
   if (link.retryTimer !== null) connect();

@@ -20,7 +20,10 @@ BOUND = 10.0
 
 def sink() -> ApiAnswer:
     answer = SimpleNamespace(conversation_id=-1, pk=-1, prompt_tokens_estimate=0)
-    return ApiAnswer(SimpleNamespace(answer=answer, profile=SimpleNamespace(tag="m")))
+    turn = SimpleNamespace(
+        answer=answer, profile=SimpleNamespace(tag="m"), client_tools=None
+    )
+    return ApiAnswer(turn)
 
 
 def news(answer: ApiAnswer, delta: str = "w") -> None:

@@ -365,19 +365,6 @@ def test_images_are_400(ol, simulator):
     assert (error.status_code, error.error) == (400, "Images are not supported.")
 
 
-def test_tools_are_400(ol, simulator):
-    def get_weather(city: str) -> str:
-        """The weather in a city.
-
-        Args:
-          city: The city.
-        """
-        return "sunny"
-
-    error = refused(chat, ol, tools=[get_weather], stream=False)
-    assert (error.status_code, error.error) == (400, "Tools are not supported.")
-
-
 def test_structured_output_is_400(ol, simulator):
     error = refused(chat, ol, format="json", stream=False)
     assert error.status_code == 400

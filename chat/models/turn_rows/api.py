@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from django.utils.translation import gettext as _
@@ -11,6 +12,7 @@ from chat.models.history import estimate_tokens, message_chars
 from chat.models.messages import Message
 from chat.models.profiles import ModelProfile, ThinkingMode
 from chat.models.turn_rows.rows import (
+    ClientTools,
     Pending,
     Turn,
 )
@@ -38,17 +40,25 @@ def api_profile(api_key: ApiKey, model: str) -> ModelProfile:
 def prepare_api_turn(
     api_key: ApiKey,
     profile: ModelProfile,
-    messages: list[dict[str, str]],
+    messages: list[dict[str, Any]],
     *,
     think: bool | None,
     store: bool,
     options: dict[str, Any],
+    tools: ClientTools | None = None,
 ) -> Pending:
     """An answer asked over the API (`chat.api`), in a conversation of its
     own: listed in the owner's list only when `store`, else kept for its
     figures (throughput, quotas) with the request's last question. The
     history sent is the request's own `messages`, as given. Its rows are
     written (`Pending.written`).
+
+    `messages` are in the OpenAI shape the model-server clients take (an
+    assistant's `tool_calls`, `tool` results); `tools`, the client's own
+    (`ClientTools`). Rows are kept of the questions and of the answers with
+    text: the calls and results of a request's history reach the model, and
+    count in its prompt, but have no row of their own (a message has no role
+    for them, nor a field for calls yet).
 
     Refused (nothing stored) with ModelForbidden or, before the model is
     asked, `quotas.QuotaReached`: the same checks as `begin_turn`."""
@@ -63,7 +73,7 @@ def prepare_api_turn(
     quotas.lock(owner)
     left = quotas.check(owner)
     system = [m["content"] for m in messages if m["role"] == "system"]
-    turns = [m for m in messages if m["role"] != "system"]
+    turns = [m for m in messages if _has_row(m)]
     questions = [m for m in turns if m["role"] == "user"]
     first = questions[0]["content"] if questions else ""
     conversation = Conversation.objects.create(
@@ -76,7 +86,7 @@ def prepare_api_turn(
         listed=store,
         title=Conversation.title_from(first),
     )
-    kept = turns if store else turns[-1:]
+    kept = turns if store else questions[-1:]
     rows = Message.objects.append_branch(
         [
             Message(
@@ -90,7 +100,9 @@ def prepare_api_turn(
             for m in kept
         ]
     )
-    chars = sum(message_chars(m["content"]) for m in messages)
+    chars = sum(message_chars(_prompt_text(m)) for m in messages)
+    if tools is not None:
+        chars += len(json.dumps(tools.tools, ensure_ascii=False))
     answer = Message(
         conversation=conversation,
         parent=rows[-1] if rows else None,
@@ -112,5 +124,22 @@ def prepare_api_turn(
     quotas.reserve(answer, profile, options, left)
     answer.save()
     question = rows[-1] if rows else answer
-    turn = Turn(question, answer, profile, messages, False, options)
+    turn = Turn(question, answer, profile, messages, False, options, tools)
     return Pending(conversation, turn, written=True)
+
+
+def _has_row(message: dict[str, Any]) -> bool:
+    """A question, or an answer with text (not one that only called tools)."""
+    role = message["role"]
+    if role == "assistant" and message.get("tool_calls"):
+        return bool(message["content"].strip())
+    return role in (Message.Role.USER, Message.Role.ASSISTANT)
+
+
+def _prompt_text(message: dict[str, Any]) -> str:
+    """What of a message the model reads: its text, and its calls' names and
+    arguments."""
+    calls = message.get("tool_calls") or ()
+    texts = [message["content"]]
+    texts.extend(c["function"]["name"] + c["function"]["arguments"] for c in calls)
+    return "".join(texts)

@@ -25,6 +25,22 @@ if TYPE_CHECKING:
     from chat.models.teams import Team
 
 
+class ClientTools(NamedTuple):
+    """Tools an API client offers the model and runs itself (`chat.api`; the
+    site's own tools are for its own conversations): `tools` goes to the model
+    server as given, in the function form (`chat.upstream` `chat(tools=...)`),
+    with `choice` (`tool_choice`: None for the model's own choice, "required",
+    or `{"type": "function", "function": {"name": ...}}`). Nothing is run: the
+    turn ends with the model's first reply, its calls streamed to the client
+    (`tool_call` and `tool_args` frames) and the reply finished with
+    `done_reason="tool_calls"`. `parallel` False: the client takes only the
+    reply's first call (`parallel_tool_calls`)."""
+
+    tools: list[dict[str, Any]]
+    choice: str | dict[str, Any] | None = None
+    parallel: bool = True
+
+
 class Turn(NamedTuple):
     question: Message
     answer: Message
@@ -32,6 +48,7 @@ class Turn(NamedTuple):
     history: list[dict[str, Any]]
     titled: bool  # the conversation took its title from this question
     options: dict[str, Any] | None = None  # the request's options (num_ctx, ...)
+    client_tools: ClientTools | None = None  # an API client's own tools
 
 
 class Retry(NamedTuple):

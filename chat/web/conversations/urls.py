@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from chat.web.conversations import attachments, model_picker, views
+from chat.web.conversations import attachments, model_picker, tools_menu, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -21,6 +21,7 @@ urlpatterns = [
     path("quota/line/", views.quota_line, name="quota_line"),
     path("c/<int:pk>/", views.conversation, name="conversation"),
     path("c/<int:pk>/thinking/", views.set_thinking, name="set_thinking"),
+    path("c/<int:pk>/tools/", tools_menu.set_tools, name="set_tools"),
     path("models/loaded/", model_picker.loaded_models, name="loaded_models"),
     path(
         "c/<int:pk>/settings/",

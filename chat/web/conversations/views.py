@@ -32,6 +32,7 @@ from chat.web.conversations.forms import (
     ThinkingForm,
 )
 from chat.web.conversations.model_picker import picker_models
+from chat.web.conversations.tools_menu import menu_for as tools_menu
 from chat.web.sidebar.lists import current_page_pk, sidebar_context
 
 
@@ -146,6 +147,7 @@ def conversation(request: SignedInRequest, pk: int) -> HttpResponse:
         "quota_warnings": quotas.warnings(request.user),
         "first_question": _first_question(request, current),
         "picker_models": picker_models(request.user),
+        "tool_menu": tools_menu(request.user, current),
         **_settings_context(current, SettingsForm(instance=current)),
     }
     return render(request, "chat/conversation.html", context)

@@ -1,5 +1,5 @@
 """The official `openai` client against the live server's `/v1`: a request the
-site cannot take (choices, images, tools, bad JSON, a body or question over the
+site cannot take (choices, images, bad JSON, a body or question over the
 limit) refused with 400 or 413 in OpenAI's error shape, storing nothing; unknown
 fields ignored."""
 
@@ -37,22 +37,6 @@ def test_an_image_is_400_naming_images(oa, simulator):
     ]
     with pytest.raises(openai.BadRequestError, match="Images are not supported"):
         ask(oa, messages=[{"role": "user", "content": parts}])
-
-
-def test_tools_are_400_naming_tools(oa, simulator):
-    tools = [
-        {
-            "type": "function",
-            "function": {
-                "name": "get_weather",
-                "parameters": {"type": "object", "properties": {}},
-            },
-        }
-    ]
-    with pytest.raises(openai.BadRequestError) as caught:
-        ask(oa, tools=tools)
-    assert caught.value.param == "tools"
-    assert "Tools and function calls are not supported" in caught.value.message
 
 
 def test_a_nul_in_the_model_name_is_400(oa, simulator):

@@ -1,6 +1,6 @@
 """`chat.api.requests`: Ollama's chat body read into one `ChatRequest`: streamed by
-default, its options taken as named, `think`, and what is refused (tools,
-structured output, images, tool messages); each refusal a 400 that says what is
+default, its options taken as named, `think`, and what is refused (structured
+output, images); each refusal a 400 that says what is
 wrong. No server, no database: marked `smoke`, so they run on the zero-config
 defaults too."""
 
@@ -100,11 +100,6 @@ def test_ollama_bad_think(think):
     )
 
 
-def test_ollama_tools_are_refused():
-    tools = [{"type": "function", "function": {"name": "f"}}]
-    assert refused(ollama, tools=tools).message == "Tools are not supported."
-
-
 def test_ollama_structured_output_is_refused():
     error = refused(ollama, format="json")
     assert error.message == "Structured output (format) is not supported."
@@ -123,10 +118,13 @@ def test_ollama_content_must_be_a_string():
     assert error.message == "messages[0].content must be a string."
 
 
-def test_ollama_tool_messages_are_refused():
+def test_ollama_a_tool_result_without_a_call_is_refused():
     messages = [*QUESTION, {"role": "tool", "content": "42"}, *QUESTION]
     error = refused(ollama, messages=messages)
-    assert error.message == "Tools and function calls are not supported."
+    assert error.message == (
+        "messages[1] is a tool's result, but no earlier assistant message called "
+        "a tool."
+    )
 
 
 def test_ollama_model_name_with_a_nul_character():

@@ -1,5 +1,5 @@
 """`chat.api.requests`: OpenAI's chat body read into one `ChatRequest`: the model,
-one choice, no tools, the messages (roles, text parts, no images, audio or files,
+one choice, the messages (roles, text parts, no images, audio or files,
 the message limit, a question last) and the stream flag; what is ignored, and
 each refusal a 400 that says what is wrong. No server, no database: marked
 `smoke`, so they run on the zero-config defaults too."""
@@ -81,22 +81,11 @@ def test_openai_one_choice_is_fine(n):
     assert openai(n=n).messages == QUESTION
 
 
-@pytest.mark.parametrize(
-    "fields",
-    [
-        {"tools": [{"type": "function", "function": {"name": "f"}}]},
-        {"functions": [{"name": "f", "parameters": {}}]},
-    ],
-)
-def test_openai_tools_are_refused(fields):
-    error = refused(openai, **fields)
-    assert error.message == "Tools and function calls are not supported."
-    assert error.param == "tools"
-
-
 @pytest.mark.parametrize("tools", [None, []])
 def test_openai_no_tools_is_fine(tools):
-    assert openai(tools=tools, tool_choice="none").messages == QUESTION
+    request = openai(tools=tools, tool_choice="none")
+    assert request.messages == QUESTION
+    assert request.tools is None
 
 
 @pytest.mark.parametrize("messages", [None, [], "hello", {"role": "user"}, 3])
@@ -141,23 +130,9 @@ def test_openai_a_whole_conversation_keeps_its_order():
 @pytest.mark.parametrize("role", ["bot", "", None, "System", "function"])
 def test_openai_unknown_roles_are_refused(role):
     error = refused(openai, messages=[{"role": role, "content": "x"}, *QUESTION])
-    assert error.message == "messages[0].role must be system, user or assistant."
-
-
-@pytest.mark.parametrize(
-    "message",
-    [
-        {"role": "tool", "content": "42", "tool_call_id": "call_1"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [{"id": "call_1", "type": "function"}],
-        },
-    ],
-)
-def test_openai_tool_messages_are_refused(message):
-    error = refused(openai, messages=[*QUESTION, message, *QUESTION])
-    assert error.message == "Tools and function calls are not supported."
+    assert error.message == (
+        "messages[0].role must be system, user, assistant or tool."
+    )
 
 
 def test_openai_text_parts_are_joined():
@@ -243,7 +218,8 @@ def test_openai_a_nul_character_is_refused():
 def test_openai_the_last_message_is_a_question(messages):
     error = refused(openai, messages=messages)
     assert error.message == (
-        "The last message must be the user's question, and not blank."
+        "The last message must be the user's question, and not blank, or a "
+        "tool's result."
     )
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from chat.upstream.openai import openai_options, soft_switched
+from chat.upstream.openai import openai_options
+from chat.upstream.outgoing import soft_switched
 from tests.upstream.fake_servers import stream_of
 from tests.upstream.openai.answering import BASE, DONE, MODEL, collect
 
@@ -116,7 +117,7 @@ async def test_request_body(make_client, control, kwargs, fields, question):
 
 
 def test_images_become_content_parts_with_data_urls():
-    from chat.upstream.openai import with_content_parts
+    from chat.upstream.outgoing import with_content_parts
 
     png, jpeg = "iVBORw0KGgo=", "/9j/4AAQ"
     message = {"role": "user", "content": "What is this?", "images": [png, jpeg]}

@@ -46,6 +46,7 @@ from chat.live.protocol import frames
 from chat.models import (
     ApiKey,
     AttachmentRefused,
+    ClientTools,
     Conversation,
     DocumentsTooLarge,
     ModelProfile,
@@ -138,14 +139,16 @@ class ApiQuestion:
     """An answer asked over the API of the model named `model`, in a
     conversation of its own (new: it has no id yet), kept in the owner's list
     when `store`; `think` and `options` as the request asked (None: the
-    model's default)."""
+    model's default); `tools`, the client's own, which it runs itself
+    (`turn_rows.ClientTools`: offered to the model, never run here)."""
 
     api_key: ApiKey
     model: str
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]
     think: bool | None
     options: dict[str, Any]
     store: bool
+    tools: ClientTools | None = None
 
     def resolved(self) -> Callable[[], Pending]:
         """Its model and what it is asked with, found before the transaction;
@@ -165,6 +168,7 @@ class ApiQuestion:
             think=think,
             store=self.store,
             options=options,
+            tools=self.tools,
         )
 
 
