@@ -212,14 +212,6 @@ class Message(models.Model):
         null=True, verbose_name=gettext_lazy("prompt chars")
     )  # calibrates the estimate
 
-    # A turn of several steps (tools, `chat.live.engine.turn.steps`): its
-    # parts in order, {"kind": "thinking"|"content", "text"} and {"kind":
-    # "tool", "id", "name", ...}; empty for an answer of one model call, whose
-    # `content` and `thinking` say it all. Those two stay the joined text of
-    # every step (search, export, history).
-    steps = models.JSONField(
-        default=list, blank=True, verbose_name=gettext_lazy("steps")
-    )
     # The model calls the turn made (one, plus one per round of tool calls):
     # the quotas count each (`chat.models.quotas`).
     model_calls = models.PositiveSmallIntegerField(

@@ -6,15 +6,20 @@ registers a provider once, as its module is imported:
 
     toolbox.register("web", offers_for)
 
-and lists that module in the setting `TOOL_SOURCE_MODULES`, which `tools_for`
-imports the first time it is asked. A provider is called with the
-conversation's owner and the conversation, in the database thread while the
-turn is prepared (`chat.live.engine.turn.beginning`), before the model server
-is asked: it reads what it needs from the database (who may use which server,
-what the conversation switched on) and must not wait on the network (list a
-server's tools ahead and keep them). It returns `Offer`s: a `ToolSource` and
-the `ToolSpec`s it runs. A provider that fails costs the turn its tools, not
-the turn: it is logged and skipped.
+and lists that module in the setting `TOOL_SOURCE_MODULES`, which this module
+imports the first time it is asked. A provider is called with a user and a
+conversation of theirs, in the database thread while the turn is prepared
+(`chat.live.engine.turn.beginning`), before the model server is asked; or
+with no conversation for the composer's tools menu (`available`). It reads
+what it needs from the database (who may use which server) and must not wait
+on the network (list a server's tools ahead and keep them). It returns
+`Offer`s: one per source (`ToolSpec.source`, e.g. `mcp:3`, `web`), its title,
+the `ToolSource` and the `ToolSpec`s it runs. A provider that fails costs the
+turn its tools, not the turn: it is logged and skipped.
+
+Of what the providers offer, a turn gets what its conversation switched on
+(`Conversation.tool_choices`, the tools menu's: a source not named is off, a
+tool not named follows its source).
 """
 
 from __future__ import annotations
@@ -37,13 +42,15 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Offer:
-    """Tools a source offers for one turn, and the source that runs them."""
+    """Tools a source offers a user, and the source that runs them."""
 
+    id: str  # the specs' `source`
+    title: str
     source: ToolSource
     specs: Sequence[ToolSpec]
 
 
-Provider = Callable[[Any, "Conversation"], Iterable[Offer]]
+Provider = Callable[[Any, "Conversation | None"], Iterable[Offer]]
 
 _providers: dict[str, Provider] = {}
 _loaded = False
@@ -104,19 +111,39 @@ def has_sources() -> bool:
     return bool(_providers)
 
 
+def available(user: Any) -> list[Offer]:
+    """Every source of tools `user` may switch on (the tools menu)."""
+    return _offers(user, None)
+
+
 def tools_for(user: Any, conversation: Conversation) -> Toolbox:
-    """The tools `user` may have the model call in `conversation` (in the
-    database thread). Nothing registered: no tools, and no query."""
-    _load()
-    if not _providers:
+    """The tools `user` may have the model call in `conversation` and switched
+    on there (in the database thread). Nothing registered, or nothing on: no
+    tools (and no query but the providers')."""
+    choices = conversation.tool_choices if conversation.tool_choices else {}
+    sources = choices.get("sources") if isinstance(choices, dict) else None
+    if not has_sources() or not isinstance(sources, dict) or not any(sources.values()):
         return NO_TOOLS
+    tools = choices.get("tools")
+    tools = tools if isinstance(tools, dict) else {}
+    chosen = []
+    for offer in _offers(user, conversation):
+        if sources.get(offer.id) is not True:
+            continue
+        specs = [s for s in offer.specs if tools.get(f"{s.source}/{s.tool}", True)]
+        chosen.append(Offer(offer.id, offer.title, offer.source, specs))
+    return Toolbox.of(chosen)
+
+
+def _offers(user: Any, conversation: Conversation | None) -> list[Offer]:
+    _load()
     offers: list[Offer] = []
     for name, provider in list(_providers.items()):
         try:
             offers.extend(provider(user, conversation))
         except Exception:
             logger.exception("tool source %r failed: its tools are not offered", name)
-    return Toolbox.of(offers)
+    return offers
 
 
 def _load() -> None:

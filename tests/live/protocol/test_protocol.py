@@ -65,19 +65,41 @@ def protocol_table_types(heading: str) -> list[str]:
     return types
 
 
-def handler_types(source: str, name: str = "socket.js") -> list[str]:
+# Another module's table spread into it: `...toolHandlers,` (the table
+# `export const toolHandlers = {` of a module of static/chat/, same format).
+SPREAD_ENTRY = re.compile(r"^\s*\.\.\.(?P<table>[A-Za-z_$][\w$]*)\s*,\s*$")
+
+
+def spread_table(table: str) -> list[str]:
+    """The keys of the table `table` exported by a module of static/chat/."""
+    start = f"export const {table} = {{"
+    for path in sorted(SOCKET_JS.parent.glob("*.js")):
+        source = path.read_text(encoding="utf-8")
+        if start in [line.strip() for line in source.splitlines()]:
+            return handler_types(source, path.name, start)
+    raise ValueError(f"no module of static/chat/ has a line {start!r}")
+
+
+def handler_types(
+    source: str, name: str = "socket.js", opening: str = HANDLERS_START
+) -> list[str]:
     """The keys of the handlers table: the lines between `export const handlers
-    = {` and `};`, one entry a line (blank lines and // comments allowed)."""
+    = {` and `};`, one entry a line (blank lines and // comments allowed), and
+    the keys of the tables spread into it."""
     lines = [line.rstrip() for line in source.splitlines()]
-    if HANDLERS_START not in [line.strip() for line in lines]:
-        raise ValueError(f"{name} has no line {HANDLERS_START!r}")
-    start = [line.strip() for line in lines].index(HANDLERS_START)
+    if opening not in [line.strip() for line in lines]:
+        raise ValueError(f"{name} has no line {opening!r}")
+    start = [line.strip() for line in lines].index(opening)
     keys = []
     for number, line in enumerate(lines[start + 1 :], start=start + 2):
         stripped = line.strip()
         if stripped == HANDLERS_END:
             return keys
         if not stripped or stripped.startswith("//"):
+            continue
+        spread = SPREAD_ENTRY.match(line)
+        if spread is not None:
+            keys.extend(spread_table(spread.group("table")))
             continue
         entry = HANDLER_ENTRY.match(line)
         if entry is None:
