@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from chat.live.protocol import share_frames
+from chat.live.protocol import share_frames, tool_frames
 from chat.models import ShareLink
 
 pytestmark = pytest.mark.django_db
@@ -48,3 +48,33 @@ def test_a_viewer_opens_the_files_through_the_link(conversation):
     frame = share_frames.message(shared)
     assert "abc123" not in frame["message"]["html"]
     assert frame["message"]["attachments"] == []
+
+
+def test_a_viewer_sees_the_steps_and_the_results_only_if_the_link_has_them(
+    conversation,
+):
+    link, token = ShareLink.create_for(conversation, mode=ShareLink.Mode.LIVE)
+    ordinals = share_frames.Ordinals([40, 41])
+    call = tool_frames.tool_call(41, "call_1", "web__search", "Search", "web")
+    result = tool_frames.tool_result(
+        41,
+        "call_1",
+        ok=True,
+        preview="3 results",
+        size=900,
+        cut=False,
+        ms=120.0,
+        error=None,
+        citations=[{"url": "https://example.org/", "title": "Example"}],
+    )
+    seen = share_frames.for_viewer(call, link, token, ordinals)
+    assert seen == {**call, "message_id": 2}
+    assert share_frames.for_viewer(result, link, token, ordinals) == {
+        **result,
+        "message_id": 2,
+    }
+    link.include_tool_results = False
+    hidden = share_frames.for_viewer(result, link, token, ordinals)
+    assert hidden is not None and hidden["preview"] == "" and hidden["citations"] == []
+    assert hidden["ok"] is True and hidden["message_id"] == 2
+    assert result["preview"] == "3 results"  # the owner's frame is left whole
