@@ -90,7 +90,8 @@ from chat.simulator.config import (
     default_models,
     update_config,
 )
-from chat.simulator.ollama import parse_chat, parse_keep_alive
+from chat.simulator.ollama import parse_chat
+from chat.simulator.ollama_models import parse_keep_alive
 from chat.simulator.script import Script, reply_script, split_tokens
 from chat.simulator.state import STATE, ChatLogEntry, SimulatorState
 

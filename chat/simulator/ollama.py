@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -13,9 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from chat.simulator.config import (
-    DEFAULT_KEEP_ALIVE_S,
     DEFAULT_NUM_CTX,
-    FOREVER_S,
     RUNNER_STOPPED,
     THINK_LEVELS,
     SimModel,
@@ -30,7 +27,7 @@ from chat.simulator.faults import (
     take_faults,
 )
 from chat.simulator.ollama_models import add_routes as add_model_routes
-from chat.simulator.ollama_models import find_model
+from chat.simulator.ollama_models import find_model, parse_keep_alive
 from chat.simulator.received import received
 from chat.simulator.script import Script, reply_script
 from chat.simulator.state import STATE, ChatLogEntry, SimulatorState
@@ -73,39 +70,6 @@ def _parse_think(value: Any) -> bool | str | None:
     raise ApiError(
         400, 'think must be a boolean or string ("high", "medium", "low", "max")'
     )
-
-
-_DURATION_RE = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|ms|s|m|h)")
-
-_DURATION_UNITS = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
-
-
-def parse_keep_alive(value: Any) -> float:
-    """Seconds from Ollama's keep_alive: a number of seconds or a Go duration."""
-    if value is None:
-        return DEFAULT_KEEP_ALIVE_S
-    if is_number(value):
-        return FOREVER_S if value < 0 else float(int(value))
-    if not isinstance(value, str):
-        raise ApiError(400, f"invalid keep_alive: {json.dumps(value)}")
-    text = value.strip()
-    sign = -1.0 if text.startswith("-") else 1.0
-    body = text.lstrip("+-")
-    if body == "0":
-        return 0.0
-    parts = _DURATION_RE.findall(body)
-    if not parts or "".join(n + u for n, u in parts) != body:
-        raise ApiError(400, f'time: invalid duration "{value}"')
-    seconds = sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
-    return FOREVER_S if sign < 0 else seconds
 
 
 def parse_chat(config: SimulatorConfig, body: Any) -> ChatRequest:
