@@ -202,6 +202,7 @@ class _Plan:
     # The token each piece leaves at: a tool call goes out whole once the
     # model has written its last token (chat/simulator/toolcalls/dialects.py).
     slots: list[int]
+    generated: int  # tokens in all, those of a call cut short by num_predict too
 
     @classmethod
     def build(cls, config: SimulatorConfig, chat: ChatRequest, turn: Turn) -> _Plan:
@@ -214,8 +215,9 @@ class _Plan:
             slots.append((slots[-1] if slots else -1) + spent)
         limit = chat.options.get("num_predict")
         done_reason = "stop"
-        if is_number(limit) and 0 < limit <= (slots[-1] if slots else 0):
-            done_reason = "length"
+        generated = slots[-1] + 1 if slots else 0
+        if is_number(limit) and 0 < limit < generated:
+            done_reason, generated = "length", int(limit)
             pieces = pieces[: sum(1 for slot in slots if slot < limit)]
             slots = slots[: len(pieces)]
         return cls(
@@ -229,10 +231,13 @@ class _Plan:
             done_reason=done_reason,
             pieces=pieces,
             slots=slots,
+            generated=generated,
         )
 
     def tokens(self, pieces: int) -> int:
         """The tokens generated for the first `pieces` pieces."""
+        if pieces == len(self.pieces):
+            return self.generated
         return self.slots[pieces - 1] + 1 if pieces else 0
 
     def message(self) -> dict[str, Any]:

@@ -50,7 +50,7 @@ def _part(question: str, names: Sequence[str], others: Sequence[str]) -> str:
         return question
     after = mention_of(others).search(question, own.end())
     part = question[own.start() : after.start() if after else len(question)]
-    return re.sub(r"[\s,;]*(?:and|then|and then)?[\s,;]*$", "", part, flags=re.I)
+    return re.sub(r"[\s,;]*(?:and then|and|then)?[\s,;]*$", "", part, flags=re.I)
 
 
 class _Filler:
