@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-WEATHER = {
+WEATHER: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "get_weather",
@@ -21,7 +21,7 @@ WEATHER = {
         },
     },
 }
-ECHO = {
+ECHO: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "everything__echo",
