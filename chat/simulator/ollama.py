@@ -1,5 +1,6 @@
-"""Ollama's native API: the `/api/chat` stream (the model endpoints,
-`/api/version|tags|show|ps`: `ollama_models`)."""
+"""Ollama's native API: the `/api/chat` stream, tool calls included
+(`toolcalls`; the model endpoints, `/api/version|tags|show|ps`:
+`ollama_models`)."""
 
 from __future__ import annotations
 

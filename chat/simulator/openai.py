@@ -10,7 +10,8 @@ Qwen3's `/think` and `/no_think` in the last user message (with the switch off
 and inline tags, the answer opens with an empty `<think></think>` block, as
 Qwen3 does). The faults are the Ollama side's, in this protocol's shapes: an
 error status with an `{"error": {...}}` body, a cut, `data: {"error": ...}`
-followed by `[DONE]`, one truncated event.
+followed by `[DONE]`, one truncated event. Tool calls (`tools`, `tool_choice`):
+`toolcalls`.
 """
 
 from __future__ import annotations
