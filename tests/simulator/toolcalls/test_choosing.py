@@ -1,14 +1,21 @@
 """Which tools a simulated reply calls, and with which arguments
-(`chat/simulator/toolcalls/choosing.py`, `arguments.py`), without a server."""
+(`chat/simulator/toolcalls/choosing.py`, `arguments.py`), and the script
+that decides instead."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import httpx
 import pytest
 
-from chat.simulator import ConfigError, SimulatorConfig, update_config
+from chat.simulator import (
+    ConfigError,
+    SimulatorConfig,
+    SimulatorServer,
+    update_config,
+)
 from chat.simulator.toolcalls.arguments import arguments_for, json_pieces
 from chat.simulator.toolcalls.choosing import Offer, plan_turn
 from tests.simulator.toolcalls.offering import (
@@ -210,3 +217,17 @@ def test_the_script_is_checked_when_set() -> None:
             update_config(config, {"tool_script": bad})
     update_config(config, {"tool_script": None, "tool_loop": True})
     assert config.tool_script is None and config.tool_loop
+
+
+def test_the_script_is_set_over_http(
+    sim: SimulatorServer, client: httpx.Client
+) -> None:
+    script = [[{"name": "get_weather", "arguments": {"location": "Rome"}}]]
+    response = client.post("/_sim/config", json={"tool_script": script})
+    assert response.status_code == 200 and response.json()["tool_script"] == script
+    assert sim.config.tool_script == script
+    bad = client.post("/_sim/config", json={"tool_script": [[{"arguments": {}}]]})
+    assert bad.status_code == 400 and "a scripted call is" in bad.json()["error"]
+    assert sim.config.tool_script == script
+    sim.reset()
+    assert sim.config.tool_script is None

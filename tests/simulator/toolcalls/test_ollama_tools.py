@@ -10,7 +10,7 @@ import httpx
 import ollama
 import pytest
 
-from chat.simulator import SimulatorServer
+from chat.simulator import RUNNER_STOPPED, SimulatorServer
 from chat.simulator.toolcalls.choosing import Call
 from chat.simulator.toolcalls.dialects import inline_pieces
 from tests.simulator.asking import PLAIN, THINKER, chat_lines
@@ -229,3 +229,12 @@ def test_the_ollama_client_sends_results_back_and_reads_the_answer(
     assert not answer.message.tool_calls
     sent = sim.log[-1].body["messages"][1]["tool_calls"][0]["function"]
     assert sent == {"name": "get_weather", "arguments": WEATHER_ARGS}
+
+
+def test_an_error_before_the_call_is_written_ends_the_stream(
+    sim: SimulatorServer, client: httpx.Client
+) -> None:
+    sim.config.error_after = 0
+    lines = chat_lines(client, messages=ASK_WEATHER, tools=TOOLS, think=False)
+    assert lines == [{"error": RUNNER_STOPPED}]
+    assert sim.log[-1].fault == "error"

@@ -280,3 +280,18 @@ def test_the_openai_client_sends_results_back_and_reads_the_answer(
     assert answer.choices[0].finish_reason == "stop"
     sent = sim.log[-1].body["messages"][1]["tool_calls"][0]
     assert sent["id"] == call.id and sent["function"]["name"] == "get_weather"
+
+
+def test_a_cut_inside_the_arguments_ends_without_a_finish(
+    sim: SimulatorServer, client: httpx.Client
+) -> None:
+    sim.config.cut_after = 4
+    body = {"model": THINKER, "messages": ASK_WEATHER, "tools": TOOLS, "stream": True}
+    body["chat_template_kwargs"] = {"enable_thinking": False}
+    with (
+        client.stream("POST", PATH, json=body) as response,
+        pytest.raises(httpx.RemoteProtocolError),
+    ):
+        response.read()
+    entry = sim.log[-1]
+    assert entry.fault == "cut" and entry.tokens_sent == 4 and not entry.finished
