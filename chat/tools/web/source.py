@@ -33,39 +33,45 @@ FETCH = "web_fetch"
 PREVIEW_CHARS = 300
 QUERY_CHARS = 400
 
-SEARCH_SPEC = ToolSpec(
-    name=SEARCH,
-    source=SOURCE,
-    tool=SEARCH,
-    title="Web search",
-    description=(
-        "Search the web. Returns results, each with a title, its address and a "
-        "snippet; fetch a result's address with web_fetch to read the page."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "description": "What to search for."}
-        },
-        "required": ["query"],
-    },
+# What the model is told of each tool, in English whatever the user's
+# language: the model servers' tool templates and the models are.
+SEARCH_ABOUT = (
+    "Search the web. Returns results, each with a title, its address and a "
+    "snippet; fetch a result's address with web_fetch to read the page."
 )
-FETCH_SPEC = ToolSpec(
-    name=FETCH,
-    source=SOURCE,
-    tool=FETCH,
-    title="Read a web page",
-    description=(
-        "Fetch a web page (http or https) and return its readable text and title."
-    ),
-    parameters={
+FETCH_ABOUT = "Fetch a web page (http or https) and return its readable text and title."
+
+
+def search_spec() -> ToolSpec:
+    """web_search, its title in the active language (shown to the user)."""
+    return ToolSpec(
+        name=SEARCH,
+        source=SOURCE,
+        tool=SEARCH,
+        title=_("Web search"),
+        description=SEARCH_ABOUT,
+        parameters=_parameters("query", "What to search for."),
+    )
+
+
+def fetch_spec() -> ToolSpec:
+    """web_fetch, its title in the active language (shown to the user)."""
+    return ToolSpec(
+        name=FETCH,
+        source=SOURCE,
+        tool=FETCH,
+        title=_("Read a web page"),
+        description=FETCH_ABOUT,
+        parameters=_parameters("url", "The page's full address (http or https)."),
+    )
+
+
+def _parameters(name: str, about: str) -> dict[str, Any]:
+    return {
         "type": "object",
-        "properties": {
-            "url": {"type": "string", "description": "The page's full address."}
-        },
-        "required": ["url"],
-    },
-)
+        "properties": {name: {"type": "string", "description": about}},
+        "required": [name],
+    }
 
 
 class WebTools:
@@ -94,7 +100,7 @@ class WebTools:
 
     def specs(self) -> list[ToolSpec]:
         """The tools offered: search only where a provider is set up."""
-        return [SEARCH_SPEC, FETCH_SPEC] if self.search else [FETCH_SPEC]
+        return [search_spec(), fetch_spec()] if self.search else [fetch_spec()]
 
     async def run(self, spec: ToolSpec, call: ToolCall, *, deadline: float) -> Outcome:
         try:

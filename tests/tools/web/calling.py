@@ -12,7 +12,7 @@ from chat.tools.web import WebTools
 from chat.tools.web.addresses import Exceptions
 from chat.tools.web.search import SearXNG
 from chat.tools.web.sites import Sites
-from chat.tools.web.source import FETCH_SPEC, SEARCH_SPEC
+from chat.tools.web.source import fetch_spec, search_spec
 from tests.tools.web.pages import Web
 
 THE_TEST_SERVER = Exceptions.parse(["127.0.0.1/32"])
@@ -34,9 +34,9 @@ def tools(
 
 async def fetched(tools: WebTools, url: str, *, deadline: float = 30) -> Outcome:
     call = ToolCall("call-1", "web_fetch", json.dumps({"url": url}))
-    return await tools.run(FETCH_SPEC, call, deadline=deadline)
+    return await tools.run(fetch_spec(), call, deadline=deadline)
 
 
 async def searched(tools: WebTools, query: str, *, deadline: float = 30) -> Outcome:
     call = ToolCall("call-1", "web_search", json.dumps({"query": query}))
-    return await tools.run(SEARCH_SPEC, call, deadline=deadline)
+    return await tools.run(search_spec(), call, deadline=deadline)
