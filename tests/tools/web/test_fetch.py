@@ -4,6 +4,7 @@ kept as data."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -206,3 +207,12 @@ async def test_extraction_over_its_budget_is_an_error(web: Web) -> None:
     with override_settings(WEB_EXTRACT_SECONDS=0.001):
         outcome = await fetched(tools(web), web.url("/big"))
     assert "The page could not be read: It took too long" in str(outcome.error)
+
+
+async def test_a_cancelled_fetch_raises_cancelled(web: Web) -> None:
+    # Stop pressed mid-fetch: the one thing a run raises.
+    task = asyncio.create_task(fetched(tools(web), web.url("/stall")))
+    await until(lambda: "/stall" in web.served, "the fetch reached the page")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
