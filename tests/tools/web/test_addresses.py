@@ -4,7 +4,13 @@ address of a name checked, and the connection made to the address checked
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import socket
+import ssl
+import subprocess
+import threading
+from pathlib import Path
 
 import pytest
 
@@ -114,3 +120,54 @@ async def test_an_unreachable_allowed_address_is_an_error(web: Web) -> None:
         port = gone.port
     outcome = await fetched(tools(web), f"http://127.0.0.1:{port}/article")
     assert "could not be fetched" in str(outcome.error)
+
+
+@pytest.fixture
+def certificate(tmp_path: Path) -> tuple[Path, Path]:
+    """A key and a self-signed certificate for pinned.invalid."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+        + ["-keyout", str(key), "-out", str(cert), "-subj", "/CN=pinned.invalid"]
+        + ["-addext", "subjectAltName=DNS:pinned.invalid"],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
+    return key, cert
+
+
+async def test_over_tls_the_name_is_sent_and_the_certificate_checked(
+    certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A TLS server on 127.0.0.1 with a certificate no authority signed: the
+    handshake reaches it at the address checked with the name as its SNI, and
+    the certificate is refused (it is checked, against that name)."""
+    key, cert = certificate
+    names: list[str | None] = []
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    context.sni_callback = lambda sock, name, ctx: names.append(name)
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        connection, _ = listener.accept()
+        with contextlib.suppress(OSError), context.wrap_socket(connection, True):
+            pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+
+    async def lookup(host: str, port: int) -> list[Address]:
+        return [ipaddress.ip_address("127.0.0.1")]
+
+    monkeypatch.setattr(addresses, "_lookup", lookup)
+    try:
+        with serving() as web:
+            outcome = await fetched(tools(web), f"https://pinned.invalid:{port}/")
+    finally:
+        thread.join(10)
+        listener.close()
+    assert names == ["pinned.invalid"]
+    assert "CERTIFICATE_VERIFY_FAILED" in str(outcome.error)
