@@ -179,6 +179,37 @@ ATTACHMENT_TEXT_MAX_CHARS = env_int("ATTACHMENT_TEXT_MAX_CHARS", 2_000_000, mini
 # and how many of them one user's work may hold at once.
 WORK_PROCESSES = env_int("WORK_PROCESSES", 2, minimum=1)
 WORK_PER_OWNER = env_int("WORK_PER_OWNER", 1, minimum=1)
+# Web search and page fetching, tools the model may call (chat.tools.web,
+# docs/tools.md): a SearXNG-compatible endpoint (blank: no web search; pages
+# can still be fetched), how many results go to the model, and the largest
+# answer read from it.
+WEB_SEARCH_URL = (
+    env_url("CHATSITE_WEB_SEARCH_URL", "", schemes=("http", "https"))
+    if os.environ.get("CHATSITE_WEB_SEARCH_URL", "").strip()
+    else ""
+)
+WEB_SEARCH_PROVIDER = os.environ.get("WEB_SEARCH_PROVIDER", "searxng")
+WEB_SEARCH_RESULTS = env_int("WEB_SEARCH_RESULTS", 8, minimum=1)
+WEB_SEARCH_MAX_BYTES = env_int("WEB_SEARCH_MAX_BYTES", 2 * 1024 * 1024, minimum=1024)
+# Sites (domains, with their subdomains) search results and fetches may reach,
+# for everyone; teams add their own lists in the admin. Allow: blank for any.
+WEB_SITES_ALLOW = env_list("WEB_SITES_ALLOW", [])
+WEB_SITES_DENY = env_list("WEB_SITES_DENY", [])
+# Hosts (by name) or networks a fetch may reach though they are private,
+# loopback or link-local (refused otherwise: chat.tools.web.addresses).
+WEB_FETCH_PRIVATE_ALLOW = env_list("WEB_FETCH_PRIVATE_ALLOW", [])
+# A fetch: the bytes read of a page (the rest is left, with a note), the
+# seconds it may take from the request to the last byte (redirects included),
+# and the characters of its text given to the model.
+WEB_FETCH_MAX_BYTES = env_int("WEB_FETCH_MAX_BYTES", 5 * 1024 * 1024, minimum=1024)
+WEB_FETCH_SECONDS = env_int("WEB_FETCH_SECONDS", 20, minimum=1)
+WEB_FETCH_MAX_CHARS = env_int("WEB_FETCH_MAX_CHARS", 20_000, minimum=100)
+# Extracting a page's text (trafilatura, in a chat.work process): its wall
+# time and memory (on top of the worker's own).
+WEB_EXTRACT_SECONDS = env_int("WEB_EXTRACT_SECONDS", 15, minimum=1)
+WEB_EXTRACT_MEMORY = env_int(
+    "WEB_EXTRACT_MEMORY", 512 * 1024 * 1024, minimum=64 * 1024 * 1024
+)
 # Client frames per second each socket may send on average, the burst it may
 # save up, and how many frames dropped in quick succession close it
 # (chat.sockets.ratelimit).

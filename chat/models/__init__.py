@@ -15,6 +15,7 @@ rewrite the migrations of every install. By subject:
   before the model is asked, compiled once);
 * files: `attachments`, `attachment_checks`, `attachment_prompts`;
 * people: `accounts`, `teams`, `group_rules`, `api_keys`, `audit`, `notices`;
+* tools: `web_sites` (the sites a team's web search may reach);
 * usage: `quotas`, `quota_periods`;
 * sharing: `sharing`, `shared_messages`.
 """
@@ -55,6 +56,7 @@ from chat.models.site import SiteDefaults
 from chat.models.teams import Membership, Team
 from chat.models.turn_rows import ClientTools, Pending, Retry, Turn
 from chat.models.versions import Versions
+from chat.models.web_sites import TeamWebSites
 
 __all__ = [
     "ApiKey",
@@ -90,6 +92,7 @@ __all__ = [
     "ShareLink",
     "SiteDefaults",
     "Team",
+    "TeamWebSites",
     "ThinkingMode",
     "ThinkingSwitch",
     "ThinkTags",
