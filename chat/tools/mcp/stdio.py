@@ -47,7 +47,9 @@ class Supervised:
 
     @property
     def alive(self) -> bool:
-        return not self.task.done()
+        """Starting or serving (not winding down after its end)."""
+        starting = not self.ready.is_set()
+        return not self.task.done() and (starting or self.session is not None)
 
     async def session_ready(self) -> ClientSession:
         await self.ready.wait()
@@ -105,6 +107,7 @@ class Supervised:
             finally:
                 for wait in waits:
                     wait.cancel()
+            self.session = None
             if ended.is_set():
                 self.error = "the server's process ended"
                 log.warning("MCP server %s: its process ended", self.config.slug)

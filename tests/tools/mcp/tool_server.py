@@ -3,7 +3,7 @@ tools in the MCP tests: `echo`, `add`, `slow` (sleeps, for the per-call
 timeout), `huge` (a result of N characters, for the size limit), `whoami`
 (says whether the request carried the user's token: the header
 `X-Tool-Token` over HTTP), `picture` (an image and a resource, described
-rather than passed on) and `fails` (a tool error).
+rather than passed on) `crash` (the process ends) and `fails` (a tool error).
 
 Run by the suite (tests/tools/mcp/servers.py) as
 `python -m tests.tools.mcp.tool_server stdio` or
@@ -13,6 +13,7 @@ Run by the suite (tests/tools/mcp/servers.py) as
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -40,9 +41,10 @@ async def slow(seconds: float) -> str:
     return f"slept {seconds}"
 
 
-@server.tool()
+@server.tool(structured_output=False)
 def huge(chars: int) -> str:
-    """A text of `chars` characters ("x"s, ending in "END")."""
+    """A text of `chars` characters ("x"s, ending in "END"). Text content
+    only: a structured copy would double the message."""
     return "x" * max(chars - 3, 0) + "END"
 
 
@@ -68,6 +70,12 @@ def picture() -> list[TextContent | ImageContent | EmbeddedResource]:
             ),
         ),
     ]
+
+
+@server.tool()
+def crash() -> str:
+    """Ends the server's process (over stdio: the site starts another)."""
+    os._exit(3)
 
 
 @server.tool()
