@@ -140,6 +140,16 @@ UPSTREAM_FIRST_TOKEN_TIMEOUT = env_int("UPSTREAM_FIRST_TOKEN_TIMEOUT", 300, mini
 # Conversation pages show this many of the newest messages; older ones load on
 # scroll (chat.models.paging).
 CONVERSATION_PAGE_SIZE = env_int("CONVERSATION_PAGE_SIZE", 50, minimum=1)
+
+# Tools the model calls mid-answer (chat.tools, docs/tools.md).
+TOOLS_MAX_ROUNDS = env_int("TOOLS_MAX_ROUNDS", 8, minimum=1)
+TOOL_CALL_TIMEOUT = env_int("TOOL_CALL_TIMEOUT", 60, minimum=1)
+TOOL_RESULT_MAX_CHARS = env_int("TOOL_RESULT_MAX_CHARS", 20000, minimum=200)
+# An MCP server's tool list is asked again after this many seconds.
+MCP_TOOLS_TTL = env_int("MCP_TOOLS_TTL", 60, minimum=0)
+# The most an MCP server may send for one message (a tool's result before it
+# is cut to TOOL_RESULT_MAX_CHARS): a bigger one fails the call unread.
+MCP_MESSAGE_MAX_BYTES = env_int("MCP_MESSAGE_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
 # The sidebar lists this many conversations, then the next ones as it is
 # scrolled (chat.models.sidebar).
 SIDEBAR_PAGE_SIZE = env_int("SIDEBAR_PAGE_SIZE", 50, minimum=1)

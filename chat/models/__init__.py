@@ -10,6 +10,9 @@ rewrite the migrations of every install. By subject:
   `effective` and `sampling` (settings as they apply), `versions`, `paging`,
   `search`, `sidebar`, `folders`, and `turn_rows/` (a turn's rows, written
   once the engine has placed it);
+* what is offered to everyone or chosen teams: `offering` (the one access
+  rule of `profiles` and `tool_servers`);
+* tools: `tool_servers` (MCP servers, users' credentials for them);
 * the model servers: `profiles`, `site` (the site's defaults), `admission`
   (the fair queue's tickets), `compiled_queries` (the queries a turn runs
   before the model is asked, compiled once);
@@ -54,6 +57,7 @@ from chat.models.shared_messages import SharedMessage
 from chat.models.sharing import ShareLink
 from chat.models.site import SiteDefaults
 from chat.models.teams import Membership, Team
+from chat.models.tool_servers import ToolCredential, ToolServer
 from chat.models.turn_rows import ClientTools, Pending, Retry, Turn
 from chat.models.versions import Versions
 from chat.models.web_sites import TeamWebSites
@@ -97,6 +101,8 @@ __all__ = [
     "ThinkingSwitch",
     "ThinkTags",
     "Ticket",
+    "ToolCredential",
+    "ToolServer",
     "Turn",
     "Versions",
     "VersionSwitch",

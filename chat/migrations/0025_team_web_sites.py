@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chat', '0001_squashed_0022_short_cjk_search'),
+        ('chat', '0024_tool_servers'),
     ]
 
     operations = [
