@@ -41,7 +41,7 @@ SMOKE_WORKERS ?= $(if $(filter 0,$(PYTEST_WORKERS)),0,$(shell nproc))
 LOAD_ARGS ?=
 RUNSITE_ARGS ?=
 
-.PHONY: help venv vendor messages gettext chromium oidc-provider slapd nginx llm run test test-browser test-all test-real lint lint-js format docs bench bench-data clean distclean
+.PHONY: help venv vendor messages gettext chromium oidc-provider mcp-everything slapd nginx llm run test test-browser test-all test-real lint lint-js format docs bench bench-data clean distclean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -104,6 +104,11 @@ llm:
 oidc-provider:
 	@scripts/ensure-oidc-provider.sh
 
+# The MCP reference server (npm @modelcontextprotocol/server-everything, pinned in
+# its package-lock.json) for the MCP tool tests.
+mcp-everything:
+	@scripts/ensure-mcp-everything.sh
+
 # ---------------------------------------------------------------- run
 
 run: venv vendor messages
@@ -153,7 +158,7 @@ docs: venv
 # The browser tier (tests marked `browser`: headless Chromium, about a third of
 # the suite's time) is its own target so that each stays under ten minutes on
 # two cores; .ci/run calls both, `make test-all` too.
-test: venv messages gettext chromium oidc-provider slapd nginx
+test: venv messages gettext chromium oidc-provider mcp-everything slapd nginx
 	scripts/vendor.sh --check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -163,7 +168,7 @@ test: venv messages gettext chromium oidc-provider slapd nginx
 	$(PY) -m pytest -ra -n $(PYTEST_WORKERS) -m "not real and not browser" $(PYTEST_ARGS)
 	CHATSITE_TEST_DB=sqlite $(PY) -m pytest -ra -n $(SMOKE_WORKERS) -m "smoke and not browser and not real" $(PYTEST_ARGS)
 
-test-browser: venv messages gettext chromium oidc-provider slapd nginx
+test-browser: venv messages gettext chromium oidc-provider mcp-everything slapd nginx
 	$(PY) -m pytest -ra -n $(PYTEST_WORKERS) -m "browser and not real" $(PYTEST_ARGS)
 
 test-all: test test-browser
@@ -180,4 +185,5 @@ clean:
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV) .venv-llm tests/accounts/oidc_provider/node_modules scripts/lint-js/node_modules
+	rm -rf $(VENV) .venv-llm tests/accounts/oidc_provider/node_modules \
+		tests/tools/mcp/everything/node_modules scripts/lint-js/node_modules

@@ -140,6 +140,16 @@ UPSTREAM_FIRST_TOKEN_TIMEOUT = env_int("UPSTREAM_FIRST_TOKEN_TIMEOUT", 300, mini
 # Conversation pages show this many of the newest messages; older ones load on
 # scroll (chat.models.paging).
 CONVERSATION_PAGE_SIZE = env_int("CONVERSATION_PAGE_SIZE", 50, minimum=1)
+
+# Tools the model calls mid-answer (chat.tools, docs/tools.md).
+TOOLS_MAX_ROUNDS = env_int("TOOLS_MAX_ROUNDS", 8, minimum=1)
+TOOL_CALL_TIMEOUT = env_int("TOOL_CALL_TIMEOUT", 60, minimum=1)
+TOOL_RESULT_MAX_CHARS = env_int("TOOL_RESULT_MAX_CHARS", 20000, minimum=200)
+# An MCP server's tool list is asked again after this many seconds.
+MCP_TOOLS_TTL = env_int("MCP_TOOLS_TTL", 60, minimum=0)
+# The most an MCP server may send for one message (a tool's result before it
+# is cut to TOOL_RESULT_MAX_CHARS): a bigger one fails the call unread.
+MCP_MESSAGE_MAX_BYTES = env_int("MCP_MESSAGE_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
 # The sidebar lists this many conversations, then the next ones as it is
 # scrolled (chat.models.sidebar).
 SIDEBAR_PAGE_SIZE = env_int("SIDEBAR_PAGE_SIZE", 50, minimum=1)
@@ -151,15 +161,6 @@ TRANSFER_IMPORT_MAX_BYTES = env_int(
     "TRANSFER_IMPORT_MAX_BYTES", 200 * 1024 * 1024, minimum=1024
 )
 TRANSFER_EXPORT_CHUNK = env_int("TRANSFER_EXPORT_CHUNK", 200, minimum=1)
-# Tools (chat.tools, the turn's loop in chat.live.engine.turn.tools): model
-# calls of one turn that may ask for tools (then one more without), the
-# seconds one call may run, and the characters of its result the model gets.
-TOOLS_MAX_ROUNDS = env_int("TOOLS_MAX_ROUNDS", 8, minimum=1)
-TOOL_CALL_TIMEOUT = env_int("TOOL_CALL_TIMEOUT", 60, minimum=1)
-TOOL_RESULT_MAX_CHARS = env_int("TOOL_RESULT_MAX_CHARS", 20000, minimum=100)
-# The modules whose import registers a source of tools
-# (`chat.tools.toolbox.register`).
-TOOL_SOURCE_MODULES = env_list("TOOL_SOURCE_MODULES", [])
 # Reading an import (chat.transfer.detect, in a chat.work process): the wall
 # time and the memory (on top of the worker's own) it may take. The file is
 # read a conversation at a time, so the memory is about its largest one.
@@ -188,6 +189,37 @@ ATTACHMENT_TEXT_MAX_CHARS = env_int("ATTACHMENT_TEXT_MAX_CHARS", 2_000_000, mini
 # and how many of them one user's work may hold at once.
 WORK_PROCESSES = env_int("WORK_PROCESSES", 2, minimum=1)
 WORK_PER_OWNER = env_int("WORK_PER_OWNER", 1, minimum=1)
+# Web search and page fetching, tools the model may call (chat.tools.web,
+# docs/tools.md): a SearXNG-compatible endpoint (blank: no web search; pages
+# can still be fetched), how many results go to the model, and the largest
+# answer read from it.
+WEB_SEARCH_URL = (
+    env_url("CHATSITE_WEB_SEARCH_URL", "", schemes=("http", "https"))
+    if os.environ.get("CHATSITE_WEB_SEARCH_URL", "").strip()
+    else ""
+)
+WEB_SEARCH_PROVIDER = os.environ.get("WEB_SEARCH_PROVIDER", "searxng")
+WEB_SEARCH_RESULTS = env_int("WEB_SEARCH_RESULTS", 8, minimum=1)
+WEB_SEARCH_MAX_BYTES = env_int("WEB_SEARCH_MAX_BYTES", 2 * 1024 * 1024, minimum=1024)
+# Sites (domains, with their subdomains) search results and fetches may reach,
+# for everyone; teams add their own lists in the admin. Allow: blank for any.
+WEB_SITES_ALLOW = env_list("WEB_SITES_ALLOW", [])
+WEB_SITES_DENY = env_list("WEB_SITES_DENY", [])
+# Hosts (by name) or networks a fetch may reach though they are private,
+# loopback or link-local (refused otherwise: chat.tools.web.addresses).
+WEB_FETCH_PRIVATE_ALLOW = env_list("WEB_FETCH_PRIVATE_ALLOW", [])
+# A fetch: the bytes read of a page (the rest is left, with a note), the
+# seconds it may take from the request to the last byte (redirects included),
+# and the characters of its text given to the model.
+WEB_FETCH_MAX_BYTES = env_int("WEB_FETCH_MAX_BYTES", 5 * 1024 * 1024, minimum=1024)
+WEB_FETCH_SECONDS = env_int("WEB_FETCH_SECONDS", 20, minimum=1)
+WEB_FETCH_MAX_CHARS = env_int("WEB_FETCH_MAX_CHARS", 20_000, minimum=100)
+# Extracting a page's text (trafilatura, in a chat.work process): its wall
+# time and memory (on top of the worker's own).
+WEB_EXTRACT_SECONDS = env_int("WEB_EXTRACT_SECONDS", 15, minimum=1)
+WEB_EXTRACT_MEMORY = env_int(
+    "WEB_EXTRACT_MEMORY", 512 * 1024 * 1024, minimum=64 * 1024 * 1024
+)
 # Client frames per second each socket may send on average, the burst it may
 # save up, and how many frames dropped in quick succession close it
 # (chat.sockets.ratelimit).

@@ -1,7 +1,8 @@
 """The admin, by area: the site's offer (`profiles`: model profiles, site
-defaults), conversations and share links (`conversations`), people (`people`:
-teams, group rules, accounts, invitations), and what the product writes, read
-only (`records`: API keys, the audit log). Importing them registers them."""
+defaults; `tool_servers`: MCP servers), conversations and share links
+(`conversations`), people (`people`: teams, group rules, accounts,
+invitations), and what the product writes, read only (`records`: API keys,
+the audit log). Importing them registers them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
 
 from chat.accounts.throttle import ThrottledAdminAuthenticationForm
-from chat.admin import conversations, people, profiles, records
+from chat.admin import conversations, people, profiles, records, tool_servers
 
 # The admin's own sign-in page is throttled like the site's.
 admin.site.login_form = ThrottledAdminAuthenticationForm
@@ -19,4 +20,4 @@ admin.site.site_header = _("chatsite administration")
 admin.site.site_title = _("chatsite administration")
 
 
-__all__ = ["conversations", "people", "profiles", "records"]
+__all__ = ["conversations", "people", "profiles", "records", "tool_servers"]

@@ -22,6 +22,7 @@ from chat.models import (
     Invitation,
     Membership,
     Team,
+    TeamWebSites,
 )
 from chat.ops.admin_audit import AuditedTeamAdmin, AuditedUserAdmin
 
@@ -48,6 +49,12 @@ class MembershipInline(admin.TabularInline):  # type: ignore[type-arg]
     extra = 0
 
 
+class WebSitesInline(admin.StackedInline):  # type: ignore[type-arg]
+    model = TeamWebSites
+    fields = ["allow", "deny"]
+    extra = 0
+
+
 @admin.register(Team)
 class TeamAdmin(AuditedTeamAdmin):
     def view_on_site(self, obj: Team) -> str:
@@ -56,7 +63,7 @@ class TeamAdmin(AuditedTeamAdmin):
 
     list_display = ["name"]
     search_fields = ["name", "members__username"]
-    inlines = [MembershipInline]
+    inlines = [MembershipInline, WebSitesInline]
     # Owners share their conversations from the conversation page.
     readonly_fields = ["conversations"]
 

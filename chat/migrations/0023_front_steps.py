@@ -5,8 +5,11 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
 
+    # On 0022, not on the squash that replaces 0001-0022: with the squash as
+    # its dependency, migrating back to a replaced migration (as
+    # tests/models/test_migrations.py does) left this one applied.
     dependencies = [
-        ('chat', '0001_squashed_0022_short_cjk_search'),
+        ('chat', '0022_short_cjk_search'),
     ]
 
     operations = [

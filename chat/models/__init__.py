@@ -10,11 +10,15 @@ rewrite the migrations of every install. By subject:
   `effective` and `sampling` (settings as they apply), `versions`, `paging`,
   `search`, `sidebar`, `folders`, and `turn_rows/` (a turn's rows, written
   once the engine has placed it);
+* what is offered to everyone or chosen teams: `offering` (the one access
+  rule of `profiles` and `tool_servers`);
+* tools: `tool_servers` (MCP servers, users' credentials for them);
 * the model servers: `profiles`, `site` (the site's defaults), `admission`
   (the fair queue's tickets), `compiled_queries` (the queries a turn runs
   before the model is asked, compiled once);
 * files: `attachments`, `attachment_checks`, `attachment_prompts`;
 * people: `accounts`, `teams`, `group_rules`, `api_keys`, `audit`, `notices`;
+* tools: `web_sites` (the sites a team's web search may reach);
 * usage: `quotas`, `quota_periods`;
 * sharing: `sharing`, `shared_messages`.
 """
@@ -53,8 +57,10 @@ from chat.models.shared_messages import SharedMessage
 from chat.models.sharing import ShareLink
 from chat.models.site import SiteDefaults
 from chat.models.teams import Membership, Team
+from chat.models.tool_servers import ToolCredential, ToolServer
 from chat.models.turn_rows import ClientTools, Pending, Retry, Turn
 from chat.models.versions import Versions
+from chat.models.web_sites import TeamWebSites
 
 __all__ = [
     "ApiKey",
@@ -90,10 +96,13 @@ __all__ = [
     "ShareLink",
     "SiteDefaults",
     "Team",
+    "TeamWebSites",
     "ThinkingMode",
     "ThinkingSwitch",
     "ThinkTags",
     "Ticket",
+    "ToolCredential",
+    "ToolServer",
     "Turn",
     "Versions",
     "VersionSwitch",

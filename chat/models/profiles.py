@@ -8,11 +8,12 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models import F, OuterRef, Value
+from django.db.models import F, Value
 from django.db.models.functions import Coalesce
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from chat.models.offering import OfferedQuerySet
 from chat.models.sampling import (
     QWEN3_SAMPLING,
     SAMPLING_OPTIONS,
@@ -109,28 +110,16 @@ def validate_server_url(value: str) -> None:
         )
 
 
-class ModelProfileQuerySet(models.QuerySet["ModelProfile"]):
+class ModelProfileQuerySet(OfferedQuerySet["ModelProfile"]):
+    """Who may use a profile: `allowed_to`, `usable_by` (the rule tool servers
+    share, `chat.models.offering`)."""
+
     def default(self) -> ModelProfile | None:
         """The model when the site default is blank: the oldest enabled profile.
         Adding a profile (the demo's first real model, or one whose server is not
         up yet) never changes the model of the conversations that follow the
         site default: choosing it there does (see SiteDefaults)."""
         return self.filter(enabled=True).order_by("pk").first()
-
-    def allowed_to(self, user_id: int | OuterRef) -> ModelProfileQuerySet:
-        """The profiles the user `user_id` may use, enabled or not: the one
-        access rule. A profile limited to teams (`ModelProfile.teams`) is for
-        their members only; one with no teams is for everyone. `user_id` may
-        be an `OuterRef` (a turn reads it with its conversation,
-        `chat.models.turn_rows.TURN_READ`)."""
-        open_to_all = models.Q(teams__isnull=True)
-        their_team = models.Q(teams__memberships__user_id=user_id)
-        return self.filter(open_to_all | their_team)
-
-    def usable_by(self, user: AbstractBaseUser | AnonymousUser) -> ModelProfileQuerySet:
-        """The enabled profiles `user` may choose."""
-        allowed = ModelProfile.objects.allowed_to(user.pk or 0).values("pk")
-        return self.filter(enabled=True, pk__in=allowed)
 
 
 def default_first_token_timeout() -> int:

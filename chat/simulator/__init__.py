@@ -27,7 +27,10 @@ multi-byte UTF-8 ("—", "é", emoji).
 
 The package: ``config`` (what it simulates), ``state`` (log, loaded models),
 ``script`` (the text), ``faults``, ``wire`` (HTTP helpers), ``ollama`` and
-``openai`` (the two protocols), ``app`` (the app and the ways to run it).
+``openai`` (the two protocols), ``toolcalls`` (tool calling in both, and
+Qwen3's inline form: when a reply calls tools, the rule, the script
+``tool_script``/``tool_loop`` and ``tool_format``), ``app`` (the app and the
+ways to run it).
 
 Faults, set in the config, for both protocols (all counts are tokens already
 sent, thinking included; they apply to every chat request, or to the next
@@ -84,13 +87,15 @@ from chat.simulator.config import (
     REASONING_STYLES,
     RUNNER_STOPPED,
     SERVER_BUSY,
+    TOOL_FORMATS,
     ConfigError,
     SimModel,
     SimulatorConfig,
     default_models,
     update_config,
 )
-from chat.simulator.ollama import parse_chat, parse_keep_alive
+from chat.simulator.ollama import parse_chat
+from chat.simulator.ollama_models import parse_keep_alive
 from chat.simulator.script import Script, reply_script, split_tokens
 from chat.simulator.state import STATE, ChatLogEntry, SimulatorState
 
@@ -100,6 +105,7 @@ __all__ = [
     "RUNNER_STOPPED",
     "SERVER_BUSY",
     "STATE",
+    "TOOL_FORMATS",
     "ChatLogEntry",
     "ConfigError",
     "Script",

@@ -37,6 +37,12 @@ FOREVER_S = 9_223_372_036.0
 # opened it: Qwen3-Thinking-2507, DeepSeek-R1).
 REASONING_STYLES = ("reasoning_content", "reasoning", "tags", "close_tag")
 
+# How the OpenAI-compatible side writes tool calls: as a server with a tool
+# parser does (vLLM's --tool-call-parser, llama.cpp --jinja, LM Studio, SGLang:
+# `delta.tool_calls`), or as one without: Qwen3's inline `<tool_call>` tags in
+# the content (chat/simulator/toolcalls/__init__.py).
+TOOL_FORMATS = ("parser", "tags")
+
 
 @dataclass(frozen=True)
 class SimModel:
@@ -57,6 +63,10 @@ class SimModel:
         return "thinking" in self.capabilities
 
     @property
+    def calls_tools(self) -> bool:
+        return "tools" in self.capabilities
+
+    @property
     def digest(self) -> str:
         return hashlib.sha256(self.name.encode()).hexdigest()
 
@@ -75,8 +85,8 @@ def default_models() -> list[SimModel]:
             family="qwen3",
             parameter_size="8.2B",
             context_length=40960,
-            # Qwen3-VL: sees pictures and thinks.
-            capabilities=("completion", "thinking", "vision"),
+            # Qwen3-VL: calls tools, thinks and sees pictures.
+            capabilities=("completion", "tools", "thinking", "vision"),
             size=5_225_376_047,
             parameters='temperature 0.6\ntop_k 20\ntop_p 0.95\nstop "<|im_end|>"',
             template=(
@@ -132,6 +142,15 @@ class SimulatorConfig:
     reasoning: str = "reasoning_content"
     sse_ping: bool = False
     timings: bool = False
+    # Tool calls (chat/simulator/toolcalls/__init__.py): how the OpenAI side
+    # writes them (one of TOOL_FORMATS; a request's ``sim_tool_format``
+    # overrides it); the calls of each model reply after the question, in
+    # order, instead of the rule (a list of rounds, each a list of
+    # {"name", "arguments": object or JSON text, "id"?}); and whether the last
+    # scripted round repeats forever (a model stuck in a loop of calls).
+    tool_format: str = "parser"
+    tool_script: list[Any] | None = None
+    tool_loop: bool = False
 
 
 class ConfigError(ValueError):
@@ -152,6 +171,8 @@ def update_config(config: SimulatorConfig, changes: Mapping[str, Any]) -> None:
 def _coerce_field(name: str, value: Any) -> Any:
     if name == "models":
         return _coerce_models(value)
+    if name == "tool_script":
+        return _coerce_tool_script(value)
     hint = typing.get_type_hints(SimulatorConfig)[name]
     union = typing.get_origin(hint) in (typing.Union, types.UnionType)
     allowed = typing.get_args(hint) if union else (hint,)
@@ -179,3 +200,24 @@ def _coerce_models(value: Any) -> list[SimModel]:
         return [SimModel.from_dict(item) for item in value]
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"invalid models: {exc}") from exc
+
+
+def _coerce_tool_script(value: Any) -> list[Any] | None:
+    """A script of tool calls: a list of rounds, each a list of calls."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(r, list) for r in value):
+        raise ConfigError("tool_script must be a list of rounds, each a list of calls")
+    for call in (call for round_ in value for call in round_):
+        if (
+            not isinstance(call, dict)
+            or set(call) - {"name", "arguments", "id"}
+            or not isinstance(call.get("name"), str)
+            or not isinstance(call.get("arguments", {}), dict | str)
+            or not isinstance(call.get("id", ""), str)
+        ):
+            raise ConfigError(
+                'a scripted call is {"name": str, "arguments": object or JSON '
+                f'text, "id": str (optional)}}, not {json.dumps(call)}'
+            )
+    return value

@@ -1,11 +1,11 @@
-"""Ollama's native API: the `/api/chat` stream (the model endpoints,
-`/api/version|tags|show|ps`: `ollama_models`)."""
+"""Ollama's native API: the `/api/chat` stream, tool calls included
+(`toolcalls`; the model endpoints, `/api/version|tags|show|ps`:
+`ollama_models`)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -13,9 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from chat.simulator.config import (
-    DEFAULT_KEEP_ALIVE_S,
     DEFAULT_NUM_CTX,
-    FOREVER_S,
     RUNNER_STOPPED,
     THINK_LEVELS,
     SimModel,
@@ -30,10 +28,15 @@ from chat.simulator.faults import (
     take_faults,
 )
 from chat.simulator.ollama_models import add_routes as add_model_routes
-from chat.simulator.ollama_models import find_model
+from chat.simulator.ollama_models import find_model, parse_keep_alive
 from chat.simulator.received import received
-from chat.simulator.script import Script, reply_script
 from chat.simulator.state import STATE, ChatLogEntry, SimulatorState
+from chat.simulator.toolcalls.choosing import Offer, Turn, plan_turn
+from chat.simulator.toolcalls.dialects import (
+    check_ollama_history,
+    ollama_calls,
+    ollama_offer,
+)
 from chat.simulator.wire import (
     Timing,
     dumps,
@@ -57,6 +60,7 @@ class ChatRequest:
     think: bool
     options: dict[str, Any]
     keep_alive_s: float
+    offer: Offer
 
 
 def _parse_think(value: Any) -> bool | str | None:
@@ -75,39 +79,6 @@ def _parse_think(value: Any) -> bool | str | None:
     )
 
 
-_DURATION_RE = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|ms|s|m|h)")
-
-_DURATION_UNITS = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
-
-
-def parse_keep_alive(value: Any) -> float:
-    """Seconds from Ollama's keep_alive: a number of seconds or a Go duration."""
-    if value is None:
-        return DEFAULT_KEEP_ALIVE_S
-    if is_number(value):
-        return FOREVER_S if value < 0 else float(int(value))
-    if not isinstance(value, str):
-        raise ApiError(400, f"invalid keep_alive: {json.dumps(value)}")
-    text = value.strip()
-    sign = -1.0 if text.startswith("-") else 1.0
-    body = text.lstrip("+-")
-    if body == "0":
-        return 0.0
-    parts = _DURATION_RE.findall(body)
-    if not parts or "".join(n + u for n, u in parts) != body:
-        raise ApiError(400, f'time: invalid duration "{value}"')
-    seconds = sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
-    return FOREVER_S if sign < 0 else seconds
-
-
 def parse_chat(config: SimulatorConfig, body: Any) -> ChatRequest:
     if not isinstance(body, dict):
         raise ApiError(400, "json: cannot unmarshal request body into ChatRequest")
@@ -123,6 +94,8 @@ def parse_chat(config: SimulatorConfig, body: Any) -> ChatRequest:
     model = find_model(config, name)
     if think not in (None, False) and not model.thinks:
         raise ApiError(400, f'"{name}" does not support thinking')
+    offer = ollama_offer(body, model, name)
+    check_ollama_history(messages)
     return ChatRequest(
         name=name,
         model=model,
@@ -131,6 +104,7 @@ def parse_chat(config: SimulatorConfig, body: Any) -> ChatRequest:
         think=model.thinks if think is None else think is not False,
         options=options,
         keep_alive_s=keep_alive_s,
+        offer=offer,
     )
 
 
@@ -179,9 +153,9 @@ async def _serve_chat(
         if not chat.messages:
             return _load_only(chat, entry)
         config = state.config
-        script = reply_script(config, chat.messages, think=chat.think)
-        plan = _Plan.build(config, chat, script)
-        entry.thinking = bool(script.thinking)
+        turn = plan_turn(config, chat.messages, chat.offer, think=chat.think)
+        plan = _Plan.build(config, chat, turn)
+        entry.thinking = bool(turn.script.thinking)
         if chat.stream:
             return await _stream(request, plan, faults, entry, timing)
         return await _respond_once(request, plan, faults, entry, timing)
@@ -225,22 +199,28 @@ class _Plan:
     content_in_done: bool
     record_times: bool
     done_reason: str
-    pieces: list[tuple[bytes, bytes]]  # (message prefix, JSON string token)
-    thinking: str
-    content: str
+    pieces: list[tuple[bytes, bytes]]  # (message prefix, JSON token or calls)
+    # The token each piece leaves at: a tool call goes out whole once the
+    # model has written its last token (chat/simulator/toolcalls/dialects.py).
+    slots: list[int]
+    generated: int  # tokens in all, those of a call cut short by num_predict too
 
     @classmethod
-    def build(cls, config: SimulatorConfig, chat: ChatRequest, script: Script) -> _Plan:
-        pieces = [(_THINK_MID, t) for t in script.thinking_json]
-        pieces += [(_CONTENT_MID, t) for t in script.content_json]
-        thinking, content = list(script.thinking), list(script.content)
+    def build(cls, config: SimulatorConfig, chat: ChatRequest, turn: Turn) -> _Plan:
+        pieces = [(_THINK_MID, t) for t in turn.script.thinking_json]
+        pieces += [(_CONTENT_MID, t) for t in turn.script.content_json]
+        slots = list(range(len(pieces)))
+        for spent, sent in ollama_calls(turn.calls):
+            mid = _CONTENT_MID if isinstance(sent, str) else _TOOLS_MID
+            pieces.append((mid, dumps(sent).encode()))
+            slots.append((slots[-1] if slots else -1) + spent)
         limit = chat.options.get("num_predict")
         done_reason = "stop"
-        if is_number(limit) and 0 < limit < len(pieces):
-            done_reason = "length"
-            pieces = pieces[: int(limit)]
-            thinking = thinking[: int(limit)]
-            content = content[: max(0, int(limit) - len(script.thinking))]
+        generated = slots[-1] + 1 if slots else 0
+        if is_number(limit) and 0 < limit < generated:
+            done_reason, generated = "length", int(limit)
+            pieces = pieces[: sum(1 for slot in slots if slot < limit)]
+            slots = slots[: len(pieces)]
         return cls(
             name=chat.name,
             prompt_tokens=prompt_tokens(chat.messages),
@@ -251,9 +231,23 @@ class _Plan:
             record_times=config.record_times,
             done_reason=done_reason,
             pieces=pieces,
-            thinking="".join(thinking),
-            content="".join(content),
+            slots=slots,
+            generated=generated,
         )
+
+    def tokens(self, pieces: int) -> int:
+        """The tokens generated for the first `pieces` pieces."""
+        if pieces == len(self.pieces):
+            return self.generated
+        return self.slots[pieces - 1] + 1 if pieces else 0
+
+    def message(self) -> dict[str, Any]:
+        """The whole message, for an answer not streamed."""
+        message: dict[str, Any] = {"role": "assistant", "content": ""}
+        for mid, token in self.pieces:
+            field = _FIELDS[mid]
+            message[field] = message.get(field, _EMPTY[field]) + json.loads(token)
+        return message
 
     def metrics(self, timing: Timing, tokens: int) -> dict[str, Any]:
         """Ollama's done metrics in ns; zero values are omitted as Ollama does."""
@@ -275,6 +269,12 @@ class _Plan:
 _THINK_MID = b'","message":{"role":"assistant","content":"","thinking":'
 
 _CONTENT_MID = b'","message":{"role":"assistant","content":'
+
+_TOOLS_MID = b'","message":{"role":"assistant","content":"","tool_calls":'
+
+_FIELDS = {_THINK_MID: "thinking", _CONTENT_MID: "content", _TOOLS_MID: "tool_calls"}
+
+_EMPTY: dict[str, Any] = {"thinking": "", "content": "", "tool_calls": []}
 
 _CHUNK_END = b'},"done":false}\n'
 
@@ -308,7 +308,7 @@ async def _stream(
 
     for i in range(in_stream + 1):
         if interval and i < total:
-            await sleep_until(loop, t0 + i * interval)
+            await sleep_until(loop, t0 + plan.slots[i] * interval)
         elif i % 64 == 63:
             await asyncio.sleep(0)  # let other streams and disconnects through
         if check_faults:
@@ -348,7 +348,7 @@ async def _write_done(
         "message": {"role": "assistant", "content": last},
         "done": True,
         "done_reason": plan.done_reason,
-        **plan.metrics(timing, entry.tokens_sent),
+        **plan.metrics(timing, plan.tokens(entry.tokens_sent)),
     }
     await response.write(dumps(done).encode() + b"\n")
     await response.write_eof()
@@ -400,7 +400,9 @@ async def _respond_once(
     cut = None if faults.cut_after is None else min(faults.cut_after, total)
     error = None if faults.error_after is None else min(faults.error_after, total)
     stop_at = min(n for n in (cut, error, total) if n is not None)
-    last_token_at = t0 + max(0, stop_at - 1) / plan.tps if plan.tps > 0 else t0
+    last_token_at = (
+        t0 + max(0, plan.tokens(stop_at) - 1) / plan.tps if plan.tps > 0 else t0
+    )
     await sleep_until(loop, t0)
     timing.first_ns = time.perf_counter_ns()
     await sleep_until(loop, last_token_at)
@@ -417,17 +419,14 @@ async def _respond_once(
         return error_response(500, RUNNER_STOPPED)
     entry.done_reason = plan.done_reason
     entry.end(finished=True)
-    message = {"role": "assistant", "content": plan.content}
-    if plan.thinking:
-        message["thinking"] = plan.thinking
     return json_response(
         {
             "model": plan.name,
             "created_at": rfc3339(),
-            "message": message,
+            "message": plan.message(),
             "done": True,
             "done_reason": plan.done_reason,
-            **plan.metrics(timing, total),
+            **plan.metrics(timing, plan.tokens(total)),
         }
     )
 

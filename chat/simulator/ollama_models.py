@@ -1,15 +1,25 @@
 """Ollama's model endpoints: `/`, `/api/version`, `/api/tags`, `/api/show` and
-`/api/ps` (what is installed, what is loaded), and the model a request names."""
+`/api/ps` (what is installed, what is loaded), the model a request names and how
+long it stays loaded (`keep_alive`)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import time
 from typing import Any
 
 from aiohttp import web
 
-from chat.simulator.config import MODIFIED_AT, SimModel, SimulatorConfig
+from chat.simulator.config import (
+    DEFAULT_KEEP_ALIVE_S,
+    FOREVER_S,
+    MODIFIED_AT,
+    SimModel,
+    SimulatorConfig,
+    is_number,
+)
 from chat.simulator.faults import ApiError
 from chat.simulator.state import STATE
 from chat.simulator.wire import error_response, json_response, read_json, rfc3339
@@ -21,6 +31,39 @@ def find_model(config: SimulatorConfig, name: str) -> SimModel:
         if model.name == full:
             return model
     raise ApiError(404, f'model "{name}" not found, try pulling it first')
+
+
+_DURATION_RE = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|ms|s|m|h)")
+
+_DURATION_UNITS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+
+
+def parse_keep_alive(value: Any) -> float:
+    """Seconds from Ollama's keep_alive: a number of seconds or a Go duration."""
+    if value is None:
+        return DEFAULT_KEEP_ALIVE_S
+    if is_number(value):
+        return FOREVER_S if value < 0 else float(int(value))
+    if not isinstance(value, str):
+        raise ApiError(400, f"invalid keep_alive: {json.dumps(value)}")
+    text = value.strip()
+    sign = -1.0 if text.startswith("-") else 1.0
+    body = text.lstrip("+-")
+    if body == "0":
+        return 0.0
+    parts = _DURATION_RE.findall(body)
+    if not parts or "".join(n + u for n, u in parts) != body:
+        raise ApiError(400, f'time: invalid duration "{value}"')
+    seconds = sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+    return FOREVER_S if sign < 0 else seconds
 
 
 def _details(model: SimModel) -> dict[str, Any]:

@@ -10,7 +10,8 @@ Qwen3's `/think` and `/no_think` in the last user message (with the switch off
 and inline tags, the answer opens with an empty `<think></think>` block, as
 Qwen3 does). The faults are the Ollama side's, in this protocol's shapes: an
 error status with an `{"error": {...}}` body, a cut, `data: {"error": ...}`
-followed by `[DONE]`, one truncated event.
+followed by `[DONE]`, one truncated event. Tool calls (`tools`, `tool_choice`):
+`toolcalls`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from chat.simulator.config import (
     DEFAULT_NUM_CTX,
     REASONING_STYLES,
     RUNNER_STOPPED,
+    TOOL_FORMATS,
     SimModel,
     SimulatorConfig,
     is_number,
@@ -41,8 +43,14 @@ from chat.simulator.faults import (
     take_faults,
 )
 from chat.simulator.received import received
-from chat.simulator.script import reply_script
 from chat.simulator.state import STATE, ChatLogEntry, SimulatorState
+from chat.simulator.toolcalls.choosing import Offer, plan_turn
+from chat.simulator.toolcalls.dialects import (
+    check_openai_history,
+    openai_calls,
+    openai_message,
+    openai_offer,
+)
 from chat.simulator.wire import (
     Timing,
     dumps,
@@ -99,6 +107,8 @@ class CompletionRequest:
     reasoning: str
     include_usage: bool
     max_tokens: int | None
+    offer: Offer
+    tool_format: str  # one of TOOL_FORMATS
 
 
 def parse_completion(config: SimulatorConfig, body: Any) -> CompletionRequest:
@@ -120,6 +130,11 @@ def parse_completion(config: SimulatorConfig, body: Any) -> CompletionRequest:
     reasoning = body.get("sim_reasoning", config.reasoning)
     if reasoning not in REASONING_STYLES:
         raise ApiError(400, f"sim_reasoning must be one of {REASONING_STYLES}")
+    tool_format = body.get("sim_tool_format", config.tool_format)
+    if tool_format not in TOOL_FORMATS:
+        raise ApiError(400, f"sim_tool_format must be one of {TOOL_FORMATS}")
+    offer = openai_offer(body)
+    check_openai_history(messages)
     options = body.get("stream_options")
     limit = body.get("max_tokens", body.get("max_completion_tokens"))
     return CompletionRequest(
@@ -133,6 +148,8 @@ def parse_completion(config: SimulatorConfig, body: Any) -> CompletionRequest:
         include_usage=isinstance(options, dict)
         and options.get("include_usage") is True,
         max_tokens=int(limit) if is_number(limit) and limit > 0 else None,
+        offer=offer,
+        tool_format=tool_format,
     )
 
 
@@ -162,14 +179,15 @@ class _Plan:
     """The deltas of one answer: (field, text) pairs, one token each."""
 
     name: str
-    deltas: list[tuple[str, str]]
+    deltas: list[tuple[str, Any]]  # a delta's field and value
     finish_reason: str
     prompt_tokens: int
     completion_tokens: int
 
 
 def plan_answer(config: SimulatorConfig, chat: CompletionRequest) -> _Plan:
-    script = reply_script(config, chat.messages, think=chat.think)
+    turn = plan_turn(config, chat.messages, chat.offer, think=chat.think)
+    script = turn.script
     thinking, content = list(script.thinking), list(script.content)
     finish = "stop"
     if chat.max_tokens is not None and chat.max_tokens < len(thinking) + len(content):
@@ -177,7 +195,7 @@ def plan_answer(config: SimulatorConfig, chat: CompletionRequest) -> _Plan:
         content = content[: max(0, chat.max_tokens - len(thinking))]
         thinking = thinking[: chat.max_tokens]
     tokens = len(thinking) + len(content)
-    deltas: list[tuple[str, str]]
+    deltas: list[tuple[str, Any]]
     style = chat.reasoning
     if style in ("reasoning_content", "reasoning"):
         deltas = [(style, t) for t in thinking]
@@ -188,6 +206,12 @@ def plan_answer(config: SimulatorConfig, chat: CompletionRequest) -> _Plan:
         pieces = [*opening, *thinking, *CLOSE_TAG]
         deltas = [("content", t) for t in pieces]
     deltas += [("content", t) for t in content]
+    calls, ends = openai_calls(turn.calls, chat.tool_format)
+    room = len(calls) if chat.max_tokens is None else max(0, chat.max_tokens - tokens)
+    if calls and finish == "stop":
+        finish = ends if room >= len(calls) else "length"
+        deltas += calls[:room]
+        tokens += len(calls[:room])
     return _Plan(chat.name, deltas, finish, prompt_tokens(chat.messages), tokens)
 
 
@@ -388,9 +412,7 @@ async def _respond_once(
         entry.fault, entry.status = "error", 500
         entry.end(finished=True)
         return error_response(500, RUNNER_STOPPED)
-    message: dict[str, Any] = {"role": "assistant", "content": ""}
-    for field, token in plan.deltas:
-        message[field] = message.get(field, "") + token
+    message = openai_message(plan.deltas)
     body: dict[str, Any] = {
         "id": CHUNK_ID,
         "object": "chat.completion",

@@ -237,6 +237,10 @@ class Script:
     thinking_json: tuple[bytes, ...]
     content_json: tuple[bytes, ...]
 
+    @classmethod
+    def of(cls, thinking: Sequence[str], content: Sequence[str]) -> Script:
+        return cls(tuple(thinking), tuple(content), _encode(thinking), _encode(content))
+
 
 def _encode(tokens: Sequence[str]) -> tuple[bytes, ...]:
     # backslashreplace: a lone surrogate (a fault to script) goes out as the JSON
@@ -268,7 +272,7 @@ def _script(
         if answer_text is not None
         else _answer_pieces(rng, topic, answer_tokens)
     )
-    return Script(tuple(thinking), tuple(content), _encode(thinking), _encode(content))
+    return Script.of(thinking, content)
 
 
 def reply_script(

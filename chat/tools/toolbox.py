@@ -6,9 +6,10 @@ registers a provider once, as its module is imported:
 
     toolbox.register("web", offers_for)
 
-and lists that module in the setting `TOOL_SOURCE_MODULES`, which this module
-imports the first time it is asked. A provider is called with a user and a
-conversation of theirs, in the database thread while the turn is prepared
+and lists that module in `SOURCE_MODULES` below (or a site's setting
+`TOOL_SOURCE_MODULES`), which this module imports the first time it is
+asked. A provider is called with a user and a conversation of theirs, in
+the database thread while the turn is prepared
 (`chat.live.engine.turn.beginning`), before the model server is asked; or
 with no conversation for the composer's tools menu (`available`). It reads
 what it needs from the database (who may use which server) and must not wait
@@ -51,6 +52,9 @@ class Offer:
 
 
 Provider = Callable[[Any, "Conversation | None"], Iterable[Offer]]
+
+# The modules that register the site's sources when imported.
+SOURCE_MODULES: tuple[str, ...] = ()
 
 _providers: dict[str, Provider] = {}
 _loaded = False
@@ -152,7 +156,7 @@ def _load() -> None:
     if _loaded:
         return
     _loaded = True
-    for module in getattr(settings, "TOOL_SOURCE_MODULES", ()):
+    for module in getattr(settings, "TOOL_SOURCE_MODULES", SOURCE_MODULES):
         try:
             importlib.import_module(module)
         except Exception:

@@ -10,7 +10,7 @@ import os
 
 # The modules whose functions run here, named rather than imported: the seam
 # imports nothing of the packages that call it (tests/test_layers.py).
-READERS = ("chat.files.reading", "chat.transfer.detect")
+READERS = ("chat.files.reading", "chat.transfer.detect", "chat.tools.web.extract")
 
 logger = logging.getLogger(__name__)
 
@@ -21,6 +21,7 @@ try:
         django.setup(set_prefix=False)
     import docx  # noqa: F401
     import pypdf  # noqa: F401
+    import trafilatura  # noqa: F401
     from PIL import Image
 
     Image.init()  # every format plugin, not only the ones loaded lazily

@@ -79,7 +79,7 @@ def test_history_skips_thinking_streaming_and_empty_answers(alice, thinker):
 
 def test_begin_turn_stores_question_and_streaming_placeholder(alice, thinker):
     conversation = Conversation.objects.create(owner=alice, thinking="off")
-    question, answer, profile, history, titled, _ = turn_rows.begin_turn(
+    question, answer, profile, history, titled, *_ = turn_rows.begin_turn(
         conversation, "Hi  there", "id-1"
     )
     assert profile == thinker and titled
@@ -151,7 +151,7 @@ def test_decode_rate_comes_from_the_servers_figures():
 
 def test_regenerate_replaces_the_last_answer_and_does_not_send_it(answered):
     last_question, last_answer = answered.messages.order_by("pk")[2:4]
-    (question, answer, profile, history, titled, _), removed = (
+    (question, answer, profile, history, titled, *_), removed = (
         turn_rows.begin_regenerate(answered)
     )
     assert removed == [last_question.pk, last_answer.pk]

@@ -33,7 +33,7 @@ def test_tags_lists_both_models(client: httpx.Client) -> None:
 
 def test_show_reports_capabilities_and_context(client: httpx.Client) -> None:
     body = client.post("/api/show", json={"model": THINKER}).json()
-    assert body["capabilities"] == ["completion", "thinking", "vision"]
+    assert body["capabilities"] == ["completion", "tools", "thinking", "vision"]
     assert body["model_info"]["general.architecture"] == "qwen3"
     assert body["model_info"]["qwen3.context_length"] == 40960
     for key in ("modelfile", "parameters", "template", "details", "modified_at"):

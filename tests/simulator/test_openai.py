@@ -356,7 +356,7 @@ def test_management_command_picks_the_reasoning_style() -> None:
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "chatsite.settings"}
     command = [sys.executable, "manage.py", "simulate_ollama", "--port", "0"]
     command += ["--tps", "0", "--ttft-ms", "0", "--answer-tokens", "3"]
-    command += ["--reasoning", "reasoning", "--timings"]
+    command += ["--reasoning", "reasoning", "--timings", "--tool-format", "tags"]
     process = subprocess.Popen(
         command, cwd=root, env=env, stdout=subprocess.PIPE, text=True
     )
@@ -367,6 +367,11 @@ def test_management_command_picks_the_reasoning_style() -> None:
         reply = httpx.post(url + PATH, json=body, timeout=10).json()
         assert reply["choices"][0]["message"]["reasoning"]
         assert reply["timings"]["predicted_n"] > 3
+        tool = {"type": "function", "function": {"name": "echo"}}
+        ask = [{"role": "user", "content": "use echo"}]
+        body = {"model": THINKER, "messages": ask, "tools": [tool]}
+        reply = httpx.post(url + PATH, json=body, timeout=10).json()
+        assert reply["choices"][0]["message"]["content"].startswith("<tool_call>")
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0

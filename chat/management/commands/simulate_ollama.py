@@ -10,7 +10,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from chat.simulator import REASONING_STYLES, SimulatorConfig, serve
+from chat.simulator import REASONING_STYLES, TOOL_FORMATS, SimulatorConfig, serve
 
 # Command-line flags that map one to one onto SimulatorConfig fields.
 _NUMBER_FLAGS: tuple[tuple[str, type, str], ...] = (
@@ -64,6 +64,13 @@ class Command(BaseCommand):
             help="OpenAI-compatible side: where thinking goes by default",
         )
         parser.add_argument(
+            "--tool-format",
+            choices=TOOL_FORMATS,
+            default=defaults.tool_format,
+            help="OpenAI-compatible side: tool calls in delta.tool_calls (a server "
+            "with a tool parser) or as <tool_call> tags in the content",
+        )
+        parser.add_argument(
             "--sse-ping",
             action="store_true",
             help="OpenAI-compatible side: a ': ping' comment before each event",
@@ -84,6 +91,7 @@ class Command(BaseCommand):
             content_in_done=options["content_in_done"],
             record_times=options["record_times"],
             reasoning=options["reasoning"],
+            tool_format=options["tool_format"],
             sse_ping=options["sse_ping"],
             timings=options["timings"],
         )

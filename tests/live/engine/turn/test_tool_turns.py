@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from asgiref.sync import sync_to_async
 
 from chat.models import AuditEvent, Message
@@ -17,9 +16,6 @@ from tests.support.communicators import answer_of, connect, frames_until, send, 
 from tests.support.waiting import settled, until
 
 pytestmark = on_database
-# The simulator calls tools from branch i42/sim on: until it is merged, these
-# wait for it. (Delete this line with that merge.)
-pytest.importorskip("chat.simulator.toolcalls")
 
 
 def types(frames: list[dict]) -> list[str]:

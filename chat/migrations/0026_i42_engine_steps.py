@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chat', '0023_front_steps'),
+        ('chat', '0025_team_web_sites'),
     ]
 
     operations = [
