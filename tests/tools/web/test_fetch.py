@@ -201,7 +201,11 @@ async def test_bad_arguments_are_an_error_for_the_model(
 async def test_extraction_over_its_budget_is_an_error(web: Web) -> None:
     # No memory at all on top of its worker's (with a few megabytes trafilatura
     # may catch its own MemoryError and find no text: not an exhausted budget).
-    with override_settings(WEB_FETCH_MAX_BYTES=1024 * 1024, WEB_EXTRACT_MEMORY=1):
+    # A worker is forked from this process and may allocate from the free heap
+    # it inherits without growing (chat/work/child.py limits its address
+    # space): a 32 MB page needs far more than any test leaves free (with 1 MB
+    # it was read whole once, in the suite).
+    with override_settings(WEB_FETCH_MAX_BYTES=32 * 1024 * 1024, WEB_EXTRACT_MEMORY=1):
         outcome = await fetched(tools(web), web.url("/big"))
     assert "The page could not be read: It is too large to read" in str(outcome.error)
     with override_settings(WEB_EXTRACT_SECONDS=0.001):

@@ -335,6 +335,9 @@ def test_teams_and_links_are_managed_in_the_admin(admin_client, alice, talk):
         "memberships-INITIAL_FORMS": 0,
         "memberships-0-user": alice.pk,
         "memberships-0-role": "admin",
+        # The team's web sites (a stacked inline), left empty.
+        "web_sites-TOTAL_FORMS": 0,
+        "web_sites-INITIAL_FORMS": 0,
     }
     response = admin_client.post(reverse("admin:chat_team_add"), form)
     assert response.status_code == 302
