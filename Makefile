@@ -121,6 +121,7 @@ bench: venv chromium nginx
 	$(PY) -m bench.request_path
 	$(PY) -m bench.load $(LOAD_ARGS)
 	$(PY) -m bench.expensive_input
+	$(PY) -m bench.tools
 	$(PY) -m bench.browser
 	$(PY) -m bench.rendering
 	$(PY) -m bench.pages

@@ -145,11 +145,9 @@ CONVERSATION_PAGE_SIZE = env_int("CONVERSATION_PAGE_SIZE", 50, minimum=1)
 TOOLS_MAX_ROUNDS = env_int("TOOLS_MAX_ROUNDS", 8, minimum=1)
 TOOL_CALL_TIMEOUT = env_int("TOOL_CALL_TIMEOUT", 60, minimum=1)
 TOOL_RESULT_MAX_CHARS = env_int("TOOL_RESULT_MAX_CHARS", 20000, minimum=200)
-# An MCP server's tool list is asked again after this many seconds.
-MCP_TOOLS_TTL = env_int("MCP_TOOLS_TTL", 60, minimum=0)
-# The most an MCP server may send for one message (a tool's result before it
-# is cut to TOOL_RESULT_MAX_CHARS): a bigger one fails the call unread.
-MCP_MESSAGE_MAX_BYTES = env_int("MCP_MESSAGE_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
+# MCP servers (chat.tools.mcp): their limits, the worker's budget, the pool.
+from chatsite.mcp_settings import *  # noqa: E402, F403
+
 # The sidebar lists this many conversations, then the next ones as it is
 # scrolled (chat.models.sidebar).
 SIDEBAR_PAGE_SIZE = env_int("SIDEBAR_PAGE_SIZE", 50, minimum=1)

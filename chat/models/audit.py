@@ -27,6 +27,10 @@ class AuditEvent(models.Model):
         QUOTA_CHANGED = "quota_changed", _("Quota changed")
         API_KEY_CREATED = "api_key_created", _("API key created")
         API_KEY_REVOKED = "api_key_revoked", _("API key revoked")
+        # A user set or cleared their credential for a tool server (the
+        # server in `detail`, never the value: chat.web.account.tool_credentials).
+        TOOL_SECRET_SET = "tool_secret_set", _("Tool credential set")
+        TOOL_SECRET_CLEARED = "tool_secret_cleared", _("Tool credential cleared")
         # Staff took a copy of a user's conversations (chat.web.transfer).
         DATA_EXPORTED = "data_exported", _("Conversations exported")
         # The model called a tool in a user's answer (chat.live.engine.turn.tools).

@@ -10,7 +10,12 @@ import os
 
 # The modules whose functions run here, named rather than imported: the seam
 # imports nothing of the packages that call it (tests/test_layers.py).
-READERS = ("chat.files.reading", "chat.transfer.detect", "chat.tools.web.extract")
+READERS = (
+    "chat.files.reading",
+    "chat.transfer.detect",
+    "chat.tools.web.extract",
+    "chat.tools.mcp.oversize",
+)
 
 logger = logging.getLogger(__name__)
 

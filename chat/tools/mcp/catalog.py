@@ -11,16 +11,15 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from django.conf import settings
 from jsonschema import SchemaError
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
-from mcp import types
+from mcp import ClientSession, types
 
-from chat.tools.mcp.config import ServerConfig
-from chat.tools.mcp.sessions import session_for
+from chat.tools.mcp.config import ServerConfig, headers_digest
+from chat.tools.mcp.sessions import in_session
 
 # The model servers' limit on a function's name (OpenAI's, vLLM's).
 NAME_LIMIT = 64
@@ -59,14 +58,13 @@ async def listed_tools(
 ) -> list[Listed]:
     """On the tools loop: the server's tools (those whose JSON Schema is
     valid: the model could not call the others either)."""
-    key = (config.pk, config.version, _digest(headers))
+    key = (config.pk, config.version, headers_digest(headers))
     now = time.monotonic()
     hit = _cache.get(key)
     if hit is not None and now - hit[0] < settings.MCP_TOOLS_TTL:
         return hit[1]
     async with asyncio.timeout(config.timeout):
-        async with session_for(config, headers) as session:
-            tools = await _all_tools(session)
+        tools = await in_session(config, headers, _all_tools)
     listed = [each for each in map(_listed, tools) if each is not None]
     for stale in [k for k in _cache if k[0] == config.pk and k[1] != config.version]:
         del _cache[stale]
@@ -79,7 +77,7 @@ def forget() -> None:
     _cache.clear()
 
 
-async def _all_tools(session: Any) -> list[types.Tool]:
+async def _all_tools(session: ClientSession) -> list[types.Tool]:
     tools: list[types.Tool] = []
     cursor = None
     for _ in range(MAX_PAGES):
@@ -100,8 +98,3 @@ def _listed(tool: types.Tool) -> Listed | None:
     except SchemaError:
         return None
     return Listed(tool=tool, validator=cls(schema))
-
-
-def _digest(headers: Mapping[str, str]) -> str:
-    text = "\n".join(f"{name}: {value}" for name, value in sorted(headers.items()))
-    return hashlib.sha256(text.encode()).hexdigest()

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -70,3 +72,9 @@ def user_headers(
     if server.credential_header and value:
         headers[server.credential_header] = server.credential_prefix + value
     return headers
+
+
+def headers_digest(headers: Mapping[str, str]) -> str:
+    """A digest of `headers` (a user's credential among them), for keys."""
+    text = "\n".join(f"{name}: {value}" for name, value in sorted(headers.items()))
+    return hashlib.sha256(text.encode()).hexdigest()

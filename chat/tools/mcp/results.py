@@ -5,6 +5,7 @@ passed on, cut to `TOOL_RESULT_MAX_CHARS` with a note saying so."""
 from __future__ import annotations
 
 import json
+import secrets
 
 from mcp import types
 
@@ -12,6 +13,9 @@ from chat.tools.calls import Outcome
 
 # The user sees this much of a result beside the call (the model gets it all).
 PREVIEW_CHARS = 300
+# Where a result made small in a worker (`chat.tools.mcp.oversize`) carries
+# its figures: a key of this process's own, which no server can guess.
+MARK = f"chatsite/outcome-{secrets.token_hex(16)}"
 
 
 def failed(reason: str) -> Outcome:
@@ -36,6 +40,17 @@ def cut(text: str, limit: int, *, error: str | None = None) -> Outcome:
 
 
 def outcome_of(result: types.CallToolResult, limit: int) -> Outcome:
+    figures = (result.meta or {}).get(MARK)
+    if isinstance(figures, dict) and len(result.content) == 1:
+        # Made small in a worker: its one text part is the outcome's text.
+        text = _described(result.content[0])
+        return Outcome(
+            text=text,
+            preview=text[:PREVIEW_CHARS],
+            size=int(figures["size"]),
+            cut=bool(figures["cut"]),
+            error=figures["error"],
+        )
     parts = [_described(part) for part in result.content]
     if not parts and result.structured_content is not None:
         parts = [json.dumps(result.structured_content, ensure_ascii=False)]

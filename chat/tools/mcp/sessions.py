@@ -3,35 +3,41 @@
 stdio: the supervised process's one session, shared by every call (the
 protocol numbers requests, so calls run side by side).
 
-Streamable HTTP: a session of its own for each call, opened with the user's
-headers. A pooled session would be a session per user and server (the
-credential is in the headers of every request), kept open on the server
-with an idle expiry to match and re-opened when the server restarts; per
-call, opening costs one round trip for `initialize` and one notification
-(a few milliseconds on the team's network; 3-4 ms here, see docs/tools.md),
-beside tools that take tenths of seconds to seconds, and a server that
-restarted is met fresh by the next call."""
+Streamable HTTP: a session lent from the pool (`chat.tools.mcp.pool`), with
+the user's headers, or opened for the call when `MCP_HTTP_POOL_SIZE` is 0.
+A kept session the server no longer knows (it restarted, or expired it) is
+answered HTTP 404 on its id (the Streamable HTTP spec; the request was not
+run): the work is done once more in a fresh session."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TypeVar
 
-from django.conf import settings
 from mcp import ClientSession
 
 from chat.tools.mcp.config import ServerConfig
+from chat.tools.mcp.messages import Limits
+from chat.tools.mcp.pool import Kept, pool
 from chat.tools.mcp.stdio import supervisor
-from chat.tools.mcp.transports import http_session
+
+_T = TypeVar("_T")
 
 
-@asynccontextmanager
-async def session_for(
-    config: ServerConfig, headers: Mapping[str, str]
-) -> AsyncIterator[ClientSession]:
-    limit = int(settings.MCP_MESSAGE_MAX_BYTES)
+async def in_session(
+    config: ServerConfig,
+    headers: Mapping[str, str],
+    work: Callable[[ClientSession], Awaitable[_T]],
+) -> _T:
+    """`work`'s result, done in a session with the server."""
+    limits = Limits.now()
     if config.transport == "stdio":
-        yield await supervisor.session(config, limit)
-        return
-    async with http_session(config, headers, limit) as session:
-        yield session
+        return await work(await supervisor.session(config, limits))
+    while True:
+        kept: Kept | None = None
+        try:
+            async with pool.lent(config, headers, limits) as (session, kept):
+                return await work(session)
+        except Exception:
+            if kept is None or not kept.forgotten.is_set():
+                raise

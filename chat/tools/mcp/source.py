@@ -27,11 +27,11 @@ from pydantic import ValidationError
 from chat.tools.calls import Outcome, ToolCall, ToolSpec
 from chat.tools.mcp.catalog import Listed, listed_tools, model_name
 from chat.tools.mcp.config import ServerConfig, user_headers
+from chat.tools.mcp.messages import TooLarge
 from chat.tools.mcp.results import failed, outcome_of
-from chat.tools.mcp.sessions import session_for
+from chat.tools.mcp.sessions import in_session
 from chat.tools.mcp.stdio import ServerDown
 from chat.tools.mcp.thread import on_tools_loop
-from chat.tools.mcp.transports import TooLarge
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -171,10 +171,13 @@ async def _call(
     )
     try:
         async with asyncio.timeout(seconds):
-            async with session_for(server.config, server.headers) as session:
-                # Not `call_tool`: it lists the tools again in a new session,
-                # to check structured content that is not passed on here.
-                result = await session.send_request(request, types.CallToolResult)
+            # Not `call_tool`: it lists the tools again in a new session, to
+            # check structured content that is not passed on here.
+            result = await in_session(
+                server.config,
+                server.headers,
+                lambda session: session.send_request(request, types.CallToolResult),
+            )
     except Exception as error:  # noqa: BLE001 - every failure is an outcome
         return failed(_why(error, seconds))
     return outcome_of(result, limit)

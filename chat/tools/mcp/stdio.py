@@ -20,6 +20,7 @@ from mcp import ClientSession
 from mcp.client.stdio import get_default_environment
 
 from chat.tools.mcp.config import ServerConfig
+from chat.tools.mcp.messages import Limits
 from chat.tools.mcp.thread import when_stopping
 from chat.tools.mcp.transports import line_streams
 
@@ -37,8 +38,8 @@ class ServerDown(Exception):
 class Supervised:
     """One server's process and its session."""
 
-    def __init__(self, config: ServerConfig, limit: int) -> None:
-        self.config, self.limit = config, limit
+    def __init__(self, config: ServerConfig, limits: Limits) -> None:
+        self.config, self.limits = config, limits
         self.session: ClientSession | None = None
         self.error = ""
         self.ready = asyncio.Event()
@@ -70,7 +71,7 @@ class Supervised:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 env=get_default_environment() | dict(self.config.env),
-                limit=self.limit,
+                limit=self.limits.max_bytes,
                 # Its own process group: `npx` and shells start children,
                 # which are stopped with it.
                 start_new_session=True,
@@ -92,7 +93,10 @@ class Supervised:
     async def _serve(self, process: asyncio.subprocess.Process) -> None:
         ended = asyncio.Event()
         async with (
-            line_streams(process, ended) as (read, write),
+            line_streams(process, ended, f"mcp:{self.config.slug}") as (
+                read,
+                write,
+            ),
             ClientSession(read, write) as session,
         ):
             async with asyncio.timeout(self.config.timeout):
@@ -135,7 +139,7 @@ class Supervisor:
         self.running: dict[int, Supervised] = {}
         when_stopping(self.stop_all)
 
-    async def session(self, config: ServerConfig, limit: int) -> ClientSession:
+    async def session(self, config: ServerConfig, limits: Limits) -> ClientSession:
         """The server's session, its process started (again) if need be."""
         current = self.running.get(config.pk)
         if (
@@ -149,7 +153,7 @@ class Supervisor:
             or not current.alive
             or current.config.launch != config.launch
         ):
-            current = self.running[config.pk] = Supervised(config, limit)
+            current = self.running[config.pk] = Supervised(config, limits)
         return await current.session_ready()
 
     async def stop_all(self) -> None:

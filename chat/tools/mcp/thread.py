@@ -4,11 +4,10 @@ process.
 Every MCP connection lives here, whichever loop asks: a stdio server's
 process and session are bound to the loop that started them (asyncio's
 pipes, anyio's streams), and there is one of them per server per site
-process however many loops the process runs (Daphne's, the tests'). And a
-server's answer is parsed here: a 50 MB result is a 50 MB JSON text that
-pydantic validates, a few hundred milliseconds that would stall every
-answer streaming on the site's loop (docs/latency.md, rule 1); here it
-costs that loop at most a switch of the GIL (5 ms) at a time."""
+process however many loops the process runs (Daphne's, the tests'). What
+a server sends is read here too; a message too large to parse without
+holding the GIL for long goes on to a worker process
+(`chat.tools.mcp.messages`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """The wires to an MCP server, each holding to a size limit before the bytes
-are read (`MCP_MESSAGE_MAX_BYTES`): Streamable HTTP through the SDK's client
-with a capped `httpx2` transport, and stdio through our own line reader.
+are read (`MCP_MESSAGE_MAX_BYTES`), a large one made small in a worker
+first (`chat.tools.mcp.messages`): Streamable HTTP through the SDK's client
+with an `httpx2` transport of ours, and stdio through our own line reader.
 
 Our own stdio reader, not the SDK's `stdio_client`: the SDK joins the pipe's
 chunks to its line buffer each time a chunk arrives (`(buffer + chunk)`,
@@ -18,66 +19,64 @@ from contextlib import asynccontextmanager
 import anyio
 import httpx2
 from mcp import ClientSession
+from mcp.client.streamable_http import MCP_SESSION_ID as SESSION_ID
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 from mcp.types import jsonrpc_message_adapter
 from pydantic import ValidationError
 
 from chat.tools.mcp.config import ServerConfig
+from chat.tools.mcp.messages import Limits, Messages, TooLarge, request_id_of, smaller
 
 
-class TooLarge(Exception):
-    """The server sent more than `MCP_MESSAGE_MAX_BYTES` for one message."""
+class _Transport(httpx2.AsyncHTTPTransport):
+    """Each response's messages held to the limits (`Messages`): per message,
+    not per response, since a pooled session's event stream (its GET) lives
+    as long as the session."""
 
-
-class _Capped(httpx2.AsyncByteStream):
-    def __init__(self, stream: httpx2.AsyncByteStream, limit: int) -> None:
-        self.stream, self.limit = stream, limit
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        seen = 0
-        async for chunk in self.stream:
-            seen += len(chunk)
-            if seen > self.limit:
-                raise TooLarge(f"the server sent more than {self.limit} bytes")
-            yield chunk
-
-    async def aclose(self) -> None:
-        await self.stream.aclose()
-
-
-class _CappedTransport(httpx2.AsyncHTTPTransport):
-    """A response's body, JSON or a stream of events, ends in an error past
-    `limit` bytes (a per-call session's stream carries one call's answer)."""
-
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limits: Limits, owner: str, forgotten: asyncio.Event) -> None:
         super().__init__()
-        self.limit = limit
+        self.limits, self.owner, self.forgotten = limits, owner, forgotten
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await super().handle_async_request(request)
+        if response.status_code == 404 and SESSION_ID in request.headers:
+            # The spec's word for a session the server no longer knows.
+            self.forgotten.set()
         length = response.headers.get("content-length", "")
-        if length.isdigit() and int(length) > self.limit:
+        if length.isdigit() and int(length) > self.limits.max_bytes:
             await response.aclose()
             raise TooLarge(f"the server would send {length} bytes")
         assert isinstance(response.stream, httpx2.AsyncByteStream)
-        response.stream = _Capped(response.stream, self.limit)
+        kind = response.headers.get("content-type", "").lower()
+        response.stream = Messages(
+            response.stream,
+            sse=kind.startswith("text/event-stream"),
+            limits=self.limits,
+            owner=self.owner,
+            request_id=request_id_of(request),
+        )
         return response
 
 
 @asynccontextmanager
 async def http_session(
-    config: ServerConfig, headers: Mapping[str, str], limit: int
+    config: ServerConfig,
+    headers: Mapping[str, str],
+    limits: Limits,
+    forgotten: asyncio.Event,
 ) -> AsyncIterator[ClientSession]:
-    """A session of its own for one call (or one listing), with the user's
-    headers: see chat/tools/mcp/sessions.py for why not a pooled one."""
+    """A session with the user's headers, initialised (pooled:
+    chat/tools/mcp/pool.py). `forgotten` is set when the server answers 404
+    to its id."""
     timeout = httpx2.Timeout(config.timeout)
+    transport = _Transport(limits, f"mcp:{config.slug}", forgotten)
     async with (
         httpx2.AsyncClient(
-            headers=dict(headers), timeout=timeout, transport=_CappedTransport(limit)
+            headers=dict(headers), timeout=timeout, transport=transport
         ) as client,
         streamable_http_client(
-            config.url, http_client=client, max_sse_event_size=limit
+            config.url, http_client=client, max_sse_event_size=limits.max_bytes
         ) as (read, write),
         ClientSession(read, write) as session,
     ):
@@ -87,7 +86,9 @@ async def http_session(
 
 @asynccontextmanager
 async def line_streams(
-    process: asyncio.subprocess.Process, ended: asyncio.Event
+    process: asyncio.subprocess.Process,
+    ended: asyncio.Event,
+    owner: str,
 ) -> AsyncIterator[
     tuple[
         anyio.abc.ObjectReceiveStream[SessionMessage | Exception],
@@ -119,8 +120,19 @@ async def line_streams(
                 return
             if not line:
                 return
-            if not line.strip():
+            if line.isspace():
                 continue
+            # Read at each line: a process outlives changes of the settings.
+            limits = Limits.now()
+            if len(line) > limits.large_bytes:
+                small = await smaller(
+                    line, sse=False, limits=limits, owner=owner, request_id=None
+                )
+                if small is None:
+                    return
+                if not small:
+                    continue
+                line = small
             try:
                 message = jsonrpc_message_adapter.validate_json(line)
             except ValidationError as error:

@@ -1,12 +1,18 @@
-"""Signing in and out, the user's page (settings, password, API keys) and the
-JavaScript catalogs of its languages."""
+"""Signing in and out, the user's page (settings, password, API keys, tool
+credentials) and the JavaScript catalogs of its languages."""
 
 from __future__ import annotations
 
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from chat.web.account import api_keys, languages, oidc_views, views
+from chat.web.account import (
+    api_keys,
+    languages,
+    oidc_views,
+    tool_credentials,
+    views,
+)
 from chat.web.account.signin import SignInView
 
 urlpatterns = [
@@ -28,5 +34,15 @@ urlpatterns = [
         "account/keys/<int:pk>/revoke/",
         api_keys.revoke_api_key,
         name="revoke_api_key",
+    ),
+    path(
+        "account/tools/<int:pk>/credential/",
+        tool_credentials.set_tool_credential,
+        name="set_tool_credential",
+    ),
+    path(
+        "account/tools/<int:pk>/credential/clear/",
+        tool_credentials.clear_tool_credential,
+        name="clear_tool_credential",
     ),
 ]

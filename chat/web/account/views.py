@@ -40,6 +40,7 @@ from chat.models import (
 from chat.models.quota_periods import QuotaPeriod
 from chat.web.account.api_key_forms import api_keys_section
 from chat.web.account.languages import remember
+from chat.web.account.tool_credential_forms import tool_credentials_section
 from chat.web.transfer.views import transfer_section
 
 
@@ -135,10 +136,12 @@ def account_page(
     *,
     form: AccountForm | None = None,
     api_keys: dict[str, object] | None = None,
+    tool_credentials: dict[str, object] | None = None,
     status: int = 200,
 ) -> HttpResponse:
     """The whole page; `api_keys`: its API keys section as `chat.web.account.api_keys`
-    answered a form of that section (a new key, or the form's errors)."""
+    answered a form of that section (a new key, or the form's errors); the
+    same for `tool_credentials` (`chat.web.account.tool_credentials`)."""
     if form is None:
         form = AccountForm(
             instance=UserSettings.for_user(request.user), user=request.user
@@ -153,6 +156,7 @@ def account_page(
         "local_password": has_local_password(request.user),
         **_usage(request.user),
         **(api_keys or api_keys_section(request)),
+        **(tool_credentials or tool_credentials_section(request)),
         **transfer_section(),
     }
     return render(request, "chat/account.html", context, status=status)

@@ -9,6 +9,7 @@ nothing listens."""
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import socket
 import subprocess
@@ -21,6 +22,8 @@ from typing import Any
 
 import httpx
 
+from chat.tools.calls import Outcome, ToolCall
+from chat.tools.mcp import McpTools
 from chat.tools.mcp.config import ServerConfig
 from tests.support.services.daphnes import free_port
 from tests.support.services.processes import _die_with_parent
@@ -46,6 +49,16 @@ def config(pk: int, slug: str, **fields: Any) -> ServerConfig:
     )
 
 
+async def call(
+    tools: McpTools, name: str, deadline: float = 30, **arguments: object
+) -> Outcome:
+    """The outcome of a call of the tool the model knows as `name`."""
+    spec = next(spec for spec in tools.specs if spec.name == name)
+    return await tools.run(
+        spec, ToolCall("c1", name, json.dumps(arguments)), deadline=deadline
+    )
+
+
 def stdio(
     pk: int, slug: str, command: tuple[str, tuple[str, ...]], **fields: Any
 ) -> ServerConfig:
@@ -61,9 +74,12 @@ def _answers(url: str, process: subprocess.Popen[bytes]) -> bool:
     return True
 
 
-def serve(command: list[str], env: dict[str, str] | None = None) -> Iterator[str]:
-    """Runs an MCP server on a free port; yields its endpoint."""
-    port = free_port()
+def serve(
+    command: list[str], env: dict[str, str] | None = None, port: int | None = None
+) -> Iterator[str]:
+    """Runs an MCP server on `port` (a free one by default); yields its
+    endpoint."""
+    port = port or free_port()
     LOG.parent.mkdir(exist_ok=True)
     with LOG.open("ab") as out:
         process = subprocess.Popen(

@@ -7,7 +7,6 @@ propagates."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from dataclasses import replace
 
@@ -18,15 +17,9 @@ from chat.tools.calls import ToolCall, ToolSpec
 from chat.tools.mcp import McpTools, Reachable, offer
 from tests.support.services.daphnes import free_port
 from tests.tools.mcp import servers
+from tests.tools.mcp.servers import call
 
 pytestmark = pytest.mark.timeout(120)
-
-
-async def call(tools: McpTools, name: str, deadline: float = 30, **arguments: object):
-    spec = next(spec for spec in tools.specs if spec.name == name)
-    return await tools.run(
-        spec, ToolCall("c1", name, json.dumps(arguments)), deadline=deadline
-    )
 
 
 def elsewhere(tools: McpTools, server: Reachable) -> McpTools:

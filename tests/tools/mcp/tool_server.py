@@ -2,8 +2,9 @@
 tools in the MCP tests: `echo`, `add`, `slow` (sleeps, for the per-call
 timeout), `huge` (a result of N characters, for the size limit), `whoami`
 (says whether the request carried the user's token: the header
-`X-Tool-Token` over HTTP), `picture` (an image and a resource, described
-rather than passed on) `crash` (the process ends) and `fails` (a tool error).
+`X-Tool-Token` over HTTP), `session` (the HTTP session's id), `picture`
+(an image and a resource, described rather than passed on), `crash` (the
+process ends) and `fails` (a tool error).
 
 Run by the suite (tests/tools/mcp/servers.py) as
 `python -m tests.tools.mcp.tool_server stdio` or
@@ -55,6 +56,16 @@ def whoami(ctx: Context) -> str:
     headers = getattr(request, "headers", None)
     token = headers.get("x-tool-token") if headers is not None else None
     return f"token: {token}" if token else "no token"
+
+
+@server.tool()
+def session(ctx: Context) -> str:
+    """The id of the Streamable HTTP session the call came in (none over
+    stdio): one per `initialize` the server was sent."""
+    request = ctx.request_context.request
+    headers = getattr(request, "headers", None)
+    found = headers.get("mcp-session-id") if headers is not None else None
+    return found or "none"
 
 
 @server.tool()
