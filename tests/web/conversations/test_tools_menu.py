@@ -27,8 +27,8 @@ OFFERED = [
 
 @pytest.fixture
 def offered(monkeypatch):
-    # Until chat.tools.toolbox lands, the menu's list is tools_menu.available's
-    # (none); the view asks it at each request.
+    # The menu's list is tools_menu.available's; the view asks it at each
+    # request (the real sources': tests/web/conversations/test_tools_sources.py).
     monkeypatch.setattr(tools_menu, "available", lambda user: OFFERED)
     return OFFERED
 
@@ -37,7 +37,8 @@ def url(conversation):
     return reverse("set_tools", args=[conversation.pk])
 
 
-def test_without_sources_there_is_no_menu(alice_client, own):
+def test_without_sources_there_is_no_menu(alice_client, own, monkeypatch):
+    monkeypatch.setattr(tools_menu, "available", lambda user: [])
     page = alice_client.get(own.get_absolute_url()).content.decode()
     assert 'id="tools-menu"' not in page
 
