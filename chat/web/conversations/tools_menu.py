@@ -124,11 +124,17 @@ def choose(
     tools_on: set[str],
 ) -> None:
     """Store the menu's state: each offered source on if checked; the tools of
-    a source that is on, each as checked (an off source's tools keep theirs)."""
+    a source that is on, each as checked (an off source's tools keep theirs,
+    and so do those of a source just switched on when none of them was sent:
+    the page's boxes of an off source are disabled, so never sent)."""
     sources, tools = _choices(conversation)
     for source in offered:
+        was_on = sources.get(source.id, False)
         sources[source.id] = source.id in sources_on
         if source.id not in sources_on:
+            continue
+        keys = {f"{source.id}/{tool.name}" for tool in source.tools}
+        if not was_on and not keys & tools_on:
             continue
         for tool in source.tools:
             key = f"{source.id}/{tool.name}"
