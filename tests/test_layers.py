@@ -105,6 +105,7 @@ MAY_IMPORT: dict[str, dict[str, str]] = {
         "chat.files": "an attachment read and checked",
         "chat.work": "an attachment's budget in a worker process",
         "chat.transfer": "the export and import pages",
+        "chat.tools": "the tools menu lists the tool sources offered to the user",
     },
     "chat.ops": {
         "chat.models": "what the operators' pages show and change",

@@ -1,33 +1,38 @@
 """The tools of one turn, from every source a site has: the registry the
-sources plug into, and what the engine asks of it (`tools_for`).
+sources plug into, and what the engine asks of it (`wanted`, `resolve`).
 
 A source of tools (MCP servers, `chat.tools.mcp`; web search, `chat.tools.web`)
 registers a provider once, as its module is imported:
 
-    toolbox.register("web", offers_for)
+    toolbox.register("web", offers)
 
 and lists that module in `SOURCE_MODULES` below (or a site's setting
 `TOOL_SOURCE_MODULES`), which this module imports the first time it is
-asked. A provider is called with a user and a conversation of theirs, in
-the database thread while the turn is prepared
-(`chat.live.engine.turn.beginning`), before the model server is asked; or
-with no conversation for the composer's tools menu (`available`). It reads
-what it needs from the database (who may use which server) and must not wait
-on the network (list a server's tools ahead and keep them). It returns
-`Offer`s: one per source (`ToolSpec.source`, e.g. `mcp:3`, `web`), its title,
-the `ToolSource` and the `ToolSpec`s it runs. A provider that fails costs the
-turn its tools, not the turn: it is logged and skipped.
+asked. A provider is a coroutine function called with a user and the
+sources a conversation switched on (None: every source, for the composer's
+tools menu, `available`); it may read the database (through
+`sync_to_async`) and ask over the network (an MCP server's list of tools).
+It returns `Offer`s: one per source (`ToolSpec.source`, e.g. `mcp:3`,
+`web`), its title, the `ToolSource` and the `ToolSpec`s it runs, or why it
+offers none now (`unavailable`: a server down, said to the user). A provider
+that fails costs the turn its tools, not the turn: it is logged and skipped.
 
-Of what the providers offer, a turn gets what its conversation switched on
-(`Conversation.tool_choices`, the tools menu's: a source not named is off, a
-tool not named follows its source).
+A turn's tools come in two steps. In the database thread, while the turn is
+prepared, `wanted` reads `Conversation.tool_choices` (no query, no await): a
+conversation with nothing switched on gets None, and its turn is the single
+model call it always was. Otherwise the turn awaits `resolve` before its
+first model call (`chat.live.engine.turn.tools.converse`): the providers of
+the sources switched on are asked at once, together, and of what they offer
+the turn gets what the conversation switched on (a source not named is off,
+a tool not named follows its source).
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -49,12 +54,15 @@ class Offer:
     title: str
     source: ToolSource
     specs: Sequence[ToolSpec]
+    # Why the source offers no tools now (a server down), for the user.
+    unavailable: str = ""
 
 
-Provider = Callable[[Any, "Conversation | None"], Iterable[Offer]]
+# (user, the sources switched on, None: all) -> what they offer the user.
+Provider = Callable[[Any, Collection[str] | None], Awaitable[Iterable[Offer]]]
 
 # The modules that register the site's sources when imported.
-SOURCE_MODULES: tuple[str, ...] = ()
+SOURCE_MODULES: tuple[str, ...] = ("chat.tools.mcp.offers", "chat.tools.web.offers")
 
 _providers: dict[str, Provider] = {}
 _loaded = False
@@ -76,6 +84,8 @@ class Toolbox:
 
     specs: tuple[ToolSpec, ...] = ()
     _sources: dict[str, ToolSource] = field(default_factory=dict, repr=False)
+    # What the user is told of sources switched on that offer nothing now.
+    notices: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.specs)
@@ -103,7 +113,12 @@ class Toolbox:
                     continue
                 specs.append(spec)
                 sources[spec.name] = offer.source
-        return cls(tuple(specs), sources)
+        notices = tuple(
+            f"{offer.title}: {offer.unavailable}"
+            for offer in offers
+            if offer.unavailable
+        )
+        return cls(tuple(specs), sources, notices)
 
 
 NO_TOOLS = Toolbox()
@@ -115,39 +130,69 @@ def has_sources() -> bool:
     return bool(_providers)
 
 
-def available(user: Any) -> list[Offer]:
+async def available(user: Any) -> list[Offer]:
     """Every source of tools `user` may switch on (the tools menu)."""
-    return _offers(user, None)
+    return await _offers(user, None)
 
 
-def tools_for(user: Any, conversation: Conversation) -> Toolbox:
-    """The tools `user` may have the model call in `conversation` and switched
-    on there (in the database thread). Nothing registered, or nothing on: no
-    tools (and no query but the providers')."""
+@dataclass(frozen=True)
+class Wanted:
+    """What a conversation switched on: sources (ids), and single tools
+    (`<source>/<tool>`: on or off; one not named follows its source)."""
+
+    user: Any
+    sources: frozenset[str]
+    tools: Mapping[str, bool] = field(default_factory=dict)
+
+
+def wanted(conversation: Conversation) -> Wanted | None:
+    """What `conversation` switched on, for its owner's turn there; None when
+    nothing (or no source is registered): a turn without tools, and no query
+    (the owner is read only for a turn with tools)."""
     choices = conversation.tool_choices if conversation.tool_choices else {}
     sources = choices.get("sources") if isinstance(choices, dict) else None
-    if not has_sources() or not isinstance(sources, dict) or not any(sources.values()):
-        return NO_TOOLS
+    if not isinstance(sources, dict) or not any(v is True for v in sources.values()):
+        return None
+    if not has_sources():
+        return None
     tools = choices.get("tools")
     tools = tools if isinstance(tools, dict) else {}
+    on = frozenset(name for name, value in sources.items() if value is True)
+    return Wanted(
+        conversation.owner, on, {k: v for k, v in tools.items() if isinstance(v, bool)}
+    )
+
+
+async def resolve(wanted: Wanted) -> Toolbox:
+    """The tools of what was switched on, as the sources offer them now (a
+    source that offers nothing now says why: `Toolbox.notices`)."""
     chosen = []
-    for offer in _offers(user, conversation):
-        if sources.get(offer.id) is not True:
+    for offer in await _offers(wanted.user, wanted.sources):
+        if offer.id not in wanted.sources:
             continue
-        specs = [s for s in offer.specs if tools.get(f"{s.source}/{s.tool}", True)]
-        chosen.append(Offer(offer.id, offer.title, offer.source, specs))
+        specs = [
+            s for s in offer.specs if wanted.tools.get(f"{s.source}/{s.tool}", True)
+        ]
+        chosen.append(
+            Offer(offer.id, offer.title, offer.source, specs, offer.unavailable)
+        )
     return Toolbox.of(chosen)
 
 
-def _offers(user: Any, conversation: Conversation | None) -> list[Offer]:
+async def _offers(user: Any, sources: Collection[str] | None) -> list[Offer]:
+    """What every provider offers, asked together."""
     _load()
-    offers: list[Offer] = []
-    for name, provider in list(_providers.items()):
+    named = list(_providers.items())
+
+    async def ask(name: str, provider: Provider) -> list[Offer]:
         try:
-            offers.extend(provider(user, conversation))
+            return list(await provider(user, sources))
         except Exception:
             logger.exception("tool source %r failed: its tools are not offered", name)
-    return offers
+            return []
+
+    found = await asyncio.gather(*(ask(name, provider) for name, provider in named))
+    return [offer for offers in found for offer in offers]
 
 
 def _load() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -20,6 +21,7 @@ from django.views.decorators.http import require_POST
 
 from chat.http.requests import SignedInRequest
 from chat.models import Conversation
+from chat.tools import toolbox
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,10 +39,21 @@ class SourceOffer:
 
 
 def available(user: Any) -> list[SourceOffer]:
-    """The tool sources `user` may switch on. Until chat.tools.toolbox lands
-    (built on its own branch), none: then this asks `toolbox.available(user)`
-    (and chat.web's row in tests/test_layers.py gains chat.tools)."""
-    return []
+    """The tool sources `user` may switch on (`chat.tools.toolbox`: an MCP
+    server's tools are listed over the network, kept a while; a server that
+    does not answer soon is shown without its tools)."""
+    offers = async_to_sync(toolbox.available)(user)
+    return [
+        SourceOffer(
+            offer.id,
+            offer.title,
+            [
+                ToolOffer(spec.tool, spec.title, spec.description)
+                for spec in offer.specs
+            ],
+        )
+        for offer in offers
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,11 +124,17 @@ def choose(
     tools_on: set[str],
 ) -> None:
     """Store the menu's state: each offered source on if checked; the tools of
-    a source that is on, each as checked (an off source's tools keep theirs)."""
+    a source that is on, each as checked (an off source's tools keep theirs,
+    and so do those of a source just switched on when none of them was sent:
+    the page's boxes of an off source are disabled, so never sent)."""
     sources, tools = _choices(conversation)
     for source in offered:
+        was_on = sources.get(source.id, False)
         sources[source.id] = source.id in sources_on
         if source.id not in sources_on:
+            continue
+        keys = {f"{source.id}/{tool.name}" for tool in source.tools}
+        if not was_on and not keys & tools_on:
             continue
         for tool in source.tools:
             key = f"{source.id}/{tool.name}"

@@ -27,8 +27,8 @@ OFFERED = [
 
 @pytest.fixture
 def offered(monkeypatch):
-    # Until chat.tools.toolbox lands, the menu's list is tools_menu.available's
-    # (none); the view asks it at each request.
+    # The menu's list is tools_menu.available's; the view asks it at each
+    # request (the real sources': tests/web/conversations/test_tools_sources.py).
     monkeypatch.setattr(tools_menu, "available", lambda user: OFFERED)
     return OFFERED
 
@@ -37,7 +37,8 @@ def url(conversation):
     return reverse("set_tools", args=[conversation.pk])
 
 
-def test_without_sources_there_is_no_menu(alice_client, own):
+def test_without_sources_there_is_no_menu(alice_client, own, monkeypatch):
+    monkeypatch.setattr(tools_menu, "available", lambda user: [])
     page = alice_client.get(own.get_absolute_url()).content.decode()
     assert 'id="tools-menu"' not in page
 
@@ -74,6 +75,19 @@ def test_switching_saves_the_choices_and_shows_them(alice_client, own, offered):
     assert 'value="web">' in html and 'value="web/search" checked disabled>' in html
 
 
+def test_a_source_switched_on_from_the_page_has_its_tools_on(
+    alice_client, own, offered
+):
+    # The page's boxes of an off source are disabled: switching it on sends
+    # none of its tools, which then follow it (on), not taken for unchecked.
+    alice_client.post(url(own), {"source": ["mcp:1"]}, **HTMX)
+    own.refresh_from_db()
+    assert own.tool_choices == {"sources": {"mcp:1": True, "web": False}, "tools": {}}
+    alice_client.post(url(own), {"source": ["mcp:1"], "tool": ["mcp:1/add"]}, **HTMX)
+    own.refresh_from_db()
+    assert own.tool_choices["tools"] == {"mcp:1/echo": False, "mcp:1/add": True}
+
+
 def test_an_off_sources_tools_keep_their_choices(alice_client, own, offered):
     alice_client.post(url(own), {"source": ["mcp:1"], "tool": ["mcp:1/add"]}, **HTMX)
     alice_client.post(url(own), {}, **HTMX)  # everything off
@@ -95,7 +109,9 @@ def test_unknown_sources_and_tools_are_not_stored_and_old_ones_are_kept(
     own.refresh_from_db()
     assert own.tool_choices == {
         "sources": {"mcp:9": True, "mcp:1": True, "web": False},
-        "tools": {"mcp:9/x": False, "mcp:1/echo": False, "mcp:1/add": False},
+        # mcp:1 was just switched on and none of its own tools was sent:
+        # they follow it (test_a_source_switched_on_from_the_page_...).
+        "tools": {"mcp:9/x": False},
     }
 
 

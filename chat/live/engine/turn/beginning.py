@@ -386,14 +386,15 @@ def store(
 
 
 def _tools(turn: Turn, pending: Pending) -> Steps | None:
-    """The steps of a turn with tools, if the conversation's owner has any
-    there (`chat.tools.toolbox`); None for an answer of one model call. (The
-    API's turns have none: its clients run their own tools.)"""
-    if not toolbox.has_sources():
-        return None
+    """The steps of a turn with tools, if its conversation switched any on
+    (`chat.tools.toolbox.wanted`: no query); None for an answer of one model
+    call. The tools themselves are resolved in the turn, before its first
+    model call. (The API's turns have none: its clients run their own.)"""
     conversation = turn.question.conversation
-    tools = toolbox.tools_for(conversation.owner, conversation)
-    return Steps(tools, owner_id=pending.owner_id) if tools else None
+    wanted = toolbox.wanted(conversation)
+    if wanted is None:
+        return None
+    return Steps(toolbox.NO_TOOLS, wanted=wanted, owner_id=pending.owner_id)
 
 
 def told_of(begun: Turn | Retry) -> list[frames.ServerFrame]:

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from chat.live.protocol import tool_frames
 from chat.live.protocol.frames import DeltaFrame, Kind, ServerFrame, delta
 from chat.tools.calls import Outcome, ToolCall
-from chat.tools.toolbox import Toolbox
+from chat.tools.toolbox import Toolbox, Wanted
 from chat.upstream import Finished, ToolCallDelta
 
 State = Literal["writing", "awaiting_approval", "running", "done"]
@@ -103,6 +103,9 @@ class Steps:
     catching up must see (`Replay`)."""
 
     toolbox: Toolbox
+    # What the conversation switched on, until the turn resolves it into
+    # `toolbox` before its first model call (`chat.live.engine.turn.tools`).
+    wanted: Wanted | None = None
     round: int = 1
     marks: list[Mark] = field(default_factory=list)
     calls: list[CallStep] = field(default_factory=list)

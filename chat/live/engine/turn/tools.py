@@ -23,6 +23,7 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Awaitable
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -33,9 +34,10 @@ from chat.live.engine.generation import Generation, send_all
 from chat.live.engine.preload import Tell
 from chat.live.engine.relay import relay
 from chat.live.engine.turn import slots
-from chat.live.engine.turn.steps import CallStep
+from chat.live.engine.turn.steps import CallStep, Steps
 from chat.live.protocol import frames, tool_frames
 from chat.models import AuditEvent, ModelProfile
+from chat.tools import toolbox
 from chat.tools.calls import Outcome, ToolSource, ToolSpec
 
 logger = logging.getLogger(__name__)
@@ -58,8 +60,10 @@ async def converse(
 ) -> None:
     """The turn's model calls and tool runs, until the model answered (raises
     as `relay` does). `ready` and `asked` are the first call's (`relay`)."""
-    await relay(generation, profile, history, tell, ready, asked)
     steps = generation.steps
+    if steps is not None and steps.wanted is not None:
+        await _resolve(generation, steps, ready)
+    await relay(generation, profile, history, tell, ready, asked)
     if steps is None:
         return
     messages = list(history)
@@ -84,6 +88,32 @@ async def converse(
         generation.finished = None
         await _emit(generation, begun)
         await relay(generation, profile, messages, tell)
+
+
+async def _resolve(
+    generation: Generation, steps: Steps, ready: Awaitable[None] | None
+) -> None:
+    """The tools the conversation switched on, as their sources offer them
+    now (an MCP server lists its tools over the network). A source that
+    offers none now (a server down) is left out, and the user told, once the
+    turn is announced (`ready`); with no tool left, the turn is one model
+    call."""
+    assert steps.wanted is not None
+    steps.toolbox = await toolbox.resolve(steps.wanted)
+    steps.wanted = None
+    steps.offering = bool(steps.toolbox)
+    if not steps.toolbox.notices:
+        return
+    detail = _("Some tools are not available now: %(why)s") % {
+        "why": "; ".join(steps.toolbox.notices)
+    }
+    message = generation.message
+    message.error_code, message.error_detail = "tools_unavailable", detail
+    if ready is not None:
+        await ready
+    await _emit(
+        generation, frames.error(generation.message_id, "tools_unavailable", detail)
+    )
 
 
 async def run_call(generation: Generation, step: CallStep) -> None:

@@ -65,7 +65,7 @@ class Probe:
             return Outcome(text="Error: the probe is broken.", error="broken")
         return Outcome(text=f"probe says {call.arguments}", preview="probe says")
 
-    def offers(self, user: Any, conversation: Any) -> list[toolbox.Offer]:
+    async def offers(self, user: Any, sources: Any) -> list[toolbox.Offer]:
         return [toolbox.Offer(SOURCE, "Probe", self, SPECS)]
 
 
