@@ -21,7 +21,12 @@ from django.utils.translation import gettext
 from chat.http.daphne_protocol import text_sender
 from chat.live.engine.processes import layer
 from chat.live.protocol import frames
-from chat.live.protocol.channel_events import CatchupEvent, DeltaEvent, FrameEvent
+from chat.live.protocol.channel_events import (
+    CatchupEvent,
+    DeltaEvent,
+    FrameEvent,
+    StepsEvent,
+)
 from chat.live.protocol.frames import ServerFrame
 from chat.live.protocol.share_frames import ViewerFrame
 from chat.sockets import client_frames
@@ -140,6 +145,10 @@ class LiveSocket(AsyncWebsocketConsumer):
     async def chat_delta(self, event: DeltaEvent) -> None:
         if self.feed is not None:
             await self.feed.on_delta(event)
+
+    async def chat_steps(self, event: StepsEvent) -> None:
+        if self.feed is not None:
+            await self.feed.on_steps(event)
 
     async def chat_catchup(self, event: CatchupEvent) -> None:
         if self.feed is not None:

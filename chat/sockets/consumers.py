@@ -15,6 +15,7 @@ from chat.live.engine import control, loop_state
 from chat.live.engine.runner import runner
 from chat.live.engine.turn import beginning
 from chat.live.protocol import frames
+from chat.live.protocol.channel_events import GenerationApprove
 from chat.models import Conversation
 from chat.sockets import client_frames
 from chat.sockets.base import LiveSocket
@@ -86,11 +87,15 @@ class ChatConsumer(SessionBound, LiveSocket):
                 )
             )
         elif frame["type"] == "approve":
-            control.approve(
-                self.conversation_id,
-                frame["message_id"],
-                frame["call_id"],
-                allow=frame["allow"],
+            await control.approve(
+                GenerationApprove(
+                    type="generation.approve",
+                    conversation_id=self.conversation_id,
+                    message_id=frame["message_id"],
+                    call_id=frame["call_id"],
+                    allow=frame["allow"],
+                    user_id=self.scope["user"].pk,
+                )
             )
         elif frame["type"] == "preload":
             next_model = database_sync_to_async(Conversation.next_model)

@@ -23,13 +23,16 @@ from django.utils.translation import gettext as _
 from chat.live.engine import control
 from chat.live.engine.generation import Sink
 from chat.live.engine.processes import layer
-from chat.live.engine.processes.fanout import RemoteDelta, RemoteView
+from chat.live.engine.processes.fanout import Held, RemoteView
 from chat.live.engine.runner import runner
 from chat.live.protocol import frames
 from chat.live.protocol.channel_events import (
     CatchupEvent,
     DeltaEvent,
     FrameEvent,
+    StepItem,
+    StepsEvent,
+    TextItem,
     conversation_group,
 )
 from chat.models import Message
@@ -165,6 +168,20 @@ class Feed:
             return
         await self.take(message_id, view, [delta])
 
+    async def on_steps(self, event: StepsEvent) -> None:
+        """A turn with tools' frames and text, in order (`fanout.Publisher`)."""
+        if event["origin"] == runner.id:
+            return
+        message_id = event["message_id"]
+        if message_id in self.refused:
+            return
+        view = self.remote.setdefault(message_id, RemoteView())
+        items = _held(event["items"])
+        if view.resuming:
+            view.held.extend(items)
+            return
+        await self.take(message_id, view, items)
+
     async def on_catchup(self, event: CatchupEvent) -> None:
         message_id = event["message_id"]
         if "refused" in event:  # a resume from beyond the text
@@ -182,22 +199,37 @@ class Feed:
         held, view.held = view.held, []
         # A catch-up's text came from the stored checkpoint, counted as one
         # token: the page estimates a checkpoint's tokens itself.
-        caught: list[RemoteDelta] = [
+        caught: list[Held] = [
             ("thinking", *event["thinking"], 1),
             ("content", *event["content"], 1),
         ]
+        if "steps" in event:
+            # A turn with tools: its text and steps after the offsets, in
+            # order (each step shown: the owner sent what this socket misses).
+            caught.extend(_held(event["steps"]))
+            await self.take(message_id, view, caught)
+            view.caught_up(event.get("steps_version", 0))
+            caught = []
         await self.take(message_id, view, [*caught, *held])
 
-    async def take(
-        self, message_id: int, view: RemoteView, deltas: list[RemoteDelta]
-    ) -> None:
-        """Send what is new in `deltas`; at a gap (text missing here: joined
-        mid-answer, or events lost while Redis was away), hold the rest and ask
-        for a catch-up."""
-        for i, (kind, start, text, tokens) in enumerate(deltas):
+    async def take(self, message_id: int, view: RemoteView, held: list[Held]) -> None:
+        """Send what is new in `held`; at a gap (text or a step missing here:
+        joined mid-answer, or events lost while Redis was away), hold the rest
+        and ask for a catch-up."""
+        for i, item in enumerate(held):
+            if isinstance(item, dict):  # a step's frame (`Feed.on_steps`)
+                show = view.step(item)
+                if show is None:
+                    view.held = held[i:]
+                    await self.ask_catchup(message_id, view)
+                    return
+                if show:
+                    await self.socket.send_frame(item["frame"])
+                continue
+            kind, start, text, tokens = item
             new = view.take(kind, start, text)
             if new is None:
-                view.held = deltas[i:]
+                view.held = held[i:]
                 await self.ask_catchup(message_id, view)
                 return
             if new:
@@ -223,7 +255,11 @@ class Feed:
             offsets = (view.have["thinking"], view.have["content"])
             view.caught.clear()
             await control.request_resume(
-                self.conversation_id, message_id, offsets, self.socket.channel_name
+                self.conversation_id,
+                message_id,
+                offsets,
+                self.socket.channel_name,
+                view.steps_version,
             )
             try:
                 async with asyncio.timeout(CATCHUP_SECONDS):
@@ -239,3 +275,14 @@ class Feed:
                     if message is not None:
                         await self.send_stored(message)
                 return
+
+
+def _held(items: list[TextItem | StepItem]) -> list[Held]:
+    """A turn's items (`chat.steps`, a catch-up's `steps`) as a view holds them."""
+    held: list[Held] = []
+    for item in items:
+        if "frame" in item:
+            held.append(item)
+        else:
+            held.append((item["kind"], item["start"], item["text"], item["tokens"]))
+    return held

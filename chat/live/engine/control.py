@@ -19,6 +19,7 @@ from chat.live.engine.runner import runner
 from chat.live.protocol import frames
 
 if TYPE_CHECKING:
+    from chat.live.protocol.channel_events import GenerationApprove
     from chat.models import VersionSwitch
 
 
@@ -28,26 +29,31 @@ async def request_stop(conversation_id: int) -> None:
         await remote.ask_stop(loop_state.current().layer, conversation_id)
 
 
-def approve(
-    conversation_id: int, message_id: int, call_id: str, *, allow: bool
-) -> bool:
-    """The user's answer to a tool call of the conversation's answer awaiting
-    approval (`chat.live.engine.turn.tools`). Only for an answer this process
-    runs; False when no such call waits here."""
-    generation = runner.generation(conversation_id)
-    if generation is None or generation.message_id != message_id:
-        return False
-    steps = generation.steps
-    return steps is not None and steps.decide(call_id, allow)
+async def approve(decision: GenerationApprove) -> None:
+    """A user's answer to a tool call of the conversation's answer awaiting
+    approval (`chat.live.engine.turn.tools`), to the process that runs the
+    answer, which checks that the user owns it (`remote.answer_approve`)."""
+    generation = runner.generation(decision["conversation_id"])
+    if generation is not None and generation.message_id == decision["message_id"]:
+        remote.answer_approve(generation, decision)
+    else:
+        await remote.ask_approve(loop_state.current().layer, decision)
 
 
 async def request_resume(
-    conversation_id: int, message_id: int, offsets: tuple[int, int], reply_to: str
+    conversation_id: int,
+    message_id: int,
+    offsets: tuple[int, int],
+    reply_to: str,
+    steps_version: int = 0,
 ) -> None:
     """Ask the process running the answer to send the channel `reply_to` the
-    text after `offsets` (thinking, content)."""
+    text after `offsets` (thinking, content), and a turn's steps the socket
+    misses (it has their `steps_version`)."""
     layer = loop_state.current().layer
-    await remote.ask_resume(layer, conversation_id, message_id, offsets, reply_to)
+    await remote.ask_resume(
+        layer, conversation_id, message_id, offsets, reply_to, steps_version
+    )
 
 
 async def tell(conversation_id: int, sent: list[frames.ServerFrame]) -> None:

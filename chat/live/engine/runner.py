@@ -39,6 +39,7 @@ from chat.live.engine.turn.tools import converse
 from chat.live.protocol import frames
 from chat.live.protocol.channel_events import (
     ChannelEvent,
+    GenerationApprove,
     GenerationResume,
     conversation_group,
     frame_event,
@@ -104,7 +105,8 @@ class Runner:
 
     async def _listen(self) -> None:
         assert self._layer is not None and self._channel is not None
-        await remote.listen(self._layer, self._channel, self.stop, self._answer_resume)
+        answers = (self.stop, self._answer_resume, self._answer_approve)
+        await remote.listen(self._layer, self._channel, *answers)
 
     async def _sweep_loop(self) -> None:
         while True:
@@ -162,6 +164,9 @@ class Runner:
     async def _answer_resume(self, event: GenerationResume) -> None:
         generation = self._generations.get(event["conversation_id"])
         await remote.answer_resume(generation, event, self.id)
+
+    def _answer_approve(self, event: GenerationApprove) -> None:
+        remote.answer_approve(self.generation(event["conversation_id"]), event)
 
     # Generations.
 
@@ -273,6 +278,7 @@ class Runner:
             generation.publisher = fanout.Publisher(
                 self._layer, self.id, generation.conversation_id, generation.message_id
             )
+            generation.publisher.version = generation.steps_version
 
     def stop(self, conversation_id: int) -> bool:
         generation = self._generations.get(conversation_id)

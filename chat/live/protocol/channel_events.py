@@ -5,9 +5,10 @@ to `chat_frame`); the runner's own channel reads `generation.*` itself.
 
 Groups:
   chat.<conversation id>        every socket of the conversation, on any process
-                                (`chat.frame`, `chat.delta`)
+                                (`chat.frame`, `chat.delta`, `chat.steps`)
   generation.<conversation id>  the runner channel of the process that owns the
-                                running answer (`generation.stop`, `generation.resume`)
+                                running answer (`generation.stop`,
+                                `generation.resume`, `generation.approve`)
   user-<user id>                the owner's sockets of that user, on any process
                                 (`session.end`, `session.check`:
                                 `chat.sockets.session_sockets`)
@@ -44,12 +45,16 @@ __all__ = [
     "ChannelEvent",
     "DeltaEvent",
     "FrameEvent",
+    "GenerationApprove",
     "GenerationResume",
     "GenerationStop",
     "HealthPing",
     "SessionCheck",
     "SessionEnd",
     "ShareGone",
+    "StepItem",
+    "StepsEvent",
+    "TextItem",
     "conversation_group",
     "frame_event",
     "generation_group",
@@ -97,6 +102,45 @@ class DeltaEvent(TypedDict):
     tokens: int  # how many the text holds (the page's live count)
 
 
+@final
+class TextItem(TypedDict):
+    """Text of a turn with tools, from code point `start` of its kind (as a
+    `DeltaEvent`'s)."""
+
+    kind: Kind
+    start: int
+    text: str
+    tokens: int
+
+
+@final
+class StepItem(TypedDict):
+    """A frame of a turn with tools (`chat.live.protocol.tool_frames`, or a
+    `queued` or `error` frame between its model calls).
+
+    `version` is the turn's steps version once the frame's change was made
+    (`chat.live.engine.turn.steps.Steps.version`; None for a frame that is
+    not a change of the steps): a catch-up that covered it had a version at
+    least that high. `since` is the version of the step frame published before
+    it, and `at` (thinking, content) the text published before it: a viewer
+    that has less missed something, and catches up."""
+
+    frame: ServerFrame
+    version: int | None
+    since: int
+    at: tuple[int, int]
+
+
+class StepsEvent(TypedDict):
+    """A turn with tools' frames and the text around them, in the order they
+    came (text never overtakes a step: `chat.live.engine.processes.fanout`)."""
+
+    type: Literal["chat.steps"]
+    origin: str
+    message_id: int
+    items: list[TextItem | StepItem]
+
+
 def frame_event(origin: str, *frames: ServerFrame) -> FrameEvent:
     return FrameEvent(type="chat.frame", origin=origin, frames=list(frames))
 
@@ -118,6 +162,21 @@ class GenerationResume(TypedDict):
     thinking_offset: int
     offset: int
     reply_to: str
+    # A turn with tools: the steps version the socket has (its calls changed
+    # since are sent again, wherever they began).
+    steps_version: NotRequired[int]
+
+
+class GenerationApprove(TypedDict):
+    """A user's answer to a call awaiting approval; the owning process checks
+    that `user_id` is the answer's owner."""
+
+    type: Literal["generation.approve"]
+    conversation_id: int
+    message_id: int
+    call_id: str
+    allow: bool
+    user_id: int
 
 
 # The answer to a `generation.resume`, to the asking socket's channel.
@@ -132,6 +191,11 @@ class Catchup(TypedDict):
     thinking: tuple[int, str]  # (from code point, the text from there)
     content: tuple[int, str]
     queued: NotRequired[QueuedFrame]  # while the answer waits for a slot
+    # A turn with tools: its text and steps after the offsets, in order
+    # (`thinking` and `content` are then empty), and the steps version they
+    # cover (`StepItem`).
+    steps: NotRequired[list[TextItem | StepItem]]
+    steps_version: NotRequired[int]
 
 
 @final
@@ -186,8 +250,10 @@ class HealthPing(TypedDict):
 ChannelEvent = (
     FrameEvent
     | DeltaEvent
+    | StepsEvent
     | GenerationStop
     | GenerationResume
+    | GenerationApprove
     | Catchup
     | CatchupRefused
     | SessionEnd

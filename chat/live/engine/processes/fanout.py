@@ -20,8 +20,10 @@ from channels.layers import BaseChannelLayer, InMemoryChannelLayer
 
 from chat.live.protocol.channel_events import (
     DeltaEvent,
+    StepItem,
+    StepsEvent,
+    TextItem,
     conversation_group,
-    frame_event,
 )
 from chat.live.protocol.frames import DeltaFrame, Kind, ServerFrame, merged, tokens_in
 
@@ -33,6 +35,9 @@ COALESCE_SECONDS = 0.05
 BEHIND_SECONDS = COALESCE_SECONDS
 # How long a publisher trusts what it read of its group's members (`Publisher`).
 ELSEWHERE_SECONDS = 1.0
+# The frames of a turn's steps, as against its other frames (`queued`, `error`).
+STEP_TYPES = frozenset({"tool_call", "tool_args", "tool_run", "tool_result", "round"})
+KINDS: tuple[Kind, Kind] = ("thinking", "content")
 
 
 def spans_processes(layer: BaseChannelLayer | None) -> bool:
@@ -76,7 +81,15 @@ class Publisher(Paced):
     members every ELSEWHERE_SECONDS (a layer that cannot tell, or a failed read:
     publish); with none elsewhere `add` drops the text, keeping its offsets, and
     nothing wakes. A viewer that joins elsewhere meanwhile hears the next event
-    within ELSEWHERE_SECONDS, sees the gap and catches up (`Feed.take`)."""
+    within ELSEWHERE_SECONDS, sees the gap and catches up (`Feed.take`).
+
+    A turn with tools' frames (`chat.live.protocol.tool_frames`) go out with
+    the text around them in one `chat.steps` event, in the order they came:
+    a step seals the text added before it (`_add_step`), so text written just
+    after a step never reaches a viewer before it. `version` reads the turn's
+    steps version (`Generation.steps_version`), which each step item carries
+    (`chat.live.protocol.channel_events.StepItem`). An answer without tools
+    never takes that path."""
 
     def __init__(
         self,
@@ -84,6 +97,7 @@ class Publisher(Paced):
         origin: str,
         conversation_id: int,
         message_id: int,
+        version: Callable[[], int] = lambda: 0,
     ) -> None:
         super().__init__()
         self.layer, self.origin = layer, origin
@@ -94,16 +108,15 @@ class Publisher(Paced):
         self.published: dict[Kind, int] = {"thinking": 0, "content": 0}
         self.sending = asyncio.Lock()
         self.listened = True  # someone elsewhere, as last read (`run`)
-        # A turn with tools' step frames (`chat.live.protocol.tool_frames`):
-        # sent whole, after the text added before them.
-        self.steps: list[ServerFrame] = []
+        # A turn with tools' frames and the text before them, in order.
+        self.version = version
+        self.items: list[TextItem | StepItem] = []
+        self.last_version = 0  # of the last step frame added, published or not
 
     def add(self, frame: ServerFrame) -> None:
         kind = frame["type"]
         if kind not in self.pending:
-            if self.listened:
-                self.steps.append(frame)
-                self.wake.set()
+            self._add_step(frame)
             return
         text: DeltaFrame = frame  # type: ignore[assignment]  # a delta's kind
         if not self.listened:
@@ -112,6 +125,32 @@ class Publisher(Paced):
         self.pending[kind].append(text["delta"])
         self.tokens[kind] += tokens_in(text)
         self.wake.set()
+
+    def _add_step(self, frame: ServerFrame) -> None:
+        version: int | None = None
+        since = self.last_version
+        if frame["type"] in STEP_TYPES:
+            version = self.last_version = self.version()
+        if not self.listened:
+            return
+        self.items.extend(self._text_items())
+        at = (self.published["thinking"], self.published["content"])
+        self.items.append(StepItem(frame=frame, version=version, since=since, at=at))
+        self.wake.set()
+
+    def _text_items(self) -> list[TextItem]:
+        """The text added since the last send, taken (its offsets counted)."""
+        items: list[TextItem] = []
+        for kind in KINDS:
+            parts = self.pending[kind]
+            if parts:
+                text = "".join(parts)
+                parts.clear()
+                start = self.published[kind]
+                self.published[kind] += len(text)
+                tokens, self.tokens[kind] = self.tokens[kind], 0
+                items.append(TextItem(kind=kind, start=start, text=text, tokens=tokens))
+        return items
 
     async def run(self) -> None:
         watch = asyncio.create_task(self._watch(), name="publisher watch")
@@ -144,6 +183,9 @@ class Publisher(Paced):
 
     async def _send_pending(self) -> None:
         async with self.sending:
+            if self.items:
+                await self._send_items()
+                return
             for kind in ("thinking", "content"):
                 parts = self.pending[kind]
                 if not parts:
@@ -167,17 +209,28 @@ class Publisher(Paced):
                 except Exception:
                     # Remote viewers notice the gap and resume; the owner goes on.
                     logger.warning("publishing to %s failed", self.group, exc_info=True)
-            if self.steps:
-                steps, self.steps = self.steps, []
-                try:
-                    step_event = frame_event(self.origin, *steps)
-                    await self.layer.group_send(self.group, step_event)  # type: ignore[arg-type]
-                except Exception:
-                    logger.warning("publishing to %s failed", self.group, exc_info=True)
+
+    async def _send_items(self) -> None:
+        """The steps and the text around them, all added so far, in one send."""
+        items = [*self.items, *self._text_items()]
+        self.items = []
+        event = StepsEvent(
+            type="chat.steps",
+            origin=self.origin,
+            message_id=self.message_id,
+            items=items,
+        )
+        try:
+            await self.layer.group_send(self.group, event)  # type: ignore[arg-type]
+        except Exception:
+            # Remote viewers notice the gap (`StepItem`) and resume.
+            logger.warning("publishing to %s failed", self.group, exc_info=True)
 
 
 # A delta from another process: kind, start (code point), text, tokens.
 RemoteDelta = tuple[Kind, int, str, int]
+# What a viewer holds while it catches up: deltas, and a turn's step items.
+Held = RemoteDelta | StepItem
 
 
 class RemoteView:
@@ -188,8 +241,12 @@ class RemoteView:
         self.resuming = False  # a catch-up was asked for; deltas wait for it
         # The deltas that came meanwhile (kind, start, text): none is dropped,
         # since the catch-up may never come (`Feed.ask_catchup`).
-        self.held: list[RemoteDelta] = []
+        self.held: list[Held] = []
         self.caught = asyncio.Event()  # the catch-up came
+        # A turn with tools: the steps version of the last step frame shown,
+        # and the one the last catch-up covered (`step`).
+        self.steps_version = 0
+        self.caught_version = 0
 
     def take(self, kind: Kind, start: int, text: str) -> str | None:
         """The part of `text` (at code point `start`) that is new to this socket;
@@ -202,6 +259,30 @@ class RemoteView:
             return ""
         self.have[kind] = end
         return text[have - start :]
+
+    def step(self, item: StepItem) -> bool | None:
+        """Whether to show a step frame: False when a catch-up covered it
+        already, None when something before it is missing."""
+        version = item["version"]
+        if version is None:  # not a change of the steps: shown as it comes
+            return True
+        if version <= self.caught_version:
+            return False
+        thinking, content = item["at"]
+        have = self.have
+        if (
+            item["since"] > self.steps_version
+            or thinking > have["thinking"]
+            or content > have["content"]
+        ):
+            return None
+        self.steps_version = max(self.steps_version, version)
+        return True
+
+    def caught_up(self, version: int) -> None:
+        """A catch-up covered the steps up to `version`."""
+        self.caught_version = version
+        self.steps_version = max(self.steps_version, version)
 
 
 SendFrame = Callable[[ServerFrame], Awaitable[None]]

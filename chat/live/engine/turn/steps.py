@@ -42,6 +42,7 @@ class CallStep:
     started: int = 0  # epoch ms of the run (or of the wait for approval)
     outcome: Outcome | None = None
     ms: float = 0.0
+    changed: int = 0  # the steps' version at its last change
 
     def call(self) -> ToolCall:
         return ToolCall(self.id, self.name, "".join(self.arguments))
@@ -148,6 +149,7 @@ class Steps:
             step.arguments.append(event.arguments)
             out.append(tool_frames.tool_args(message_id, step.id, event.arguments))
         self.version += 1
+        step.changed = self.version
         return out
 
     def next_round(
@@ -190,11 +192,13 @@ class Steps:
         step.state = state
         step.started = int(time.time() * 1000)
         self.version += 1
+        step.changed = self.version
 
     def ran(self, step: CallStep, outcome: Outcome, ms: float) -> None:
         step.outcome, step.ms, step.state = outcome, ms, "done"
         self.tool_ms += ms
         self.version += 1
+        step.changed = self.version
 
     def totals(self, last: Finished | None) -> dict[str, Any]:
         """The figures of every model call of the turn: tokens and times
@@ -251,9 +255,13 @@ class Replay:
     everything (`Generation._catch_up`): the text after its offsets, and every
     step it may not show (one that began at or after its offsets: a step
     that began exactly there may be shown already, and is shown anew by its
-    `call_id`)."""
+    `call_id`). Given `since`, the steps version the socket has, a call that
+    began before its offsets but changed after that version is sent too,
+    first (a socket on another process that missed its frames)."""
 
-    def __init__(self, steps: Steps, thinking_offset: int, offset: int) -> None:
+    def __init__(
+        self, steps: Steps, thinking_offset: int, offset: int, since: int | None = None
+    ) -> None:
         self.steps = steps
         self.here = (thinking_offset, offset)
         self.next = 0
@@ -262,11 +270,19 @@ class Replay:
         ):
             self.next += 1
         self.sent: dict[str, Sent] = {}
+        self.again = [
+            mark.call
+            for mark in steps.marks[: self.next]
+            if since is not None and mark.call is not None and mark.call.changed > since
+        ]
 
     def frames(
         self, message_id: int, text: Text, lengths: tuple[int, int]
     ) -> list[ServerFrame]:
         out: list[ServerFrame] = []
+        for step in self.again:  # shown already, changed since (`__init__`)
+            out.append(self._call(step, message_id))
+        self.again = []
         # Calls sent in an earlier pass first: their progress came before
         # any later step.
         for step in self.steps.calls:
@@ -279,17 +295,18 @@ class Replay:
             if mark.call is None:
                 out.append(tool_frames.round_frame(message_id, mark.round))
             else:
-                step = mark.call
-                out.append(
-                    tool_frames.tool_call(
-                        message_id, step.id, step.name, step.title, step.source
-                    )
-                )
-                self.sent[step.id] = Sent()
-                out.extend(self._progress(step, message_id))
+                out.append(self._call(mark.call, message_id))
+                out.extend(self._progress(mark.call, message_id))
             self.next += 1
         out.extend(self._text_to(lengths, message_id, text))
         return out
+
+    def _call(self, step: CallStep, message_id: int) -> ServerFrame:
+        """Its `tool_call` (from its first argument again: `_progress`)."""
+        self.sent[step.id] = Sent()
+        return tool_frames.tool_call(
+            message_id, step.id, step.name, step.title, step.source
+        )
 
     def _text_to(
         self, at: tuple[int, int], message_id: int, text: Text

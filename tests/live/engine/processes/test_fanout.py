@@ -13,8 +13,8 @@ from chat.live.engine.processes.fanout import (
     RemoteView,
     spans_processes,
 )
-from chat.live.protocol import frames
-from chat.live.protocol.channel_events import conversation_group
+from chat.live.protocol import frames, tool_frames
+from chat.live.protocol.channel_events import StepItem, conversation_group
 
 
 def test_remote_view_drops_overlap_and_reports_gaps():
@@ -169,3 +169,79 @@ async def test_a_rested_pacer_writes_behind_the_next_token(monkeypatch):
     await asyncio.wait_for(second.wait(), timeout=5)
     assert [f["delta"] for f in sent] == ["ab", "cd"]
     pacer.close()
+
+
+async def test_text_written_after_a_step_never_reaches_a_viewer_before_it():
+    """Text, a step, text and another step in one coalescing interval: one
+    `chat.steps` event, in the order they came (before, the steps went after
+    all the text of the interval)."""
+    layer = InMemoryChannelLayer()
+    channel = await layer.new_channel()
+    await layer.group_add(conversation_group(7), channel)
+    version = 0
+    publisher = Publisher(layer, "me", 7, 42, lambda: version)
+    publisher.add(frames.delta("thinking", 42, "hmm"))
+    version = 1
+    publisher.add(tool_frames.tool_call(42, "c1", "echo", "Echo", "test"))
+    publisher.add(frames.delta("content", 42, "Hello"))
+    publisher.add(frames.queued(42, 2))  # not a step: no version
+    version = 2
+    publisher.add(tool_frames.tool_run(42, "c1", "running", 0))
+    publisher.add(frames.delta("content", 42, " world"))
+    await publisher.flush()
+    event = await asyncio.wait_for(layer.receive(channel), 2)
+    assert event["type"] == "chat.steps" and event["message_id"] == 42
+    shown = [
+        (i["kind"], i["start"], i["text"])
+        if "kind" in i
+        else (i["frame"]["type"], i["version"], i["since"], tuple(i["at"]))
+        for i in event["items"]
+    ]
+    assert shown == [
+        ("thinking", 0, "hmm"),
+        ("tool_call", 1, 0, (3, 0)),
+        ("content", 0, "Hello"),
+        ("queued", None, 1, (3, 5)),
+        ("tool_run", 2, 1, (3, 5)),
+        ("content", 5, " world"),
+    ]
+    # Plain text afterwards goes as it always went.
+    publisher.add(frames.delta("content", 42, "!"))
+    await publisher.flush()
+    plain = await asyncio.wait_for(layer.receive(channel), 2)
+    assert (plain["type"], plain["start"], plain["text"]) == ("chat.delta", 11, "!")
+
+
+async def test_steps_dropped_while_nobody_listens_show_as_a_gap_later():
+    layer = InMemoryChannelLayer()
+    channel = await layer.new_channel()
+    await layer.group_add(conversation_group(7), channel)
+    version = 1
+    publisher = Publisher(layer, "me", 7, 42, lambda: version)
+    publisher.listened = False
+    publisher.add(tool_frames.tool_call(42, "c1", "echo", "Echo", "test"))
+    publisher.listened = True
+    version = 2
+    publisher.add(tool_frames.tool_run(42, "c1", "running", 0))
+    await publisher.flush()
+    [item] = (await asyncio.wait_for(layer.receive(channel), 2))["items"]
+    assert (item["version"], item["since"]) == (2, 1)
+    assert RemoteView().step(item) is None  # the viewer misses version 1
+
+
+def step_item(version: int | None, since: int, at=(0, 0)) -> StepItem:
+    frame = tool_frames.tool_run(42, "c1", "running", 0)
+    return StepItem(frame=frame, version=version, since=since, at=at)
+
+
+def test_a_remote_view_shows_new_steps_drops_covered_ones_and_reports_gaps():
+    view = RemoteView(content=5)
+    assert view.step(step_item(1, 0, (0, 5))) is True
+    assert view.step(step_item(1, 1, (0, 5))) is True  # one read's second frame
+    assert view.step(step_item(3, 2)) is None  # version 2 never came
+    assert view.step(step_item(2, 1, (0, 6))) is None  # text before it missing
+    assert view.step(step_item(None, 9, (9, 9))) is True  # not a step
+    view.caught_up(4)
+    assert view.step(step_item(4, 3)) is False  # the catch-up had it
+    assert view.step(step_item(5, 4)) is True
+    assert view.steps_version == 5
