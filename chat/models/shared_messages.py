@@ -33,6 +33,10 @@ VIEWER_DETAILS = {
     "stream_cut": _("The connection to the model server broke mid-answer."),
     "malformed": _("The model server sent a reply that could not be read."),
     "queue_unavailable": _("The answer could not wait for the model."),
+    # Notices on an answer that is done (chat.live.engine.turn).
+    "tool_rounds": _("The model called tools too often: it answered with what it had."),
+    "tools_unsupported": _("This answer was written without tools."),
+    "quota_reached": _("A quota ended this answer early."),
 }
 FAILED = _("The answer failed.")
 
