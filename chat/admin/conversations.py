@@ -38,6 +38,7 @@ class ShareLinkAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "token_hint",
         "mode",
         "include_thinking",
+        "include_tool_results",
         "snapshot_upto",
         "expires_at",
         "revoked_at",

@@ -72,6 +72,8 @@ class ModelProfileAdmin(AuditedAdmin):
                 "fields": [
                     "supports_thinking",
                     "supports_vision",
+                    "supports_tools",
+                    "think_with_tools",
                     "image_max_side",
                     "context_length",
                     "chars_per_token",

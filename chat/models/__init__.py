@@ -49,10 +49,9 @@ from chat.models.profiles import (
     ModelProfile,
     ModelProfileQuerySet,
     ThinkingMode,
-    ThinkingSwitch,
-    ThinkTags,
 )
 from chat.models.quota_periods import QuotaPeriod
+from chat.models.sampling import ThinkingSwitch, ThinkTags
 from chat.models.shared_messages import SharedMessage
 from chat.models.sharing import ShareLink
 from chat.models.site import SiteDefaults

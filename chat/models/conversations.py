@@ -300,9 +300,13 @@ class Conversation(models.Model):
             system_prompt=self.system_prompt,
         )
 
-    def request_options(self, profile: ModelProfile) -> dict[str, Any]:
-        """The model's options with this conversation's own on top."""
-        options = profile.request_options(self.effective_thinking(profile).value)
+    def request_options(
+        self, profile: ModelProfile, *, tools: bool = False
+    ) -> dict[str, Any]:
+        """The model's options with this conversation's own on top (for an
+        answer that offers `tools`: as it thinks then, `ModelProfile.think_with`)."""
+        think = profile.think_with(self.effective_thinking(profile).value, tools)
+        options = profile.request_options(think)
         temperature = self.effective_temperature(profile)
         if temperature.level == Level.CONVERSATION:
             options["temperature"] = temperature.value

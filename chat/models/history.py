@@ -8,6 +8,7 @@ and drops whole turns, oldest first, leaving room for the answer.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -51,6 +52,35 @@ def message_chars(content: str) -> int:
 
 def estimate_tokens(chars: int, chars_per_token: float) -> int:
     return math.ceil(chars / chars_per_token)
+
+
+def tools_chars(tools: Sequence[Mapping[str, Any]]) -> int:
+    """Characters of the tools offered with a request (their JSON: the chat
+    template writes the specs into the prompt much as they are)."""
+    return len(json.dumps(list(tools), ensure_ascii=False)) if tools else 0
+
+
+def step_chars(messages: Iterable[Mapping[str, Any]]) -> int:
+    """Characters of the messages a turn with tools adds to its next model
+    call: each reply that asked for tools (its text and calls) and each tool's
+    result, counted as `build_prompt` counts a message."""
+    total = 0
+    for message in messages:
+        total += message_chars(str(message.get("content") or ""))
+        calls = message.get("tool_calls")
+        if calls:
+            total += len(json.dumps(calls, ensure_ascii=False))
+    return total
+
+
+def count_sent(answer: Message, chars: int, chars_per_token: float) -> None:
+    """Add `chars` to what `answer` says was sent (`prompt_chars`, and its
+    token estimate): a turn with tools' specs, then its steps, so the figures
+    are its last model call's, as the server's `prompt_tokens` are."""
+    answer.prompt_chars = (answer.prompt_chars or 0) + chars
+    answer.prompt_tokens_estimate = estimate_tokens(
+        answer.prompt_chars, chars_per_token
+    )
 
 
 def sendable(messages: Iterable[Sendable]) -> list[Sendable]:

@@ -17,6 +17,8 @@ from chat.models.offering import OfferedQuerySet
 from chat.models.sampling import (
     QWEN3_SAMPLING,
     SAMPLING_OPTIONS,
+    ThinkingSwitch,
+    ThinkTags,
     validate_keep_alive,
     validate_options,
 )
@@ -70,23 +72,6 @@ class HistoryPolicy(models.TextChoices):
     LAST_N = "last_n", _("Last N messages")
     FIT = "fit", _("Fit the model's context")
     NONE = "none", _("None (each question alone)")
-
-
-class ThinkingSwitch(models.TextChoices):
-    """How an OpenAI-compatible server is told to think or not."""
-
-    TEMPLATE = "template", "chat_template_kwargs.enable_thinking"  # i18n: not text
-    SOFT = "soft", _("/think or /no_think after the question (Qwen3)")
-    BOTH = "both", _("Both")
-    NONE = "none", _("Nothing (the server's own default)")
-
-
-class ThinkTags(models.TextChoices):
-    """Whether inline <think>...</think> in an OpenAI-compatible answer is reasoning."""
-
-    PARSE = "parse", _("Split <think>…</think> out of the answer")
-    CLOSE_ONLY = "close_only", _("Split; the answer may only close the tag")
-    OFF = "off", _("Leave the answer as it is")
 
 
 def validate_server_url(value: str) -> None:
@@ -176,6 +161,25 @@ class ModelProfile(models.Model):
             "by hand for an OpenAI-compatible server."
         ),
         verbose_name=_("supports vision"),
+    )
+    # Like vision: Ollama's `/api/show` capabilities ("tools"), by discovery.
+    supports_tools = models.BooleanField(
+        default=False,
+        help_text=_(
+            "The model can call tools. Read from Ollama's capabilities; set it "
+            "by hand for an OpenAI-compatible server (with its tool parser on)."
+        ),
+        verbose_name=_("supports tools"),
+    )
+    think_with_tools = models.BooleanField(
+        default=False,
+        help_text=_(
+            "Keep thinking on in answers that offer tools. Off: they are asked "
+            "without thinking. Qwen3 with both on is a known source of lost "
+            "tool calls: on Ollama, empty replies (ollama/ollama#10976) and a "
+            "thinking block that never closed (open-webui/open-webui#13322)."
+        ),
+        verbose_name=_("think with tools"),
     )
     image_max_side = models.PositiveIntegerField(
         default=1568,
@@ -310,6 +314,21 @@ class ModelProfile(models.Model):
         if mode == ThinkingMode.DEFAULT:
             mode = self.default_thinking
         return mode == ThinkingMode.ON
+
+    def think_with(self, think: bool | None, tools: bool) -> bool | None:
+        """The `think` of an answer (`think_flag`'s) when it offers `tools`:
+        off unless the profile keeps thinking with tools (`think_with_tools`)."""
+        if tools and think and not self.think_with_tools:
+            return False
+        return think
+
+    def tools_reason(self) -> str:
+        """Why the model is offered no tools ("" when it can call them)."""
+        if self.supports_tools:
+            return ""
+        if self.backend == ModelProfile.Backend.OLLAMA:
+            return gettext("its server does not list tools among its capabilities.")
+        return gettext("an admin has not marked it as able to call tools.")
 
     def vision_reason(self) -> str:
         """Why the model takes no images ("" when it does)."""

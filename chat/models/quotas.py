@@ -9,6 +9,7 @@ tokens are the server's own count when it sent one, else the estimate the
 throughput page uses (characters of answer and thinking over four).
 
 Checked at admission, before the model is asked (`chat.models.turn_rows`),
+and again before each further model call of a turn with tools (`recheck`),
 with the user's row (and their teams') locked, so turns begin one at a time
 (`lock`). A running answer's own tokens are not known yet: under a token limit
 it reserves what it may use as it is admitted (`reserve`: its `num_predict`,
@@ -23,11 +24,12 @@ limit, and a dead process's reservations do not outlive its answers.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
+from django.db import transaction
 from django.db.models import Case, Exists, F, FloatField, OuterRef, Q, Sum, Value, When
 from django.db.models.functions import Cast, Coalesce, Greatest, Length
 from django.utils import timezone
@@ -188,10 +190,12 @@ def limits_for(
     *,
     site: SiteDefaults | None = None,
     teams: Iterable[Team] | None = None,
+    without: int | None = None,
 ) -> list[Limit]:
     """Every limit that applies to `user` (none set: an empty list). `site` and
     `teams` (the user's): rows the caller read already (`chat.models.turn_rows`
-    reads each once per turn)."""
+    reads each once per turn); `without`: an answer left out of the counts
+    (`recheck`'s own)."""
     now = now or timezone.now()
     limits: list[Limit] = []
 
@@ -199,7 +203,10 @@ def limits_for(
         if not any(caps.values()):
             return
         start, end = QuotaPeriod(period).window(now)
-        answers, tokens = _used(answers_of(start, end))
+        counted = answers_of(start, end)
+        if without is not None:
+            counted = counted.exclude(pk=without)
+        answers, tokens = _used(counted)
         for kind, used in ((ANSWERS, answers), (TOKENS, tokens)):
             if caps[kind]:
                 limits.append(Limit(scope, kind, used, caps[kind], end))
@@ -289,6 +296,36 @@ def reserve(
         wanted = max(profile.context_length - prompt, profile.answer_reserve_tokens())
     answer.reserved_tokens = max(1, min(wanted, left))
     options["num_predict"] = answer.reserved_tokens
+
+
+def recheck(
+    answer_id: int, owner_id: int, *, calls: int, spent: int, wanted: int | None
+) -> int | None:
+    """Before a further model call of a turn with tools
+    (`chat.live.engine.turn.tools`): raise QuotaReached when the owner's
+    limits, counting the turn's own `calls` and `spent` tokens so far rather
+    than its row (whose reservation and figures lag behind), leave no room for
+    one more call. Else the output tokens that call may use, at most `wanted`
+    (None: no token limit), reserved on the answer's row (`spent` plus those)
+    in the transaction that checked them, as `reserve` does for the first
+    call: answers asked meanwhile count them."""
+    with transaction.atomic():
+        user = get_user_model().objects.select_for_update().get(pk=owner_id)
+        teams = lock(user, user_locked=True)
+        left: int | None = None
+        for limit in limits_for(user, teams=teams, without=answer_id):
+            used = limit.used + (calls if limit.kind == ANSWERS else spent)
+            reached = replace(limit, used=used)
+            if reached.reached:
+                raise QuotaReached(reached.message(), limit.resets_at)
+            if limit.kind == TOKENS:
+                free = limit.allowed - used
+                left = free if left is None else min(left, free)
+        if left is None:
+            return None
+        allowed = left if wanted is None else max(1, min(wanted, left))
+        Message.objects.filter(pk=answer_id).update(reserved_tokens=spent + allowed)
+        return allowed
 
 
 def warnings(user: AbstractBaseUser, now: datetime | None = None) -> list[Limit]:

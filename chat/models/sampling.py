@@ -1,4 +1,5 @@
-"""The request options a model profile may set, checked, and Qwen3's defaults."""
+"""The request options a model profile may set, checked, and Qwen3's defaults;
+how an OpenAI-compatible server is told to think, and how its reasoning reads."""
 
 from __future__ import annotations
 
@@ -7,7 +8,26 @@ import re
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.db import models
 from django.utils.translation import gettext_lazy as _
+
+
+class ThinkingSwitch(models.TextChoices):
+    """How an OpenAI-compatible server is told to think or not."""
+
+    TEMPLATE = "template", "chat_template_kwargs.enable_thinking"  # i18n: not text
+    SOFT = "soft", _("/think or /no_think after the question (Qwen3)")
+    BOTH = "both", _("Both")
+    NONE = "none", _("Nothing (the server's own default)")
+
+
+class ThinkTags(models.TextChoices):
+    """Whether inline <think>...</think> in an OpenAI-compatible answer is reasoning."""
+
+    PARSE = "parse", _("Split <think>…</think> out of the answer")
+    CLOSE_ONLY = "close_only", _("Split; the answer may only close the tag")
+    OFF = "off", _("Leave the answer as it is")
+
 
 # Qwen's recommended sampling per mode (Qwen3 model card, "Best practices").
 QWEN3_SAMPLING: dict[bool, dict[str, Any]] = {

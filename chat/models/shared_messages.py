@@ -33,8 +33,38 @@ VIEWER_DETAILS = {
     "stream_cut": _("The connection to the model server broke mid-answer."),
     "malformed": _("The model server sent a reply that could not be read."),
     "queue_unavailable": _("The answer could not wait for the model."),
+    # Notices on an answer that is done (chat.live.engine.turn).
+    "tool_rounds": _("The model called tools too often: it answered with what it had."),
+    "tools_unsupported": _("This answer was written without tools."),
+    "quota_reached": _("A quota ended this answer early."),
 }
 FAILED = _("The answer failed.")
+
+
+def shown_steps(
+    steps: object, *, include_thinking: bool = True, include_tool_results: bool = True
+) -> list[dict[str, Any]]:
+    """An answer's stored steps (`Message.steps`) as a page is sent them:
+    never what the model got of a tool (`text`: the page shows the preview,
+    and the whole result can be tens of thousands of characters); for a
+    link's reader, thinking only if the link includes it, and a tool's
+    preview and citations only if it includes tool results (the call, its
+    state and size are shown either way)."""
+    if not isinstance(steps, list):
+        return []
+    shown = []
+    for step in steps:
+        if not isinstance(step, dict):
+            continue
+        kind = step.get("kind")
+        if kind == "thinking" and not include_thinking:
+            continue
+        if kind == "tool":
+            step = {name: value for name, value in step.items() if name != "text"}
+            if not include_tool_results:
+                step.update(preview="", citations=[])
+        shown.append(step)
+    return shown
 
 
 def viewer_detail(code: str, detail: str) -> str:
@@ -74,6 +104,7 @@ class SharedMessage:
     source_url: str
     stats: dict[str, Any] = field(default_factory=dict)
     files: list[AttachmentView] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)  # `shown_steps`
 
     @classmethod
     def of(
@@ -84,6 +115,7 @@ class SharedMessage:
         include_thinking: bool,
         source_url: str,
         files: list[AttachmentView] | None = None,
+        include_tool_results: bool = True,
     ) -> SharedMessage:
         return cls(
             ordinal=ordinal,
@@ -97,6 +129,11 @@ class SharedMessage:
             source_url=source_url,
             stats=message.stats(),
             files=files or [],
+            steps=shown_steps(
+                message.steps,
+                include_thinking=include_thinking,
+                include_tool_results=include_tool_results,
+            ),
         )
 
     @property

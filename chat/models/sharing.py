@@ -117,6 +117,7 @@ class ShareLink(models.Model):
         *,
         mode: str = Mode.SNAPSHOT,
         include_thinking: bool = False,
+        include_tool_results: bool = True,
         include_attachments: bool = True,
         expires_at: datetime | None = None,
     ) -> tuple[ShareLink, str]:
@@ -129,6 +130,7 @@ class ShareLink(models.Model):
             token_hint=token[:6],
             mode=mode,
             include_thinking=include_thinking,
+            include_tool_results=include_tool_results,
             include_attachments=include_attachments,
             expires_at=expires_at,
         )

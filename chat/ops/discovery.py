@@ -1,10 +1,11 @@
 """Reading a model server's models into model profiles.
 
 Ollama: `/api/tags` lists the models and `/api/show` tells each one's family,
-size, quantization, context length and capabilities (thinking among them).
+size, quantization, context length and capabilities (thinking, vision, tools).
 OpenAI-compatible servers: `/v1/models` lists the models; vLLM adds the context
 length (`max_model_len`), llama.cpp's `llama-server` its trained context
-(`meta.n_ctx_train`); nothing there says whether a model thinks.
+(`meta.n_ctx_train`); nothing there says whether a model thinks, sees or calls
+tools (an admin says, for the last two).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ async def fetch_ollama_models(base_url: str) -> list[Found]:
                     "tag": tag,
                     "supports_thinking": facts.supports_thinking,
                     "supports_vision": facts.supports_vision,
+                    "supports_tools": facts.supports_tools,
                     "context_length": facts.context_length,
                     "family": facts.family,
                     "parameter_size": facts.parameter_size,
@@ -110,10 +112,10 @@ def sync_profiles(
             defaults={"is_demo": is_demo, "backend": backend},
         )
         profile.supports_thinking = bool(model["supports_thinking"])
-        # An OpenAI-compatible server does not say: its admin's setting stays.
-        vision = model.get("supports_vision")
-        if vision is not None:
-            profile.supports_vision = bool(vision)
+        # An OpenAI-compatible server does not say: its admin's settings stay.
+        for capability in ("supports_vision", "supports_tools"):
+            if (value := model.get(capability)) is not None:
+                setattr(profile, capability, bool(value))
         context_length = model.get("context_length")
         if created and isinstance(context_length, int):
             profile.context_length = min(context_length, NEW_PROFILE_CONTEXT)

@@ -222,6 +222,7 @@ class NDJSONReader:
 class ModelFacts:
     supports_thinking: bool
     supports_vision: bool
+    supports_tools: bool
     context_length: int | None
     family: str
     parameter_size: str
@@ -235,10 +236,12 @@ def model_facts(show: dict[str, Any]) -> ModelFacts:
     details = show.get("details")
     details = details if isinstance(details, dict) else {}
     capabilities = show.get("capabilities")
+    capabilities = capabilities if isinstance(capabilities, list) else []
     context = info.get(f"{info.get('general.architecture')}.context_length")
     return ModelFacts(
-        supports_thinking=isinstance(capabilities, list) and "thinking" in capabilities,
-        supports_vision=isinstance(capabilities, list) and "vision" in capabilities,
+        supports_thinking="thinking" in capabilities,
+        supports_vision="vision" in capabilities,
+        supports_tools="tools" in capabilities,
         context_length=_count(context),
         family=str(details.get("family") or ""),
         parameter_size=str(details.get("parameter_size") or ""),

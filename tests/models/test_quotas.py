@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from chat.models import Message, QuotaPeriod, Team, quotas
 from tests.models.quota_usage import DAY, NOW, answered, conversation_of, site_limits
@@ -182,3 +183,49 @@ def test_the_line_is_fetched_again_after_an_answer(alice_client, alice, profile)
 
 def test_the_line_is_for_signed_in_users(client, db):
     assert client.get(reverse("quota_line")).status_code == 302
+
+
+# Between the model calls of a turn with tools (`recheck`).
+
+
+def test_recheck_counts_the_turns_own_calls_and_tokens_not_its_row(alice, profile):
+    site_limits(user_output_tokens=1000, user_answers=5)
+    own = conversation_of(alice, profile)
+    now = timezone.now()
+    answered(own, tokens=300, at=now)  # another answer: 1 call, 300 tokens
+    running = answered(own, status=Message.Status.STREAMING, at=now)
+    Message.objects.filter(pk=running.pk).update(reserved_tokens=700, model_calls=1)
+    # Its row's reservation would leave nothing; its 200 tokens spent leave 500.
+    left = quotas.recheck(running.pk, alice.pk, calls=1, spent=200, wanted=600)
+    assert left == 500
+    running.refresh_from_db()
+    assert running.reserved_tokens == 200 + 500  # answers asked now count it
+    assert quotas.recheck(running.pk, alice.pk, calls=1, spent=200, wanted=100) == 100
+
+
+def test_recheck_refuses_a_call_over_a_limit(alice, profile):
+    site_limits(user_output_tokens=1000, user_answers=3)
+    own = conversation_of(alice, profile)
+    now = timezone.now()
+    answered(own, tokens=300, at=now)
+    running = answered(own, status=Message.Status.STREAMING, at=now)
+    with pytest.raises(quotas.QuotaReached) as tokens:
+        quotas.recheck(running.pk, alice.pk, calls=1, spent=700, wanted=None)
+    assert str(tokens.value).startswith(
+        "Your quota is reached (1,000 of 1,000 output tokens)"
+    )
+    with pytest.raises(quotas.QuotaReached) as answers:
+        quotas.recheck(running.pk, alice.pk, calls=2, spent=0, wanted=None)
+    assert str(answers.value).startswith("Your quota is reached (3 of 3 answers)")
+    running.refresh_from_db()
+    assert running.reserved_tokens == 0  # nothing reserved when refused
+
+
+def test_recheck_without_a_token_limit_leaves_the_call_as_it_was(alice, profile):
+    site_limits(user_answers=5)
+    running = answered(
+        conversation_of(alice, profile),
+        status=Message.Status.STREAMING,
+        at=timezone.now(),
+    )
+    assert quotas.recheck(running.pk, alice.pk, calls=4, spent=10**6, wanted=50) is None

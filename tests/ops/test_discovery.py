@@ -71,6 +71,7 @@ async def test_fetch_reads_tags_and_capabilities(simulator):
             "tag": "qwen3-demo:8b",
             "supports_thinking": True,
             "supports_vision": True,
+            "supports_tools": True,
             "context_length": 40960,
             "family": "qwen3",
             "parameter_size": "8.2B",
@@ -80,6 +81,7 @@ async def test_fetch_reads_tags_and_capabilities(simulator):
             "tag": "llama-demo:3b",
             "supports_thinking": False,
             "supports_vision": False,
+            "supports_tools": False,
             "context_length": 8192,
             "family": "llama",
             "parameter_size": "3.2B",
@@ -177,7 +179,7 @@ def test_refresh_action_updates_profiles_of_the_selected_servers(
     admin_client, demo_profile, simulator
 ):
     dead = ModelProfile.objects.create(tag="gone:1b", base_url=DEAD)
-    demo_profile.supports_thinking = False
+    demo_profile.supports_thinking = demo_profile.supports_tools = False
     demo_profile.save()
     response = admin_client.post(
         reverse("admin:chat_modelprofile_changelist"),
@@ -199,6 +201,7 @@ def test_refresh_action_updates_profiles_of_the_selected_servers(
     )
     demo_profile.refresh_from_db()
     assert demo_profile.supports_thinking and demo_profile.family == "qwen3"
+    assert demo_profile.supports_tools  # its server lists "tools"
     llama = ModelProfile.objects.get(base_url=simulator.url, tag="llama-demo:3b")
     assert llama.is_demo and llama.parameter_size == "3.2B"
     dead.refresh_from_db()
@@ -218,9 +221,13 @@ def test_discover_page_reads_a_server_into_profiles(admin_client, simulator):
         "qwen3-demo:8b",
         "llama-demo:3b",
     }
-    # Vision from Ollama's capabilities.
+    # Vision and tools from Ollama's capabilities.
     vision = dict(ModelProfile.objects.values_list("tag", "supports_vision"))
     assert vision == {"qwen3-demo:8b": True, "llama-demo:3b": False}
+    tools = dict(ModelProfile.objects.values_list("tag", "supports_tools"))
+    assert tools == {"qwen3-demo:8b": True, "llama-demo:3b": False}
+    # Thinking with tools is off until an admin turns it on.
+    assert not ModelProfile.objects.filter(think_with_tools=True).exists()
 
 
 @pytest.mark.django_db
@@ -233,11 +240,14 @@ def test_discover_page_reads_an_openai_compatible_server(admin_client, simulator
         "llama-demo:3b",
         "qwen3-demo:8b",
     ]
-    # An OpenAI-compatible server does not say: the admin's setting is kept.
-    assert not any(p.supports_vision for p in profiles)
+    # An OpenAI-compatible server does not say: the admin's settings are kept.
+    assert not any(p.supports_vision or p.supports_tools for p in profiles)
     profiles.filter(tag="llama-demo:3b").update(supports_vision=True)
+    profiles.filter(tag="qwen3-demo:8b").update(supports_tools=True)
     admin_client.post(url, {"base_url": simulator.url, "backend": "openai"})
     assert profiles.get(tag="llama-demo:3b").supports_vision
+    assert profiles.get(tag="qwen3-demo:8b").supports_tools
+    assert not profiles.get(tag="llama-demo:3b").supports_tools
 
 
 @pytest.mark.django_db

@@ -47,6 +47,7 @@ from django.conf import settings
 from django.template.loader import render_to_string
 
 from chat.live.protocol.tool_frames import StepFrame
+from chat.models.shared_messages import shown_steps
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -109,6 +110,8 @@ class MessagePayload(TypedDict):
     dom_id: str
     html: str
     attachments: list[AttachmentPayload]
+    # A turn with tools' steps as shown (`shown_steps`), for a link's readers.
+    steps: list[dict[str, Any]]
 
 
 class MessageFrame(TypedDict):
@@ -318,6 +321,8 @@ class Shown(Protocol):
     def error_detail(self) -> str: ...
     @property
     def dom_id(self) -> str: ...
+    @property
+    def steps(self) -> list[dict[str, Any]]: ...
 
 
 def message(message: Message) -> MessageFrame:
@@ -357,5 +362,6 @@ def shown_message(
                 }
                 for file in shown.files
             ],
+            "steps": shown_steps(shown.steps),
         },
     }

@@ -23,7 +23,7 @@ from chat.live.protocol.frames import (
 from chat.live.protocol.tool_frames import STEP_FRAMES
 from chat.models import SharedMessage, ShareLink
 from chat.models.attachments import AttachmentView
-from chat.models.shared_messages import viewer_detail
+from chat.models.shared_messages import shown_steps, viewer_detail
 
 # Server -> viewer frame types; anything else the runner sends is not for viewers.
 READ_ONLY_FRAMES = frozenset(
@@ -69,6 +69,11 @@ def shared_message(
         files=[shared_file(token, file) for file in data["attachments"]]
         if link.include_attachments
         else [],
+        steps=shown_steps(
+            data.get("steps"),  # a frame from a process of an older release has none
+            include_thinking=link.include_thinking,
+            include_tool_results=link.include_tool_results,
+        ),
     )
 
 

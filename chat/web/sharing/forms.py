@@ -24,6 +24,11 @@ class ShareLinkForm(forms.Form):
         widget=forms.RadioSelect,
     )
     include_thinking = forms.BooleanField(required=False, label=_("Include thinking"))
+    # A turn's tool calls are shown either way; what the tools gave may be
+    # private (an intranet page, a database row).
+    include_tool_results = forms.BooleanField(
+        required=False, initial=True, label=_("Include tool results")
+    )
     include_attachments = forms.BooleanField(
         required=False, initial=True, label=_("Include attached files")
     )

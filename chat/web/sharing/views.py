@@ -75,6 +75,7 @@ def create_share_link(request: SignedInRequest, pk: int) -> HttpResponse:
         conversation,
         mode=form.cleaned_data["mode"],
         include_thinking=form.cleaned_data["include_thinking"],
+        include_tool_results=form.cleaned_data["include_tool_results"],
         include_attachments=form.cleaned_data["include_attachments"],
         expires_at=form.expires_at(),
     )
@@ -220,6 +221,7 @@ def read_only_page(
     kind: str,
     include_thinking: bool,
     include_attachments: bool = True,
+    include_tool_results: bool = True,
 ) -> dict[str, Any]:
     """The page of `messages` before the ordinal `before` (the newest if None) as
     a shared (`kind` "shared", `key` the token) or team page ("team", the
@@ -234,6 +236,7 @@ def read_only_page(
                 item.message,
                 item.ordinal,
                 include_thinking=include_thinking,
+                include_tool_results=include_tool_results,
                 source_url=reverse(f"{kind}_message_source", args=[key, item.ordinal]),
                 files=[
                     _file_view(attachment, kind, key)
@@ -279,6 +282,7 @@ def _page(link: ShareLink, token: str, before: int | None) -> dict[str, Any]:
         key=token,
         kind="shared",
         include_thinking=link.include_thinking,
+        include_tool_results=link.include_tool_results,
         include_attachments=link.include_attachments,
     )
 

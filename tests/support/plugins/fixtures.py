@@ -121,6 +121,7 @@ def demo_profile(simulator: Simulator, db: Any) -> Any:
         tag="qwen3-demo:8b",
         base_url=simulator.url,
         supports_thinking=True,
+        supports_tools=True,  # the simulator's qwen3-demo lists "tools"
         context_length=8192,
         is_demo=True,
     )

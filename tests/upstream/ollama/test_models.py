@@ -121,3 +121,9 @@ def test_model_facts(show, expected):
         facts.quantization,
         facts.supports_vision,
     ) == expected
+
+
+def test_model_facts_say_whether_a_model_calls_tools():
+    assert model_facts({"capabilities": ["completion", "tools"]}).supports_tools
+    assert not model_facts({"capabilities": ["completion", "thinking"]}).supports_tools
+    assert not model_facts({"capabilities": "tools"}).supports_tools  # not a list

@@ -40,7 +40,7 @@ from django.utils.translation import gettext_noop
 from chat.live.engine import admission
 from chat.live.engine.generation import Generation, Sink
 from chat.live.engine.runner import runner
-from chat.live.engine.turn import early
+from chat.live.engine.turn import early, offer
 from chat.live.engine.turn.steps import Steps
 from chat.live.protocol import frames
 from chat.models import (
@@ -58,7 +58,6 @@ from chat.models import (
 )
 from chat.models.admission import Line
 from chat.models.quotas import QuotaReached
-from chat.tools import toolbox
 
 logger = logging.getLogger(__name__)
 
@@ -364,7 +363,8 @@ def store(
         pending = prepare()
         turn = pending.turn
         asked = False  # the model server is being asked
-        steps = None if isinstance(ask, ApiQuestion) else _tools(turn, pending)
+        # The API's turns have none: its clients run their own tools.
+        steps = None if isinstance(ask, ApiQuestion) else offer.steps_for(turn, pending)
 
         def go(plan: admission.Plan) -> None:
             nonlocal asked
@@ -383,18 +383,6 @@ def store(
     stored = Stored(begun, plan)
     stored.steps = steps
     return stored
-
-
-def _tools(turn: Turn, pending: Pending) -> Steps | None:
-    """The steps of a turn with tools, if its conversation switched any on
-    (`chat.tools.toolbox.wanted`: no query); None for an answer of one model
-    call. The tools themselves are resolved in the turn, before its first
-    model call. (The API's turns have none: its clients run their own.)"""
-    conversation = turn.question.conversation
-    wanted = toolbox.wanted(conversation)
-    if wanted is None:
-        return None
-    return Steps(toolbox.NO_TOOLS, wanted=wanted, owner_id=pending.owner_id)
 
 
 def told_of(begun: Turn | Retry) -> list[frames.ServerFrame]:

@@ -36,7 +36,8 @@ from chat.live.engine.relay import relay
 from chat.live.engine.turn import slots
 from chat.live.engine.turn.steps import CallStep, Steps
 from chat.live.protocol import frames, tool_frames
-from chat.models import AuditEvent, ModelProfile
+from chat.models import AuditEvent, ModelProfile, quotas
+from chat.models.history import count_sent, step_chars, tools_chars
 from chat.tools import toolbox
 from chat.tools.calls import Outcome, ToolSource, ToolSpec
 
@@ -62,21 +63,30 @@ async def converse(
     as `relay` does). `ready` and `asked` are the first call's (`relay`)."""
     steps = generation.steps
     if steps is not None and steps.wanted is not None:
-        await _resolve(generation, steps, ready)
+        await _resolve(generation, steps, profile, ready)
     await relay(generation, profile, history, tell, ready, asked)
     if steps is None:
         return
     messages = list(history)
+    # What one model call may write (the first's `num_predict`, a quota's
+    # reservation among them), for the quota's check before each further one.
+    per_call = (generation.options or {}).get("num_predict")
     while steps.offering and steps.this_round():
         assert generation.finished is not None
         calls = steps.this_round()
-        messages.append(_asked(generation, calls))
+        added = [_asked(generation, calls)]
         gave_back = await slots.give_back(generation.message_id)
         for step in calls:
             await run_call(generation, step)
-            messages.append(_result(step))
+            added.append(_result(step))
+        messages += added
+        count_sent(
+            generation.message, step_chars(added), profile.estimated_chars_per_token
+        )
         if steps.round >= settings.TOOLS_MAX_ROUNDS:
             await _limit_reached(generation)
+        if not await _quota_allows(generation, profile, per_call):
+            break  # the answer ends with what it has (its slot: at its end)
         if gave_back:
             await slots.take_back(
                 generation.message_id, profile.pk, lambda p: _queued(generation, p)
@@ -91,17 +101,26 @@ async def converse(
 
 
 async def _resolve(
-    generation: Generation, steps: Steps, ready: Awaitable[None] | None
+    generation: Generation,
+    steps: Steps,
+    profile: ModelProfile,
+    ready: Awaitable[None] | None,
 ) -> None:
     """The tools the conversation switched on, as their sources offer them
     now (an MCP server lists its tools over the network). A source that
     offers none now (a server down) is left out, and the user told, once the
     turn is announced (`ready`); with no tool left, the turn is one model
-    call."""
+    call. What their specs add to the prompt is counted in what was sent."""
     assert steps.wanted is not None
     steps.toolbox = await toolbox.resolve(steps.wanted)
     steps.wanted = None
     steps.offering = bool(steps.toolbox)
+    if steps.offering:
+        count_sent(
+            generation.message,
+            tools_chars(steps.toolbox.offered()),
+            profile.estimated_chars_per_token,
+        )
     if not steps.toolbox.notices:
         return
     detail = _("Some tools are not available now: %(why)s") % {
@@ -114,6 +133,46 @@ async def _resolve(
     await _emit(
         generation, frames.error(generation.message_id, "tools_unavailable", detail)
     )
+
+
+async def _quota_allows(
+    generation: Generation, profile: ModelProfile, per_call: Any
+) -> bool:
+    """Whether the owner's quotas leave room for one more model call of the
+    turn (`quotas.recheck`): if so, the call may write what they leave (its
+    `num_predict`, when there is a token limit); if not, the user is told and
+    the turn ends with every step so far."""
+    steps = generation.steps
+    assert steps is not None
+    if steps.owner_id is None:  # no one's quotas (a turn of the tests' own)
+        return True
+    spent = steps.totals(generation.finished)["output_tokens"]
+    if spent is None:  # the server said nothing: the quotas' own estimate
+        spent = round(sum(generation.lengths()) / quotas.CHARS_PER_TOKEN)
+    wanted = per_call if isinstance(per_call, int) and per_call > 0 else None
+    try:
+        left = await database_sync_to_async(quotas.recheck)(
+            generation.message_id,
+            steps.owner_id,
+            calls=steps.round,
+            spent=spent,
+            wanted=wanted,
+        )
+    except quotas.QuotaReached as reached:
+        detail = _("%(quota)s The answer ends with what it has so far.") % {
+            "quota": reached
+        }
+        message = generation.message
+        message.error_code, message.error_detail = "quota_reached", detail
+        await _emit(
+            generation, frames.error(generation.message_id, "quota_reached", detail)
+        )
+        return False
+    if left is not None:
+        if generation.options is None:
+            generation.options = profile.request_options(generation.think)
+        generation.options["num_predict"] = left
+    return True
 
 
 async def run_call(generation: Generation, step: CallStep) -> None:
