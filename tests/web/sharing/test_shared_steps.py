@@ -10,11 +10,9 @@ import pytest
 from django.urls import reverse
 
 from chat.models import Message, ShareLink
-from tests.web.sharing.test_sharing import create, share, talk
+from tests.web.sharing.links import create, share
 
 pytestmark = pytest.mark.django_db
-
-__all__ = ["talk"]  # the fixture
 
 
 STEPS = [

@@ -7,47 +7,14 @@ from datetime import timedelta
 from html.parser import HTMLParser
 
 import pytest
-from django.core.management.color import no_style
-from django.db import connection
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from chat.models import Conversation, Message, ShareLink, SiteDefaults, Team
+from tests.web.sharing.links import create, share
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def talk(alice, demo_profile):
-    """A conversation and message ids far from any other number on the page."""
-    conversation = Conversation.objects.create(
-        pk=918273, owner=alice, model_profile=demo_profile, title="Streams"
-    )
-    conversation.messages.create(pk=827364, role="user", content="What is a stream?")
-    conversation.messages.create(
-        pk=827365,
-        role="assistant",
-        content="A flow of **data**.",
-        thinking="Secret reasoning here.",
-        model_tag="qwen3-demo:8b",
-    )
-    # New rows come after these, as they would in a real database.
-    with connection.cursor() as cursor:
-        for sql in connection.ops.sequence_reset_sql(
-            no_style(), [Conversation, Message]
-        ):
-            cursor.execute(sql)
-    return conversation
-
-
-def share(conversation, **kwargs) -> str:
-    return ShareLink.create_for(conversation, **kwargs)[1]
-
-
-def create(client, conversation, **data):
-    form = {"mode": "snapshot", "expiry": "7d", **data}
-    return client.post(reverse("create_share_link", args=[conversation.pk]), form)
 
 
 def test_the_owner_creates_a_link_and_sees_its_url_once(alice_client, talk):
