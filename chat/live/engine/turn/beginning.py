@@ -364,7 +364,7 @@ def store(
         pending = prepare()
         turn = pending.turn
         asked = False  # the model server is being asked
-        steps = None if isinstance(ask, ApiQuestion) else _tools(turn, pending)
+        steps = _tools(turn, pending, api=isinstance(ask, ApiQuestion))
 
         def go(plan: admission.Plan) -> None:
             nonlocal asked
@@ -385,10 +385,14 @@ def store(
     return stored
 
 
-def _tools(turn: Turn, pending: Pending) -> Steps | None:
+def _tools(turn: Turn, pending: Pending, *, api: bool) -> Steps | None:
     """The steps of a turn with tools, if the conversation's owner has any
-    there (`chat.tools.toolbox`); None for an answer of one model call. (The
-    API's turns have none: its clients run their own tools.)"""
+    there (`chat.tools.toolbox`); None for an answer of one model call. An
+    API turn has the client's own tools, if it offers some (the site's are
+    for its own conversations): `Steps.for_client`."""
+    if api:
+        client = turn.client_tools
+        return None if client is None else Steps.for_client(client, pending.owner_id)
     if not toolbox.has_sources():
         return None
     conversation = turn.question.conversation

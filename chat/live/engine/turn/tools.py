@@ -13,7 +13,9 @@ then it is called once more without tools, and the user is told why.
 Whatever goes wrong with a call (an unknown tool, arguments that are not a
 JSON object, a tool that fails, hangs or answers too much) is its result: the
 model is told and the turn goes on. A stop cancels the running call. An
-answer without tools never comes here past its one relay (`converse`).
+answer without tools never comes here past its one relay (`converse`), nor
+does an API turn: its client runs the calls of the model's one reply
+(`Steps.for_client`).
 """
 
 from __future__ import annotations
@@ -61,6 +63,9 @@ async def converse(
     await relay(generation, profile, history, tell, ready, asked)
     steps = generation.steps
     if steps is None:
+        return
+    if not steps.runs_tools:  # an API client's tools: it runs its calls
+        steps.handed_over()
         return
     messages = list(history)
     while steps.offering and steps.this_round():
