@@ -13,7 +13,7 @@ from chat.live.engine.processes.fanout import (
     RemoteView,
     spans_processes,
 )
-from chat.live.protocol import frames
+from chat.live.protocol import frames, tool_frames
 from chat.live.protocol.channel_events import conversation_group
 
 
@@ -169,3 +169,22 @@ async def test_a_rested_pacer_writes_behind_the_next_token(monkeypatch):
     await asyncio.wait_for(second.wait(), timeout=5)
     assert [f["delta"] for f in sent] == ["ab", "cd"]
     pacer.close()
+
+
+async def test_publisher_sends_a_tool_frame_whole_after_the_text_before_it():
+    # An API answer's call (a client's own tool) as a socket's: the frame is
+    # not text, and goes out as it is, in order.
+    layer = InMemoryChannelLayer()
+    channel = await layer.new_channel()
+    await layer.group_add(conversation_group(7), channel)
+    publisher = Publisher(layer, "me", 7, 42)
+    call = tool_frames.tool_call(42, "call_a", "get_weather", "get_weather", "client")
+    args = tool_frames.tool_args(42, "call_a", '{"city": "Oslo"}')
+    publisher.add(frames.delta("thinking", 42, "I will look."))
+    publisher.add(call)
+    publisher.add(args)
+    await publisher.flush()
+    text = await asyncio.wait_for(layer.receive(channel), 2)
+    steps = await asyncio.wait_for(layer.receive(channel), 2)
+    assert (text["type"], text["text"]) == ("chat.delta", "I will look.")
+    assert steps == {"type": "chat.frame", "origin": "me", "frames": [call, args]}
