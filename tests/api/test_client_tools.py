@@ -19,23 +19,12 @@ import pytest
 
 from chat.api.tools import MAX_TOOLS
 from chat.models import Message
+from tests.api.client_tools import WEATHER, get_weather
 from tests.api.conftest import ASK, MODEL, QUESTION, stored_answer
 from tests.api.openai_client.asking import ask, texts
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "The weather in a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
 ASKED = {
     "role": "assistant",
     "content": "Let me look.",
@@ -49,15 +38,6 @@ ASKED = {
 }
 RESULT = {"role": "tool", "tool_call_id": "call_7", "content": "Rain, 4 °C."}
 STORE = {"X-Chatsite-Store": "yes"}
-
-
-def get_weather(city: str) -> str:
-    """The weather in a city.
-
-    Args:
-      city: The city.
-    """
-    return "Rain, 4 °C."
 
 
 def test_openai_tools_are_taken_and_count_in_the_prompt(oa, simulator):

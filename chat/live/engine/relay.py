@@ -43,10 +43,9 @@ async def relay(
         generation.upstream_at = time.perf_counter()
     watch = first_token.watch(generation, profile, tell)
     # A turn with tools offers them (`chat.live.engine.turn.tools`), but in
-    # the call that follows the round limit.
-    offered: dict[str, Any] = {}
-    if generation.steps is not None and generation.steps.offering:
-        offered["tools"] = generation.steps.toolbox.offered()
+    # the call that follows the round limit; an API turn, the client's own.
+    steps = generation.steps
+    offered: dict[str, Any] = {} if steps is None else steps.offer()
     stream = client.chat(
         profile.tag,
         history,

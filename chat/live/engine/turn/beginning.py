@@ -363,8 +363,7 @@ def store(
         pending = prepare()
         turn = pending.turn
         asked = False  # the model server is being asked
-        # The API's turns have none: its clients run their own tools.
-        steps = None if isinstance(ask, ApiQuestion) else offer.steps_for(turn, pending)
+        steps = _tools(turn, pending, api=isinstance(ask, ApiQuestion))
 
         def go(plan: admission.Plan) -> None:
             nonlocal asked
@@ -383,6 +382,17 @@ def store(
     stored = Stored(begun, plan)
     stored.steps = steps
     return stored
+
+
+def _tools(turn: Turn, pending: Pending, *, api: bool) -> Steps | None:
+    """The steps of a turn with tools; None for an answer of one model call.
+    An API turn has the client's own tools, if it offers some (the site's
+    are for its own conversations): `Steps.for_client`; a turn of the
+    site's has the tools its conversation switched on (`offer`)."""
+    if api:
+        client = turn.client_tools
+        return None if client is None else Steps.for_client(client, pending.owner_id)
+    return offer.steps_for(turn, pending)
 
 
 def told_of(begun: Turn | Retry) -> list[frames.ServerFrame]:

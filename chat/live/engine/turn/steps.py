@@ -18,13 +18,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
+
 from chat.live.protocol import tool_frames
 from chat.live.protocol.frames import DeltaFrame, Kind, ServerFrame, delta
+from chat.models import ClientTools
 from chat.tools.calls import Outcome, ToolCall
-from chat.tools.toolbox import Toolbox, Wanted
+from chat.tools.toolbox import NO_TOOLS, Toolbox, Wanted
 from chat.upstream import Finished, ToolCallDelta
 
 State = Literal["writing", "awaiting_approval", "running", "done"]
+
+# The source of an API client's own tools (`Steps.client`), and what its
+# calls' stored steps say: the site gave them to the client, which runs them.
+CLIENT_SOURCE = "client"
+HANDED_OVER = gettext_noop("Sent to the API client, which runs it.")
 
 
 @dataclass
@@ -123,6 +132,39 @@ class Steps:
     owner_id: int | None = None  # whose tools run (the audit log's actor)
     # Calls waiting for the user's approval (`decide`).
     approvals: dict[str, asyncio.Future[bool]] = field(default_factory=dict)
+    # An API turn's: the client's own tools, offered as given and never run
+    # here (`turn_rows.ClientTools`, `for_client`); None for the site's.
+    client: ClientTools | None = None
+
+    @classmethod
+    def for_client(cls, tools: ClientTools, owner_id: int | None) -> Steps:
+        """The steps of an API turn offering the client's `tools`: the model
+        is called once, its calls streamed (the API's sink turns them into
+        the dialect's shape) and kept, and the turn ends with that reply."""
+        return cls(NO_TOOLS, owner_id=owner_id, client=tools)
+
+    def offer(self) -> dict[str, Any]:
+        """The tools (and `tool_choice`) of the next model call's request
+        (`chat.upstream` `chat(...)`): none after the round limit."""
+        if not self.offering:
+            return {}
+        if self.client is not None:
+            return {"tools": self.client.tools, "tool_choice": self.client.choice}
+        return {"tools": self.toolbox.offered()}
+
+    @property
+    def runs_tools(self) -> bool:
+        """Whether the site runs the calls (an API client runs its own)."""
+        return self.client is None
+
+    def handed_over(self) -> None:
+        """An API turn ended: its calls went to the client, which runs them
+        (stored so, not as calls that never ran)."""
+        for step in self.this_round():
+            if step.outcome is None:
+                step.outcome = Outcome(text="", preview=_(HANDED_OVER))
+                step.state = "done"
+        self.version += 1
 
     def on_delta(
         self, event: ToolCallDelta, message_id: int, at: tuple[int, int]
@@ -132,10 +174,14 @@ class Steps:
         out: list[ServerFrame] = []
         step = self.writing.get(event.index)
         if step is None:
+            if self.client is not None and not self.client.parallel and self.writing:
+                return out  # parallel_tool_calls false: the reply's first call
             call_id = event.id or f"call_{self.round}_{event.index}"
             found = self.toolbox.find(event.name)
             title = found[0].title if found else event.name
             source = found[0].source if found else ""
+            if self.client is not None:
+                source = CLIENT_SOURCE
             step = CallStep(call_id, event.name, title, source, self.round, at)
             self.writing[event.index] = step
             self.calls.append(step)

@@ -13,7 +13,9 @@ then it is called once more without tools, and the user is told why.
 Whatever goes wrong with a call (an unknown tool, arguments that are not a
 JSON object, a tool that fails, hangs or answers too much) is its result: the
 model is told and the turn goes on. A stop cancels the running call. An
-answer without tools never comes here past its one relay (`converse`).
+answer without tools never comes here past its one relay (`converse`), nor
+does an API turn: its client runs the calls of the model's one reply
+(`Steps.for_client`).
 """
 
 from __future__ import annotations
@@ -66,6 +68,9 @@ async def converse(
         await _resolve(generation, steps, profile, ready)
     await relay(generation, profile, history, tell, ready, asked)
     if steps is None:
+        return
+    if not steps.runs_tools:  # an API client's tools: it runs its calls
+        steps.handed_over()
         return
     messages = list(history)
     # What one model call may write (the first's `num_predict`, a quota's
