@@ -63,27 +63,49 @@ async def converse(
     if steps is None:
         return
     messages = list(history)
-    while steps.offering and steps.this_round():
-        assert generation.finished is not None
-        calls = steps.this_round()
-        messages.append(_asked(generation, calls))
-        gave_back = await slots.give_back(generation.message_id)
+    try:
+        while steps.offering and steps.this_round():
+            await _round(generation, profile, messages, tell)
+    finally:
+        _write_audits(generation)  # those not written yet: a stop, an error
+
+
+async def _round(
+    generation: Generation,
+    profile: ModelProfile,
+    messages: list[dict[str, Any]],
+    tell: Tell,
+) -> None:
+    """This round's calls run, and the model called again with their results.
+    Nothing but the slot's take-back (only when it was given back) stands
+    between the last result and the next request: the audit log is written
+    once that request is out."""
+    steps = generation.steps
+    assert steps is not None and generation.finished is not None
+    calls = steps.this_round()
+    messages.append(_asked(generation, calls))
+    lent = slots.lend(generation.message_id)
+    try:
         for step in calls:
             await run_call(generation, step)
             messages.append(_result(step))
-        if steps.round >= settings.TOOLS_MAX_ROUNDS:
-            await _limit_reached(generation)
-        if gave_back:
-            await slots.take_back(
-                generation.message_id, profile.pk, lambda p: _queued(generation, p)
-            )
-            generation.queue_position = None
-        begun = steps.next_round(
-            generation.finished, generation.message_id, generation.lengths()
+    finally:
+        lent.call_off()
+    if steps.round >= settings.TOOLS_MAX_ROUNDS:
+        await _limit_reached(generation)
+    if await lent.given():
+        await slots.take_back(
+            generation.message_id, profile.pk, lambda p: _queued(generation, p)
         )
-        generation.finished = None
-        await _emit(generation, begun)
-        await relay(generation, profile, messages, tell)
+        generation.queue_position = None
+    begun = steps.next_round(
+        generation.finished, generation.message_id, generation.lengths()
+    )
+    generation.finished = None
+    await _emit(generation, begun)
+    await relay(
+        generation, profile, messages, tell, asked=lambda: _write_audits(generation)
+    )
 
 
 async def run_call(generation: Generation, step: CallStep) -> None:
@@ -264,7 +286,7 @@ def _audit(
     outcome: Outcome,
     found: tuple[ToolSpec, ToolSource] | None,
 ) -> None:
-    """The call in the audit log, written beside the turn (never waited for)."""
+    """The call for the audit log (`_write_audits`)."""
     assert generation.steps is not None
     arguments = step.call().arguments.encode("utf-8", "replace")
     detail = {
@@ -277,20 +299,35 @@ def _audit(
         "size": outcome.size,
         "outcome": "ok" if outcome.ok else outcome.error,
     }
+    generation.steps.unaudited.append(detail)
+
+
+def _write_audits(generation: Generation) -> None:
+    """The calls not yet in the audit log, written beside the turn (never
+    waited for): after the next model request is out, or once the turn ends."""
+    steps = generation.steps
+    if steps is None or not steps.unaudited:
+        return
+    details, steps.unaudited = steps.unaudited, []
     task = asyncio.get_running_loop().create_task(
-        _record(generation.steps.owner_id, detail), name="audit tool call"
+        _record(steps.owner_id, details), name="audit tool calls"
     )
     _recording.add(task)
     task.add_done_callback(_recording.discard)
 
 
-async def _record(owner_id: int | None, detail: dict[str, Any]) -> None:
+async def _record(owner_id: int | None, details: list[dict[str, Any]]) -> None:
     try:
-        await database_sync_to_async(AuditEvent.objects.create)(
-            kind=AuditEvent.Kind.TOOL_CALL,
-            actor_id=owner_id,
-            subject_id=owner_id,
-            detail=detail,
+        await database_sync_to_async(AuditEvent.objects.bulk_create)(
+            [
+                AuditEvent(
+                    kind=AuditEvent.Kind.TOOL_CALL,
+                    actor_id=owner_id,
+                    subject_id=owner_id,
+                    detail=detail,
+                )
+                for detail in details
+            ]
         )
     except Exception:
-        logger.warning("a tool call was not audited: %s", detail, exc_info=True)
+        logger.warning("tool calls were not audited: %s", details, exc_info=True)
