@@ -119,6 +119,7 @@ bench: venv chromium nginx
 	$(PY) -m bench
 	$(PY) -m bench.processes
 	$(PY) -m bench.request_path
+	$(PY) -m bench.tools
 	$(PY) -m bench.load $(LOAD_ARGS)
 	$(PY) -m bench.expensive_input
 	$(PY) -m bench.browser

@@ -27,8 +27,8 @@ class ToolSite(Site):
                 *("-p", str(self.web_port)),
             )
         )
-        wait_until_up(f"{self.sim_url}/api/version")
-        wait_until_up(f"{self.web_url}/healthz", timeout=60)
+        wait_until_up(f"{self.sim_url}/api/version", timeout=90)
+        wait_until_up(f"{self.web_url}/healthz", timeout=90)
         self.cookie, self.api_key = self._setup_data()
 
     def _setup_data(self) -> tuple[str, str]:
