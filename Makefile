@@ -119,9 +119,10 @@ bench: venv chromium nginx
 	$(PY) -m bench
 	$(PY) -m bench.processes
 	$(PY) -m bench.request_path
+	$(PY) -m bench.tools
 	$(PY) -m bench.load $(LOAD_ARGS)
 	$(PY) -m bench.expensive_input
-	$(PY) -m bench.tools
+	$(PY) -m bench.mcp
 	$(PY) -m bench.browser
 	$(PY) -m bench.rendering
 	$(PY) -m bench.pages

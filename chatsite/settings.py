@@ -141,12 +141,8 @@ UPSTREAM_FIRST_TOKEN_TIMEOUT = env_int("UPSTREAM_FIRST_TOKEN_TIMEOUT", 300, mini
 # scroll (chat.models.paging).
 CONVERSATION_PAGE_SIZE = env_int("CONVERSATION_PAGE_SIZE", 50, minimum=1)
 
-# Tools the model calls mid-answer (chat.tools, docs/tools.md).
-TOOLS_MAX_ROUNDS = env_int("TOOLS_MAX_ROUNDS", 8, minimum=1)
-TOOL_CALL_TIMEOUT = env_int("TOOL_CALL_TIMEOUT", 60, minimum=1)
-TOOL_RESULT_MAX_CHARS = env_int("TOOL_RESULT_MAX_CHARS", 20000, minimum=200)
-# MCP servers (chat.tools.mcp): their limits, the worker's budget, the pool.
-from chatsite.mcp_settings import *  # noqa: E402, F403
+# Tools the model calls mid-answer and their sources (chat.tools, docs/tools.md).
+from chatsite.tool_settings import *  # noqa: E402, F403
 
 # The sidebar lists this many conversations, then the next ones as it is
 # scrolled (chat.models.sidebar).

@@ -1,23 +1,24 @@
-"""MCP tool calls: what a big result costs the caller's event loop, and what
-a call over Streamable HTTP costs with and without the pool of sessions.
+"""A turn with tools: what the engine adds between a tool's result and the
+next model call, and per token of every step the turn streams.
 
-`python -m bench.tools [--calls 40]` (run by `make bench`). In this process,
-with the site's settings (no database: a call needs none): our own MCP server
-(tests/tools/mcp/tool_server.py, run as a command) over Streamable HTTP and
-over stdio, called through `chat.tools.mcp` as a turn calls it.
+The simulator (the OpenAI-compatible side with a tool parser, as vLLM: a
+call's arguments stream a token at a time) is scripted to call a tool three
+times in one turn, one call a reply (`tool_script`, docs/tools.md "The demo
+model's tools"). Two sources run the call: `stamp`, registered inside the
+Daphne process, answers at once (the engine alone); `bench__echo` is the
+`echo` of our MCP server (tests/tools/mcp/tool_server.py) over stdio (the
+realistic path). Either way the result's text ends with the wall-clock time
+it was in the engine's hands (`serve`), and the simulator logs when each
+request arrived: the next request's arrival minus that stamp is the gap.
 
-1. **Stall.** A coroutine ticks every millisecond on the calling loop while a
-   tool returns a 50 MB result; the table gives the longest gap between two
-   ticks and the call's time. Each transport twice in the same run: with the
-   message parsed on the MCP thread (`MCP_LARGE_MESSAGE_BYTES` above the
-   message: what every message had before, the reference) and parsed and cut
-   in a worker process (`chat.work`, the default for messages over 1 MiB).
-2. **Per call.** `--calls` calls of `add` over Streamable HTTP, one at a time:
-   p50, p90 and max, with a session opened per call (`MCP_HTTP_POOL_SIZE` 0,
-   the reference) and with pooled sessions.
+Per token, each round's thinking, the call's opening and its arguments, and
+the answer's content are timed from the simulator's send stamp to the frame
+on the socket, against the same requests read from the simulator directly
+(each of the turn's requests sent again as chatsite sent it): the added
+latency, as the relay bench measures it (bench/relay/). A turn with the
+tools switched off on the same site is the plain reference.
 
-Nothing is asserted; budgets are printed as pass/fail. Writes
-bench/results/tools.json.
-
-The package: `measure` (the ticker and the calls), `__main__` (the command,
-the table)."""
+`serve` starts the site with the sources, `site` sets it up, `turns` asks and
+times one turn, `report` makes the rows and prints them; `python -m
+bench.tools` runs it.
+"""

@@ -130,6 +130,8 @@ class Steps:
     # The round limit was reached: the last call was asked without tools.
     limited: bool = False
     owner_id: int | None = None  # whose tools run (the audit log's actor)
+    # Calls run but not yet in the audit log (`tools._write_audits`).
+    unaudited: list[dict[str, Any]] = field(default_factory=list)
     # Calls waiting for the user's approval (`decide`).
     approvals: dict[str, asyncio.Future[bool]] = field(default_factory=dict)
     # An API turn's: the client's own tools, offered as given and never run

@@ -76,33 +76,58 @@ async def converse(
     # What one model call may write (the first's `num_predict`, a quota's
     # reservation among them), for the quota's check before each further one.
     per_call = (generation.options or {}).get("num_predict")
-    while steps.offering and steps.this_round():
-        assert generation.finished is not None
-        calls = steps.this_round()
-        added = [_asked(generation, calls)]
-        gave_back = await slots.give_back(generation.message_id)
+    try:
+        while steps.offering and steps.this_round():
+            if not await _round(generation, profile, messages, tell, per_call):
+                break  # a quota ended it: with what it has (its slot: at its end)
+    finally:
+        _write_audits(generation)  # those not written yet: a stop, an error
+
+
+async def _round(
+    generation: Generation,
+    profile: ModelProfile,
+    messages: list[dict[str, Any]],
+    tell: Tell,
+    per_call: Any,
+) -> bool:
+    """This round's calls run, and the model called again with their results
+    (False, and no call, when the owner's quotas leave no room for it).
+    Nothing but the quota's check and the slot's take-back (only when it was
+    given back) stands between the last result and the next request: the
+    audit log is written once that request is out."""
+    steps = generation.steps
+    assert steps is not None and generation.finished is not None
+    calls = steps.this_round()
+    added = [_asked(generation, calls)]
+    lent = slots.lend(generation.message_id)
+    try:
         for step in calls:
             await run_call(generation, step)
             added.append(_result(step))
-        messages += added
-        count_sent(
-            generation.message, step_chars(added), profile.estimated_chars_per_token
+    finally:
+        lent.call_off()
+    messages += added
+    count_sent(generation.message, step_chars(added), profile.estimated_chars_per_token)
+    if steps.round >= settings.TOOLS_MAX_ROUNDS:
+        await _limit_reached(generation)
+    if not await _quota_allows(generation, profile, per_call):
+        await lent.given()  # a give-back under way ends; the slot: at its end
+        return False
+    if await lent.given():
+        await slots.take_back(
+            generation.message_id, profile.pk, lambda p: _queued(generation, p)
         )
-        if steps.round >= settings.TOOLS_MAX_ROUNDS:
-            await _limit_reached(generation)
-        if not await _quota_allows(generation, profile, per_call):
-            break  # the answer ends with what it has (its slot: at its end)
-        if gave_back:
-            await slots.take_back(
-                generation.message_id, profile.pk, lambda p: _queued(generation, p)
-            )
-            generation.queue_position = None
-        begun = steps.next_round(
-            generation.finished, generation.message_id, generation.lengths()
-        )
-        generation.finished = None
-        await _emit(generation, begun)
-        await relay(generation, profile, messages, tell)
+        generation.queue_position = None
+    begun = steps.next_round(
+        generation.finished, generation.message_id, generation.lengths()
+    )
+    generation.finished = None
+    await _emit(generation, begun)
+    await relay(
+        generation, profile, messages, tell, asked=lambda: _write_audits(generation)
+    )
+    return True
 
 
 async def _resolve(
@@ -358,7 +383,7 @@ def _audit(
     outcome: Outcome,
     found: tuple[ToolSpec, ToolSource] | None,
 ) -> None:
-    """The call in the audit log, written beside the turn (never waited for)."""
+    """The call for the audit log (`_write_audits`)."""
     assert generation.steps is not None
     arguments = step.call().arguments.encode("utf-8", "replace")
     detail = {
@@ -371,20 +396,35 @@ def _audit(
         "size": outcome.size,
         "outcome": "ok" if outcome.ok else outcome.error,
     }
+    generation.steps.unaudited.append(detail)
+
+
+def _write_audits(generation: Generation) -> None:
+    """The calls not yet in the audit log, written beside the turn (never
+    waited for): after the next model request is out, or once the turn ends."""
+    steps = generation.steps
+    if steps is None or not steps.unaudited:
+        return
+    details, steps.unaudited = steps.unaudited, []
     task = asyncio.get_running_loop().create_task(
-        _record(generation.steps.owner_id, detail), name="audit tool call"
+        _record(steps.owner_id, details), name="audit tool calls"
     )
     _recording.add(task)
     task.add_done_callback(_recording.discard)
 
 
-async def _record(owner_id: int | None, detail: dict[str, Any]) -> None:
+async def _record(owner_id: int | None, details: list[dict[str, Any]]) -> None:
     try:
-        await database_sync_to_async(AuditEvent.objects.create)(
-            kind=AuditEvent.Kind.TOOL_CALL,
-            actor_id=owner_id,
-            subject_id=owner_id,
-            detail=detail,
+        await database_sync_to_async(AuditEvent.objects.bulk_create)(
+            [
+                AuditEvent(
+                    kind=AuditEvent.Kind.TOOL_CALL,
+                    actor_id=owner_id,
+                    subject_id=owner_id,
+                    detail=detail,
+                )
+                for detail in details
+            ]
         )
     except Exception:
-        logger.warning("a tool call was not audited: %s", detail, exc_info=True)
+        logger.warning("tool calls were not audited: %s", details, exc_info=True)

@@ -187,8 +187,9 @@ async def test_a_declined_call_tells_the_model_the_user_declined(
 
 
 async def test_a_running_tool_lends_its_slot_to_another_users_question(
-    alice, bob, conversation, simulator, probe, limits, conversations
+    alice, bob, conversation, simulator, probe, limits, conversations, settings
 ):
+    settings.TOOL_SLOT_GRACE_MS = 0  # lent at once (test_slot_grace.py: after it)
     await sync_to_async(limits)(0, 1)
     [theirs] = await sync_to_async(conversations)(bob)
     mine = await connect(alice, conversation)

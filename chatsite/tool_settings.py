@@ -1,9 +1,19 @@
-"""The settings of MCP servers (chat.tools.mcp, docs/tools.md "MCP servers"),
-read by chatsite/settings.py, with their environment overrides."""
+"""The settings of the tools a model calls mid-answer (chat.tools, the turn
+of several steps in chat.live.engine.turn) and of MCP servers
+(chat.tools.mcp; docs/tools.md), read by chatsite/settings.py, with their
+environment overrides."""
 
 from __future__ import annotations
 
 from chatsite.env import env_int
+
+TOOLS_MAX_ROUNDS = env_int("TOOLS_MAX_ROUNDS", 8, minimum=1)
+TOOL_CALL_TIMEOUT = env_int("TOOL_CALL_TIMEOUT", 60, minimum=1)
+TOOL_RESULT_MAX_CHARS = env_int("TOOL_RESULT_MAX_CHARS", 20000, minimum=200)
+# A turn's model slot goes back to the line once its tools have run this many
+# ms (chat.live.engine.turn.slots): a quicker tool keeps it, and the next
+# model call goes out without a trip to the database (python -m bench.tools).
+TOOL_SLOT_GRACE_MS = env_int("TOOL_SLOT_GRACE_MS", 200, minimum=0)
 
 # An MCP server's tool list is asked again after this many seconds.
 MCP_TOOLS_TTL = env_int("MCP_TOOLS_TTL", 60, minimum=0)
