@@ -255,13 +255,20 @@ DISPATCHED = {
     "chat.frame": (ChatConsumer, ShareConsumer),
     "chat.delta": (ChatConsumer, ShareConsumer),
     "chat.catchup": (ChatConsumer, ShareConsumer),
+    "chat.steps": (ChatConsumer, ShareConsumer),
     "session.end": (ChatConsumer,),
     "session.check": (ChatConsumer,),
     "share.gone": (ShareConsumer,),
 }
 # Read by their receivers directly: the runner's channel, the admission waiter
 # and the health check's own channel.
-RECEIVED = {"generation.stop", "generation.resume", "admission.wake", "health.ping"}
+RECEIVED = {
+    "generation.stop",
+    "generation.resume",
+    "generation.approve",
+    "admission.wake",
+    "health.ping",
+}
 
 
 def test_every_event_type_has_a_receiver():

@@ -216,8 +216,12 @@ async def run_call(generation: Generation, step: CallStep) -> None:
         outcome = _refusal(step, found, [spec.name for spec in steps.toolbox.specs])
         if outcome is None and found is not None and found[0].needs_approval:
             steps.running(step, "awaiting_approval")
+            # Waited for before the frame goes out: a decision sent the moment
+            # the frame arrives (while it is still being sent to other tabs)
+            # must find the call waiting.
+            decided = steps.approval(step.id)
             await _emit(generation, _run_frame(generation, step))
-            if not await steps.approval(step.id):
+            if not await decided:
                 outcome = Outcome(
                     text="The user declined this call.",
                     preview=_("Declined."),
