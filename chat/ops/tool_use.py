@@ -51,14 +51,13 @@ def per_tool(window: Window) -> list[dict[str, Any]]:
         .annotate(
             source=KT("detail__source"),
             tool=KT("detail__tool"),
-            outcome=KT("detail__outcome"),
             ms=Cast(KT("detail__ms"), FloatField()),
             size=Cast(KT("detail__size"), FloatField()),
         )
         .values("source", "tool")
         .annotate(
             calls=Count("pk"),
-            failures=Count("pk", filter=~Q(outcome="ok")),
+            failures=Count("pk", filter=~Q(detail__outcome="ok")),
             total_s=Sum("ms") / 1000,
             mean_size=Avg("size"),
             **{
