@@ -17,7 +17,6 @@ from typing import Any
 
 from django.db.models import (
     Avg,
-    BigIntegerField,
     Count,
     FloatField,
     Q,
@@ -28,6 +27,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from chat.models import AuditEvent
+from chat.models.audit import called_in
 from chat.ops.throughput import PERCENTILES, PercentileCont, Window
 
 
@@ -38,7 +38,7 @@ def calls(window: Window) -> QuerySet[AuditEvent]:
         # A call is made after its answer began: the range's start bounds
         # the events read (`at` is indexed).
         AuditEvent.objects.filter(kind=AuditEvent.Kind.TOOL_CALL, at__gte=window.start)
-        .annotate(answer_id=Cast(KT("detail__message_id"), BigIntegerField()))
+        .annotate(answer_id=called_in())
         .filter(answer_id__in=answers)
     )
 
