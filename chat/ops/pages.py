@@ -4,6 +4,7 @@ status. Linked from the admin index (`templates/admin/index.html`)."""
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
@@ -22,7 +23,7 @@ from django.views.decorators.http import require_safe
 
 from chat.live.engine.server_status import server_statuses
 from chat.models import Message
-from chat.ops import audit_log, throughput
+from chat.ops import audit_log, throughput, tool_use
 from chat.ops.charts import LineChart, line_chart
 
 RANGES = {
@@ -123,8 +124,8 @@ def throughput_page(request: HttpRequest) -> HttpResponse:
     if form.is_valid():
         window = form.window(timezone.now())
         table = request.GET.get("table", "")
-        if wants_csv and table in throughput.USAGE_CSV_COLUMNS:
-            return _usage_csv(window, table)
+        if wants_csv and table in TABLES:
+            return _table_csv(window, table)
         if wants_csv:
             return _csv(window)
         points = throughput.timeline(window)
@@ -139,6 +140,7 @@ def throughput_page(request: HttpRequest) -> HttpResponse:
             csv_query=csv_query.urlencode(),
             usage_users=throughput.usage_by_user(window),
             usage_teams=throughput.usage_by_team(window),
+            tools=tool_use.per_tool(window),
         )
     elif wants_csv:
         return HttpResponse(
@@ -191,18 +193,36 @@ def _csv(window: throughput.Window) -> HttpResponse:
     return response
 
 
-def _usage_csv(window: throughput.Window, table: str) -> HttpResponse:
-    """Usage per user or per team (`table`), as the page's tables show it."""
-    name = f"usage-{table}-{window.start:%Y%m%d%H%M}-{window.end:%Y%m%d%H%M}.csv"
+Rows = Callable[[throughput.Window], list[dict[str, Any]]]
+
+# The page's other tables, each with a CSV of its own (`?table=<name>`): what
+# gives their rows, their columns, the file's name.
+TABLES: dict[str, tuple[Rows, Sequence[tuple[str, str]], str]] = {
+    "users": (
+        throughput.usage_by_user,
+        throughput.USAGE_CSV_COLUMNS["users"],
+        "usage-users",
+    ),
+    "teams": (
+        throughput.usage_by_team,
+        throughput.USAGE_CSV_COLUMNS["teams"],
+        "usage-teams",
+    ),
+    "tools": (tool_use.per_tool, tool_use.CSV_COLUMNS, "tools"),
+}
+
+
+def _table_csv(window: throughput.Window, table: str) -> HttpResponse:
+    """One of the page's other `TABLES`, as the page shows it."""
+    rows, columns, prefix = TABLES[table]
+    name = f"{prefix}-{window.start:%Y%m%d%H%M}-{window.end:%Y%m%d%H%M}.csv"
     response = HttpResponse(
         content_type="text/csv; charset=utf-8",
         headers={"Content-Disposition": f'attachment; filename="{name}"'},
     )
-    rows = {"users": throughput.usage_by_user, "teams": throughput.usage_by_team}
-    columns = throughput.USAGE_CSV_COLUMNS[table]
     writer = csv.writer(response)
     writer.writerow([label for _, label in columns])
-    for row in rows[table](window):
+    for row in rows(window):
         writer.writerow([_cell(row[key]) for key, _ in columns])
     return response
 

@@ -5,6 +5,13 @@ answer, see `Message`). Percentiles use PostgreSQL's `percentile_cont` (continuo
 linear interpolation between the two nearest ranks). SQLite has no such aggregate,
 so the same one, written in Python with the same interpolation, is registered on
 each SQLite connection: the queries are the same on both databases.
+
+An answer with tools (`chat.live.engine.turn.tools`) made several model calls
+with tool runs between them: its `output_tokens` and `eval_ms` add up every
+call's, so the server's rate is the model's own; its clock (`total_ms`) holds
+the tools' time and the waits for the slot between calls, so no rate is taken
+from it. `tool_ms` is its tools' time, apart (the tools per tool:
+`chat.ops.tool_use`).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from django.db.models import (
     Case,
     Count,
     Expression,
+    ExpressionWrapper,
     F,
     FloatField,
     Q,
@@ -29,7 +37,7 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.functions import Cast, Length, TruncDay, TruncHour
+from django.db.models.functions import Cast, Coalesce, Length, TruncDay, TruncHour
 from django.db.models.sql.compiler import SQLCompiler
 
 from chat.models import Message, quotas
@@ -101,10 +109,31 @@ def _float(expression: Any) -> Any:
     return Cast(expression, FloatField())
 
 
+def one_model_call() -> Q:
+    """Answers whose clock ran over one model call and nothing else: not a
+    turn of several calls, nor one whose tools ran (a turn stopped in its
+    first tool run made one call)."""
+    return Q(model_calls__lte=1) & (Q(tool_ms__isnull=True) | Q(tool_ms__lte=0))
+
+
+def ran_tools() -> Q:
+    return Q(tool_ms__gt=0)
+
+
+def model_time() -> Expression:
+    """The answer's time from its first model request to its end, its tools'
+    time taken out (the waits for the slot between its calls are left in)."""
+    return ExpressionWrapper(
+        F("total_ms") - Coalesce("tool_ms", Value(0.0)), output_field=FloatField()
+    )
+
+
 def decode_rate() -> Expression:
     """Output tokens per second: the server's tokens and decode time when it
-    reported both; else our clock, from the first token to the end, over its
-    tokens or (without a count) the estimated tokens of the text written."""
+    reported both (a turn's calls added up); else our clock, from the first
+    token to the end, over its tokens or (without a count) the estimated
+    tokens of the text written, but only for an answer of one model call and
+    no tool run (else that time holds tool runs and waits)."""
     own_tokens = Case(
         When(output_tokens__gt=0, then=_float(F("output_tokens"))),
         default=_float(Length("content") + Length("thinking")) / CHARS_PER_TOKEN,
@@ -117,7 +146,8 @@ def decode_rate() -> Expression:
             then=_float(F("output_tokens")) * 1000 / F("eval_ms"),
         ),
         When(
-            Q(first_token_ms__isnull=False, total_ms__gt=F("first_token_ms")),
+            Q(first_token_ms__isnull=False, total_ms__gt=F("first_token_ms"))
+            & one_model_call(),
             then=own_tokens * 1000 / (F("total_ms") - F("first_token_ms")),
         ),
         default=Value(None),
@@ -126,11 +156,14 @@ def decode_rate() -> Expression:
 
 
 def prompt_rate() -> Expression:
-    """Prompt tokens per second, from the server's count and evaluation time."""
+    """Prompt tokens per second, from the server's count and evaluation time.
+    Not for a turn of several model calls: its `prompt_tokens` are its last
+    call's, its `prompt_eval_ms` every call's."""
     return Case(
         When(
             prompt_tokens__gt=0,
             prompt_eval_ms__gt=0,
+            model_calls__lte=1,
             then=_float(F("prompt_tokens")) * 1000 / F("prompt_eval_ms"),
         ),
         default=Value(None),
@@ -200,6 +233,10 @@ def summary(window: Window) -> list[dict[str, Any]]:
             errors=Count("pk", filter=Q(status=Status.ERROR)),
             stopped=Count("pk", filter=Q(status=Status.STOPPED)),
             interrupted=Count("pk", filter=Q(status=Status.INTERRUPTED)),
+            model_calls=Sum("model_calls"),
+            tool_answers=Count("pk", filter=ran_tools()),
+            model_s=Sum(model_time()) / 1000,
+            tool_s=Sum("tool_ms", filter=ran_tools()) / 1000,
             **_percentile_aggregates(),
         )
         .order_by("model_tag", "thinking_enabled")
@@ -245,6 +282,10 @@ CSV_COLUMNS: Sequence[tuple[str, str]] = (
     ("ttft_ms_p95", "first token ms p95"),
     ("queue_ms_p50", "queue wait ms p50"),
     ("queue_ms_p95", "queue wait ms p95"),
+    ("model_calls", "model calls"),
+    ("tool_answers", "answers with tools"),
+    ("model_s", "model time s"),
+    ("tool_s", "tool time s"),
     ("errors", "errors"),
     ("stopped", "stopped"),
     ("interrupted", "interrupted"),

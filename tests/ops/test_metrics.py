@@ -78,6 +78,7 @@ def test_staff_session_gets_the_metrics(admin_client):
     assert "chatsite_active_streams" in response.content.decode()
 
 
+@pytest.mark.smoke
 @pytest.mark.django_db
 def test_active_streams_and_the_queue_are_counted_in_the_database(
     client, conversation, alice, demo_profile
@@ -89,21 +90,30 @@ def test_active_streams_and_the_queue_are_counted_in_the_database(
             status=Message.Status.STREAMING,
             model_tag=MODEL,
         )
-        for _ in range(4)
+        for _ in range(6)
     ]
     Message.objects.create(
         conversation=conversation, role=Message.Role.ASSISTANT, model_tag=MODEL
     )
-    # One admitted, one waiting for a slot; the others predate admission tickets.
+    # One admitted, one waiting for a slot; one running its tools (its slot
+    # given back: `chat.live.engine.turn.slots`), one waiting again after
+    # them; the others predate admission tickets.
     Ticket.objects.create(
         message=answers[0], user=alice, profile=demo_profile, served=1
     )
     Ticket.objects.create(message=answers[1], user=alice, profile=demo_profile)
+    Ticket.objects.create(
+        message=answers[2], user=alice, profile=demo_profile, paused=True
+    )
+    Ticket.objects.create(
+        message=answers[3], user=alice, profile=demo_profile, priority=True
+    )
     response = client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
     found = samples(response.content.decode())
     assert found[("chatsite_active_streams", (("model", MODEL),))] == 3
-    assert found[("chatsite_queue_length", ())] == 1
-    assert queue_length() == 1
+    assert found[("chatsite_paused_answers", (("model", MODEL),))] == 1
+    assert found[("chatsite_queue_length", ())] == 2
+    assert queue_length() == 2
 
 
 def counts_before() -> dict[str, float]:
@@ -209,3 +219,45 @@ def test_scraped_over_plain_http_when_https_only(client, settings):
     assert client.get("/admin/").status_code == 301  # the rest is redirected
     response = client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
     assert response.status_code == 200
+
+
+@pytest.mark.django_db  # reading the registry also counts the streams
+def test_a_call_of_no_known_tool_is_counted_as_unknown():
+    # Whatever name the model wrote: one series, not one per name.
+    steps = [
+        {"kind": "content", "text": "Let me look."},
+        {"kind": "tool", "name": "made_up_tool", "source": "", "ok": False, "ms": 2},
+        {"kind": "tool", "name": "web_search", "source": "web", "ok": True, "ms": 500},
+    ]
+    before = {
+        "unknown": value(
+            "chatsite_tool_calls_total", source="none", tool="unknown", ok="false"
+        ),
+        "search": value(
+            "chatsite_tool_call_seconds_sum", source="web", tool="web_search"
+        ),
+        "calls": value("chatsite_model_calls_total", model="tools:1b"),
+        "tools": value("chatsite_answer_tool_seconds_count", model="tools:1b"),
+    }
+    message = Message(
+        pk=3, model_tag="tools:1b", status="done", steps=steps, model_calls=2,
+        tool_ms=502,
+    )  # fmt: skip
+    observe_answer(message)
+    assert (
+        value("chatsite_tool_calls_total", source="none", tool="unknown", ok="false")
+        == before["unknown"] + 1
+    )
+    assert (
+        value(
+            "chatsite_tool_calls_total", source="none", tool="made_up_tool", ok="false"
+        )
+        == 0
+    )
+    assert value(
+        "chatsite_tool_call_seconds_sum", source="web", tool="web_search"
+    ) == pytest.approx(before["search"] + 0.5)
+    assert value("chatsite_model_calls_total", model="tools:1b") == before["calls"] + 2
+    assert value("chatsite_answer_tool_seconds_count", model="tools:1b") == (
+        before["tools"] + 1
+    )

@@ -170,7 +170,8 @@ def test_csv_has_every_column(admin_client, answers):
         "model,thinking,answers,API answers,output tokens,decode tok/s p50,"
         "decode tok/s p95,"
         "prompt tok/s p50,prompt tok/s p95,first token ms p50,first token ms p95,"
-        "queue wait ms p50,queue wait ms p95,errors,stopped,interrupted"
+        "queue wait ms p50,queue wait ms p95,model calls,answers with tools,"
+        "model time s,tool time s,errors,stopped,interrupted"
     )
     rows = csv_rows(response)
     a = next(r for r in rows if r["model"] == "a:1b")
