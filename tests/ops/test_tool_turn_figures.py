@@ -108,8 +108,14 @@ async def test_an_answer_running_its_tool_is_paused_not_queued(
     await asyncio.wait_for(probe.started.wait(), 10)
     answer = await Message.objects.filter(role="assistant").alast()
     assert answer is not None and answer.status == Message.Status.STREAMING
-    # Its ticket gave the slot back: paused, out of line.
-    assert await sync_to_async(gauges)(answer.model_tag) == (1, 0, 0)
+    # Its ticket gives the slot back (once the tool has run the slot's grace,
+    # TOOL_SLOT_GRACE_MS): paused, out of line.
+    tag = answer.model_tag
+
+    async def paused() -> bool:
+        return await sync_to_async(gauges)(tag) == (1, 0, 0)
+
+    await until(paused, "the answer's ticket paused while its tool runs")
     assert await sync_to_async(queue_length)() == 0
     probe.gate.set()
     await frames_until(socket, "done")
