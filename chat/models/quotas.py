@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Case, Exists, F, FloatField, OuterRef, Q, Sum, Value, When
-from django.db.models.functions import Cast, Coalesce, Greatest, Length
+from django.db.models.functions import Cast, Coalesce, Greatest, Least, Length
 from django.utils import timezone
 from django.utils.formats import date_format, number_format
 from django.utils.translation import gettext as _
@@ -138,17 +138,26 @@ class Limit:
 
 def answer_tokens() -> Any:
     """An answer's output tokens: the server's count, else the estimate; while
-    it runs, its reservation (or the estimate of what it wrote, if more)."""
+    it runs, its reservation (or the estimate of what it wrote, if more).
+
+    A finished answer without the server's count (stopped, cut, interrupted)
+    counts its estimate, but never more than its reservation: the server was
+    told to write no more (`num_predict`), and characters over
+    CHARS_PER_TOKEN overestimate words of more than four letters (an answer
+    interrupted under load counted 410 of a 300-token reservation:
+    tests/live/engine/turn/test_quota_reservations.py)."""
     estimate = Cast(Length("content") + Length("thinking"), FloatField()) / Value(
         CHARS_PER_TOKEN
     )
+    reserved = Cast(F("reserved_tokens"), FloatField())
     return Case(
         When(
             status=Message.Status.STREAMING,
             reserved_tokens__gt=0,
-            then=Greatest(Cast(F("reserved_tokens"), FloatField()), estimate),
+            then=Greatest(reserved, estimate),
         ),
         When(output_tokens__gt=0, then=Cast(F("output_tokens"), FloatField())),
+        When(reserved_tokens__gt=0, then=Least(reserved, estimate)),
         default=estimate,
         output_field=FloatField(),
     )

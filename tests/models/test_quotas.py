@@ -35,6 +35,18 @@ def test_tokens_are_the_servers_count_else_the_estimate(alice, profile):
     assert (limit.kind, limit.used, limit.allowed) == (quotas.TOKENS, 110, 1000)
 
 
+def test_an_estimate_never_counts_more_than_the_answers_reservation(alice, profile):
+    # Cut or interrupted without the server's count: the server was told to
+    # write at most its reservation, whatever its characters over 4 say.
+    site_limits(user_output_tokens=1000)
+    own = conversation_of(alice, profile)
+    cut = answered(own, content="x" * 2000, status=Message.Status.INTERRUPTED)
+    short = answered(own, content="x" * 40, status=Message.Status.STOPPED)
+    Message.objects.filter(pk__in=[cut.pk, short.pk]).update(reserved_tokens=300)
+    [limit] = quotas.limits_for(alice, NOW)
+    assert limit.used == 300 + 10
+
+
 def test_only_answers_of_this_period_count(alice, profile):
     site_limits(user_answers=5)
     own = conversation_of(alice, profile)
