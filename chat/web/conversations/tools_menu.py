@@ -10,6 +10,8 @@ kept, and never offered or added by a request."""
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,7 +44,7 @@ def available(user: Any) -> list[SourceOffer]:
     """The tool sources `user` may switch on (`chat.tools.toolbox`: an MCP
     server's tools are listed over the network, kept a while; a server that
     does not answer soon is shown without its tools)."""
-    offers = async_to_sync(toolbox.available)(user)
+    offers = _listed(user)
     return [
         SourceOffer(
             offer.id,
@@ -54,6 +56,19 @@ def available(user: Any) -> list[SourceOffer]:
         )
         for offer in offers
     ]
+
+
+def _listed(user: Any) -> list[toolbox.Offer]:
+    """`toolbox.available(user)` from this sync view. Where this thread also
+    runs an event loop (a site process forked from one, as the suite's live
+    server is), `async_to_sync` refuses: the listing runs in a thread of its
+    own there."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return async_to_sync(toolbox.available)(user)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, toolbox.available(user)).result()
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,10 @@ def site(web) -> Iterator[str]:
 
 @pytest.fixture
 def setup(alice, demo_profile, our_http):
+    # Thinking stays on in tool turns (off by default: ModelProfile
+    # think_with_tools), so the page shows thinking beside the steps.
+    demo_profile.think_with_tools = True
+    demo_profile.save()
     team = Team.objects.create(name="Docs")
     Membership.objects.create(team=team, user=alice)
     server = ToolServer.objects.create(name="Ours", slug="ours", url=our_http)
