@@ -31,7 +31,7 @@ from chat.tools.mcp.messages import Limits
 from chat.tools.mcp.thread import when_stopping
 from chat.tools.mcp.transports import http_session
 
-Key = tuple[int, str, str, str, Limits]
+Key = tuple[int, str, str, float, str, Limits]
 
 
 class Kept:
@@ -94,7 +94,18 @@ class Pool:
         """A session, and what kept it when it was kept from before (a fresh
         one's failure is the server's answer; a kept one's may be that the
         server forgot it: `Kept.forgotten`)."""
-        key = (config.pk, config.version, config.url, headers_digest(headers), limits)
+        # The timeout is the session's HTTP read timeout: a session opened by
+        # the tools menu's 3 s listing, lent to a turn's longer call, cut it
+        # at 3 s ("SSE stream ended without a response":
+        # tests/browser/tools/test_tool_turn.py).
+        key = (
+            config.pk,
+            config.version,
+            config.url,
+            config.timeout,
+            headers_digest(headers),
+            limits,
+        )
         kept = self._take(key)
         reused = kept is not None
         if kept is None:

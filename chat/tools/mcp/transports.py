@@ -69,12 +69,9 @@ async def http_session(
     """A session with the user's headers, initialised (pooled:
     chat/tools/mcp/pool.py). `forgotten` is set when the server answers 404
     to its id."""
-    # A read may wait as long as the call: each call and listing is bounded by
-    # its own deadline (`asyncio.timeout`), and a pooled session outlives the
-    # call that opened it. A read timeout from that call (the tools menu's
-    # 3 s listing) cut a later tool that ran longer: "SSE stream ended
-    # without a response" (tests/browser/tools/test_tool_turn.py).
-    timeout = httpx2.Timeout(config.timeout, read=None)
+    # The session's reads wait as long as its server's calls may run; a
+    # session is pooled by that timeout too (chat/tools/mcp/pool.py).
+    timeout = httpx2.Timeout(config.timeout)
     transport = _Transport(limits, f"mcp:{config.slug}", forgotten)
     async with (
         httpx2.AsyncClient(
